@@ -1,0 +1,57 @@
+/* ncclscope C API: coarse calls that return JSON documents.
+ *
+ * Used by the gdb extension through ctypes (no Python ABI coupling) and by any
+ * other front end. No C++ exception ever crosses this boundary: every call
+ * returns NULL on success or an nsc_error the caller frees.
+ */
+#ifndef NCCLSCOPE_NCCLSCOPE_H
+#define NCCLSCOPE_NCCLSCOPE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct nsc_error nsc_error;
+
+/* Error kinds; they map onto the CLI exit codes. */
+enum nsc_error_kind {
+  NSC_ERROR_PARTIAL = 1,   /* some memory or fields were unreadable */
+  NSC_ERROR_BAD_INPUT = 2, /* the core/pid/library/profile cannot be used */
+  NSC_ERROR_USAGE = 64,    /* the request itself is malformed */
+};
+
+int nsc_error_kind(const nsc_error *error);
+const char *nsc_error_message(const nsc_error *error);
+void nsc_error_free(nsc_error *error);
+
+/* Memory supplied by the front end (gdb, cuda-gdb) for addresses the library
+ * cannot read itself. Returns 0 on success; on failure writes a short reason
+ * ("not saved in core", "Cannot access memory") into why (NUL-terminated). */
+typedef int (*nsc_read_memory_fn)(void *context, uint64_t address, void *buffer,
+                                  uint64_t length, char *why, size_t why_size);
+
+/* Runs one request and returns its JSON document in *json_out (free it with
+ * nsc_string_free). The request is a JSON object:
+ *   {"command":"state",                      (or "triage", "layout-extract")
+ *    "core":"/path/core" | "pid":1234,      the target
+ *    "executable":"/path/exe",              optional
+ *    "sysroot":"DIR", "solib_search_path":"DIR:DIR", "profile_path":"DIR:DIR",
+ *    "force_mismatch":false, "freeze":false,
+ *    "use_callback":false}                  read through read_memory instead
+ * read_memory may be NULL. A document is returned even with a PARTIAL error. */
+nsc_error *nsc_run_json(const char *request_json, nsc_read_memory_fn read_memory,
+                        void *read_context, char **json_out);
+
+void nsc_string_free(char *string);
+
+/* "0.1.0" */
+const char *nsc_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NCCLSCOPE_NCCLSCOPE_H */

@@ -1,0 +1,93 @@
+// Target: the memory, mappings and threads of one process, live or from a core.
+// Every layer above reads the process only through this interface.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace nsc {
+
+// Why a read failed. Messages are part of the user-visible output.
+enum class ReadFailure {
+  kNone,
+  kNotMapped,         // no mapping covers the address
+  kNotSavedInCore,    // mapped, but the core holds no bytes for it (filtered out)
+  kPermissionDenied,  // the kernel refused (ptrace access mode)
+  kShortRead,         // part of the range was readable
+  kIoError,           // anything else (errno in detail)
+};
+
+const char* read_failure_text(ReadFailure reason);  // "not saved in core", ...
+
+struct ReadError {
+  uint64_t address = 0;  // first byte that could not be read
+  ReadFailure reason = ReadFailure::kNone;
+  std::string detail;    // optional, e.g. strerror text
+  std::string message() const;  // "0x7f..: not saved in core"
+};
+
+struct MemoryRegion {
+  uint64_t start = 0;
+  uint64_t end = 0;          // exclusive
+  bool readable = false;
+  bool writable = false;
+  bool executable = false;
+  bool shared = false;       // MAP_SHARED (core: from NT_FILE/maps when known)
+  bool saved = true;         // core: bytes present in the file (p_filesz > 0)
+  uint64_t file_offset = 0;  // offset within `path` of `start`
+  std::string path;          // backing file, "" for anonymous, "[heap]" etc. live
+  uint64_t size() const { return end - start; }
+};
+
+// A file mapping as the kernel recorded it (NT_FILE or /proc/PID/maps).
+struct MappedFile {
+  uint64_t start = 0;
+  uint64_t end = 0;
+  uint64_t file_offset = 0;  // in bytes
+  std::string path;
+};
+
+struct ThreadInfo {
+  int tid = 0;
+  std::string name;        // comm; may come from target memory: escape before printing
+  char state = '?';        // live: /proc state letter; core: from prstatus when known
+  std::vector<uint8_t> prstatus;  // raw NT_PRSTATUS note (core only), for unwinding
+};
+
+class Target {
+ public:
+  virtual ~Target() = default;
+
+  // "core /path/core.123" or "pid 123": used as the subject of error lines.
+  virtual std::string describe() const = 0;
+  virtual bool is_core() const = 0;
+  virtual int pid() const = 0;  // core: the dumped process's pid (0 if unknown)
+
+  // Reads exactly len bytes at addr, or fails with the reason. Never writes.
+  virtual bool read(uint64_t addr, void* buf, size_t len, ReadError* error) = 0;
+
+  // Zero-copy access to saved bytes (core over mmap); nullptr when not possible.
+  virtual const uint8_t* direct(uint64_t /*addr*/, size_t /*len*/) { return nullptr; }
+
+  virtual const std::vector<MemoryRegion>& regions() const = 0;
+  virtual const std::vector<MappedFile>& mapped_files() const = 0;
+  virtual std::vector<ThreadInfo> threads() = 0;
+
+  // Executable path of the process, when known ("" otherwise).
+  virtual std::string executable() const = 0;
+
+  template <typename T>
+  bool read_value(uint64_t addr, T* out, ReadError* error) {
+    return read(addr, out, sizeof(T), error);
+  }
+};
+
+// Reads a NUL-terminated string of at most max_len bytes (for names read from memory).
+std::optional<std::string> read_c_string(Target& target, uint64_t addr, size_t max_len,
+                                         ReadError* error);
+
+}  // namespace nsc

@@ -1,0 +1,18 @@
+// Small string helpers shared by every layer.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace nsc {
+
+std::string hex(uint64_t value);                    // "0x7f12ab" (lower case)
+bool parse_u64(std::string_view text, uint64_t* out);  // decimal or 0x-hex
+// Makes a string from target memory safe for a terminal: control bytes,
+// DEL and invalid UTF-8 become \xNN escapes; backslash becomes "\\".
+std::string escape_for_terminal(std::string_view untrusted);
+// Makes arbitrary bytes valid UTF-8 for JSON (invalid bytes become U+FFFD).
+std::string valid_utf8(std::string_view bytes);
+
+}  // namespace nsc
