@@ -1,0 +1,41 @@
+// Builds one process's `ncclscope.state/1` document (docs/schema-state.md):
+// opens the target, resolves libnccl and its layout, finds and decodes every
+// communicator, unwinds host threads. Used by `state`, `triage` and the C API.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace nsc {
+
+// Memory supplied by a front end (gdb) for a target the library cannot open itself.
+using ReadMemoryCallback =
+    std::function<bool(uint64_t address, void* buffer, uint64_t length, std::string* why)>;
+
+struct StateRequest {
+  std::string core_path;          // either core_path or pid
+  int pid = 0;
+  std::string executable;         // optional
+  std::string sysroot;            // gdb's `set sysroot`
+  std::vector<std::string> solib_search_path;  // gdb's `set solib-search-path`
+  std::vector<std::string> profile_path;       // extra layout profile directories
+  bool force_mismatch = false;    // use a libnccl whose build-id differs from the target's
+  bool freeze = false;            // live: stop threads for a consistent read, always resume
+  bool stacks = true;             // unwind host threads (live: only with freeze)
+  bool progress = true;           // progress on stderr for long scans when it is a terminal
+  ReadMemoryCallback read_memory; // when set: read memory through it
+};
+
+// The `errors` array of the document tells what was unreadable. Throws
+// nsc::BadInput (with a one-line message naming the file/pid/field) when the
+// target cannot be used at all.
+nlohmann::json build_state_document(const StateRequest& request);
+
+// Exit code a document deserves: 0 when `errors` is empty, else 1 (partial).
+int state_exit_code(const nlohmann::json& document);
+
+}  // namespace nsc
