@@ -1,0 +1,47 @@
+// ncclscope: decode NCCL state from live processes and core dumps.
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+
+namespace {
+
+const char kUsage[] =
+    "usage: ncclscope COMMAND [ARGS]\n"
+    "\n"
+    "commands:\n"
+    "  state    --core CORE | --pid PID [--json]     every NCCL communicator of one process\n"
+    "  triage   INPUT... [--json] [--dot FILE]        why a multi-rank job hangs (cores, snapshots, pids)\n"
+    "  layout   extract LIB -o FILE | show LIB|FILE   struct layouts of a libnccl build\n"
+    "  slice    CORE -o SMALL.core                    keep only what the decoders read\n"
+    "\n"
+    "Run 'ncclscope COMMAND --help' for the options of one command.\n"
+    "Exit codes: 0 ok, 1 partial (some memory unreadable), 2 bad input, 64 usage.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fputs(kUsage, stderr);
+    return nsc::cli::kExitUsage;
+  }
+  std::string command = argv[1];
+  std::vector<std::string> args(argv + 2, argv + argc);
+  if (command == "--help" || command == "-h" || command == "help") {
+    std::fputs(kUsage, stdout);
+    return nsc::cli::kExitOk;
+  }
+  if (command == "--version") {
+    std::printf("ncclscope %s\n", NCCLSCOPE_VERSION);
+    return nsc::cli::kExitOk;
+  }
+  if (command == "state") return nsc::cli::run_state_command(args);
+  if (command == "triage") return nsc::cli::run_triage_command(args);
+  if (command == "layout") return nsc::cli::run_layout_command(args);
+  if (command == "slice") return nsc::cli::run_slice_command(args);
+  std::fprintf(stderr, "ncclscope: unknown command '%s'\n%s", command.c_str(), kUsage);
+  return nsc::cli::kExitUsage;
+}

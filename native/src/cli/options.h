@@ -1,0 +1,29 @@
+// Minimal option parsing shared by the subcommands: "--name value",
+// "--name=value", flags, and positional arguments.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace nsc::cli {
+
+struct ParsedOptions {
+  std::map<std::string, std::vector<std::string>> values;  // "--core" -> {"a"}
+  std::set<std::string> flags;                             // "--json"
+  std::vector<std::string> positional;
+
+  bool has(const std::string& name) const { return flags.count(name) || values.count(name); }
+  std::string value(const std::string& name, const std::string& fallback = "") const;
+  const std::vector<std::string>& all(const std::string& name) const;
+};
+
+// Throws nsc::UsageError on an unknown option or a missing value.
+ParsedOptions parse_options(const std::vector<std::string>& args,
+                            const std::set<std::string>& value_options,
+                            const std::set<std::string>& flag_options);
+
+std::vector<std::string> split_path_list(const std::string& colon_separated);
+
+}  // namespace nsc::cli

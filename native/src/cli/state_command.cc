@@ -1,0 +1,82 @@
+// `ncclscope state`: every NCCL communicator of one process, decoded.
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "snapshot/state_document.h"
+#include "snapshot/state_text.h"
+#include "util/errors.h"
+#include "util/strings.h"
+
+namespace nsc::cli {
+namespace {
+
+const char kStateUsage[] =
+    "usage: ncclscope state (--core CORE | CORE | --pid PID) [options]\n"
+    "  --exe PATH                 the executable (cores: improves stacks)\n"
+    "  --sysroot DIR              prefix for library paths recorded in the core (gdb: set sysroot)\n"
+    "  --solib-search-path D:D    directories searched for libraries by name (gdb: solib-search-path)\n"
+    "  --profile-path D:D         extra directories of layout profiles (<build-id>.json)\n"
+    "  --force-mismatch           use a libnccl whose build-id differs from the target's (warns)\n"
+    "  --freeze                   live: stop all threads for a consistent read; always resumed\n"
+    "  --no-stacks                do not unwind host threads\n"
+    "  --json                     print the ncclscope.state/1 document\n";
+
+StateRequest request_from_options(const ParsedOptions& options) {
+  StateRequest request;
+  request.core_path = options.value("--core");
+  if (request.core_path.empty() && options.positional.size() == 1) request.core_path = options.positional[0];
+  if (options.positional.size() > 1) throw UsageError("state takes one target");
+  std::string pid_text = options.value("--pid");
+  if (!pid_text.empty()) {
+    uint64_t pid = 0;
+    if (!parse_u64(pid_text, &pid) || pid == 0 || pid > 0x3fffffff)
+      throw UsageError("--pid " + pid_text + ": not a process id");
+    request.pid = static_cast<int>(pid);
+  }
+  if (request.core_path.empty() == (request.pid == 0))
+    throw UsageError("give exactly one of --core CORE or --pid PID");
+  request.executable = options.value("--exe");
+  request.sysroot = options.value("--sysroot");
+  for (const auto& list : options.all("--solib-search-path"))
+    for (const auto& dir : split_path_list(list)) request.solib_search_path.push_back(dir);
+  for (const auto& list : options.all("--profile-path"))
+    for (const auto& dir : split_path_list(list)) request.profile_path.push_back(dir);
+  request.force_mismatch = options.has("--force-mismatch");
+  request.freeze = options.has("--freeze");
+  request.stacks = !options.has("--no-stacks");
+  request.progress = isatty(STDERR_FILENO);
+  return request;
+}
+
+}  // namespace
+
+int run_state_command(const std::vector<std::string>& args) {
+  try {
+    ParsedOptions options = parse_options(
+        args, {"--core", "--pid", "--exe", "--sysroot", "--solib-search-path", "--profile-path"},
+        {"--json", "--force-mismatch", "--freeze", "--no-stacks", "--help", "-h"});
+    if (options.has("--help") || options.has("-h")) {
+      std::fputs(kStateUsage, stdout);
+      return kExitOk;
+    }
+    nlohmann::json document = build_state_document(request_from_options(options));
+    if (options.has("--json")) std::cout << document.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    else std::cout << render_state_text(document);
+    return state_exit_code(document);
+  } catch (const UsageError& error) {
+    std::fprintf(stderr, "ncclscope state: %s\n%s", error.what(), kStateUsage);
+    return kExitUsage;
+  } catch (const BadInput& error) {
+    std::fprintf(stderr, "ncclscope state: %s\n", escape_for_terminal(error.what()).c_str());
+    return kExitBadInput;
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "ncclscope state: internal error: %s\n", escape_for_terminal(error.what()).c_str());
+    return kExitBadInput;
+  }
+}
+
+}  // namespace nsc::cli

@@ -1,0 +1,138 @@
+#include "nccl/comm_decoder.h"
+
+#include "nccl/nccl_names.h"
+#include "util/strings.h"
+
+namespace nsc {
+namespace {
+
+// Reads *pointer_field as a 32-bit flag (abortFlag lives in cudaHostAlloc memory).
+Fetched<int64_t> read_pointed_flag(const ObjectView& comm, const std::string& pointer_field) {
+  auto pointer = comm.pointer(pointer_field);
+  if (!pointer.ok()) return Fetched<int64_t>::missing(pointer.unavailable, pointer.address);
+  if (*pointer.value == 0) return Fetched<int64_t>::missing(pointer_field + " is NULL");
+  auto raw = read_raw_integer(*comm.target(), *pointer.value, 4);
+  Fetched<int64_t> fetched;
+  fetched.address = raw.address;
+  fetched.unavailable = raw.unavailable;
+  if (raw.ok()) fetched.value = static_cast<int64_t>(*raw.value);
+  return fetched;
+}
+
+void check_rank_range(FieldSink& out, const char* key, const nlohmann::json& value, int64_t nranks) {
+  if (!value.is_number_integer()) return;
+  int64_t rank = value.get<int64_t>();
+  if (rank < -1 || rank >= nranks)
+    out.warn(std::string(key) + " is " + std::to_string(rank) + ", outside 0.." +
+             std::to_string(nranks - 1));
+}
+
+}  // namespace
+
+void decode_identity(const ObjectView& comm, FieldSink& out) {
+  out.json()["address"] = hex(comm.address());
+  out.put_hex("comm_hash", comm.unsigned_integer("commHash"));
+  out.put("rank", comm.integer("rank"));
+  out.put("nranks", comm.integer("nRanks"));
+  out.put("cuda_dev", comm.integer("cudaDev"));
+  out.put("nvml_dev", comm.integer("nvmlDev"));
+  auto bus_id = comm.integer("busId");
+  if (bus_id.ok()) out.json()["bus_id"] = bus_id_text(*bus_id.value);
+  else out.put("bus_id", bus_id);
+  out.put("node", comm.integer("node"));
+  out.put("nnodes", comm.integer("nNodes"));
+  out.put("local_rank", comm.integer("localRank"));
+  out.put("local_ranks", comm.integer("localRanks"));
+  out.put("nchannels", comm.integer("nChannels"));
+  out.put("p2p_nchannels", comm.integer("p2pnChannels"));
+
+  const nlohmann::json& nranks = out.json()["nranks"];
+  if (nranks.is_number_integer()) {
+    int64_t n = nranks.get<int64_t>();
+    if (n < 1 || static_cast<uint64_t>(n) > out.scope().limits.max_ranks)
+      out.warn("nRanks is " + std::to_string(n) + ", not a plausible rank count");
+    else
+      check_rank_range(out, "rank", out.json()["rank"], n);
+  }
+}
+
+void decode_counters(const ObjectView& comm, FieldSink& out) {
+  FieldSink seq = out.child("seq_launched");
+  seq.json() = nlohmann::json::object();
+  uint64_t count = comm.array_length("seqNumber");
+  if (count == 0) out.mark_unavailable("seq_launched", "ncclComm has no seqNumber[] in this NCCL version", 0);
+  for (uint64_t func = 0; func < count; ++func)
+    seq.put(collective_name(*comm.layout(), static_cast<int64_t>(func)),
+            comm.integer("seqNumber[" + std::to_string(func) + "]"));
+  out.put("coll_op_count", comm.integer("collOpCount"));
+  out.put("op_count", comm.integer("opCount"));
+
+  // P2P operations are counted per channel in the shared resources.
+  FieldSink p2p = out.child("p2p_op_count");
+  auto shared = comm.deref("sharedRes");
+  if (!shared.ok()) {
+    p2p.json() = nullptr;
+    out.mark_unavailable("p2p_op_count", shared.unavailable, shared.address);
+    return;
+  }
+  const nlohmann::json& nchannels = out.json()["p2p_nchannels"];
+  uint64_t channels = shared.value->array_length("p2pOpCount");
+  if (nchannels.is_number_integer() && nchannels.get<int64_t>() >= 0)
+    channels = std::min<uint64_t>(channels, nchannels.get<uint64_t>());
+  int64_t total = 0;
+  bool complete = true;
+  p2p.json()["per_channel"] = nlohmann::json::array();
+  for (uint64_t c = 0; c < channels; ++c) {
+    auto value = shared.value->integer("p2pOpCount[" + std::to_string(c) + "]");
+    if (value.ok()) {
+      p2p.json()["per_channel"].push_back(*value.value);
+      total += *value.value;
+    } else {
+      p2p.json()["per_channel"].push_back(nullptr);
+      p2p.mark_unavailable("per_channel[" + std::to_string(c) + "]", value.unavailable, value.address);
+      complete = false;
+    }
+  }
+  if (complete) p2p.json()["total"] = total;
+  else p2p.put("total", Fetched<int64_t>::missing("some channels unreadable"));
+}
+
+void decode_health(const ObjectView& comm, FieldSink& out) {
+  FieldSink health = out.child("health");
+  health.put("async_result", comm.enum_name("asyncResult"));
+  health.put_bool("abort_flag", read_pointed_flag(comm, "abortFlag"));
+  health.put_bool("destroy_flag", comm.integer("destroyFlag"));
+  health.put("init_state", comm.enum_name("initState"));
+  health.put_bool("finalize_called", comm.integer("finalizeCalled"));
+  health.put_bool("revoked", comm.integer("revokedFlag"));
+  auto blocking = comm.integer("config.blocking");
+  health.put_bool("blocking", blocking);
+}
+
+nlohmann::json decode_communicator(Target& target, const LayoutProfile& layout, uint64_t address,
+                                   nlohmann::json* errors, const DecodeLimits& limits) {
+  nlohmann::json entry = nlohmann::json::object();
+  nlohmann::json unavailable = nlohmann::json::object();
+  nlohmann::json warnings = nlohmann::json::array();
+  DecodeScope scope{&unavailable, &warnings, errors, "comm " + hex(address), limits};
+  FieldSink out(&entry, "", &scope);
+  ObjectView comm = ObjectView::of(target, layout, "ncclComm", address);
+  if (!comm.valid()) {
+    entry["address"] = hex(address);
+    out.warn("the layout has no struct ncclComm");
+    entry["unavailable"] = unavailable;
+    entry["warnings"] = warnings;
+    return entry;
+  }
+  decode_identity(comm, out);
+  decode_counters(comm, out);
+  decode_health(comm, out);
+  decode_channels(comm, out);
+  decode_proxy_ops(comm, out);
+  decode_planned_work(comm, out);
+  entry["unavailable"] = unavailable;
+  entry["warnings"] = warnings;
+  return entry;
+}
+
+}  // namespace nsc

@@ -1,0 +1,193 @@
+#include "nccl/comm_scanner.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "nccl/object_view.h"
+#include "util/strings.h"
+
+namespace nsc {
+namespace {
+
+constexpr uint64_t kChunkBytes = 4u << 20;   // live reads: 4 MiB at a time
+constexpr int64_t kMaxPlausibleRanks = 1 << 20;
+constexpr int64_t kMaxRegistryEntries = 1 << 16;
+
+// Scans one contiguous buffer that starts at target address `base`.
+void scan_buffer(const uint8_t* bytes, uint64_t length, uint64_t base, uint64_t value,
+                 unsigned value_size, uint64_t stride, uint64_t phase,
+                 std::vector<uint64_t>* matches) {
+  uint64_t first = (base + stride - 1) / stride * stride - base;  // first aligned offset
+  for (uint64_t offset = first; offset + phase + value_size <= length; offset += stride) {
+    if (value_size == 8) {
+      uint64_t word;
+      std::memcpy(&word, bytes + offset + phase, 8);
+      if (word == value) matches->push_back(base + offset);
+    } else {
+      uint32_t word;
+      std::memcpy(&word, bytes + offset + phase, 4);
+      if (word == static_cast<uint32_t>(value)) matches->push_back(base + offset);
+    }
+  }
+}
+
+// Reads a region in chunks when the target cannot hand out its bytes directly.
+void scan_region_by_reads(Target& target, const MemoryRegion& region, uint64_t value,
+                          unsigned value_size, uint64_t stride, uint64_t phase,
+                          std::vector<uint64_t>* matches) {
+  std::vector<uint8_t> chunk;
+  for (uint64_t start = region.start; start < region.end; start += kChunkBytes) {
+    uint64_t length = std::min(kChunkBytes, region.end - start);
+    chunk.resize(length + phase + value_size);  // overlap so a value across chunks is seen
+    uint64_t readable = std::min<uint64_t>(chunk.size(), region.end - start);
+    ReadError error;
+    if (!target.read(start, chunk.data(), readable, &error)) return;  // unreadable: skip region
+    std::vector<uint64_t> found;
+    scan_buffer(chunk.data(), readable, start, value, value_size, stride, phase, &found);
+    for (uint64_t address : found)
+      if (address < start + length) matches->push_back(address);
+  }
+}
+
+bool registry_available(const LayoutProfile& layout) {
+  return layout.symbols.count("ncclComms") && layout.symbols.count("nNcclComms");
+}
+
+// Reads NCCL's registry of live comms (2.24+, RAS). Empty with a note when unusable.
+std::vector<uint64_t> read_registry(Target& target, const LayoutProfile& layout, uint64_t load_bias,
+                                    std::string* note) {
+  uint64_t array_pointer = 0;
+  int32_t capacity = 0;
+  ReadError error;
+  if (!target.read_value(layout.symbols.at("ncclComms") + load_bias, &array_pointer, &error) ||
+      !target.read_value(layout.symbols.at("nNcclComms") + load_bias, &capacity, &error)) {
+    *note = "registry unreadable: " + error.message();
+    return {};
+  }
+  if (array_pointer == 0 || capacity <= 0 || capacity > kMaxRegistryEntries) {
+    *note = "registry empty (ncclComms=" + hex(array_pointer) + ", nNcclComms=" +
+            std::to_string(capacity) + ")";
+    return {};
+  }
+  std::vector<uint64_t> slots(static_cast<size_t>(capacity));
+  if (!target.read(array_pointer, slots.data(), slots.size() * 8, &error)) {
+    *note = "registry array unreadable: " + error.message();
+    return {};
+  }
+  slots.erase(std::remove(slots.begin(), slots.end(), 0), slots.end());
+  return slots;
+}
+
+// A comm whose size is a multiple of 16 has its endMagic 16-aligned too: that
+// second hit is part of a found comm, not a rejected candidate.
+void drop_end_magic_echoes(const StructLayout* comm_type, Discovery* discovery) {
+  const MemberLayout* end_magic = comm_type ? comm_type->find("endMagic") : nullptr;
+  if (end_magic == nullptr) return;
+  nlohmann::json kept = nlohmann::json::array();
+  for (const auto& rejected : discovery->rejected) {
+    uint64_t address = 0;
+    parse_u64(rejected["address"].get<std::string>(), &address);
+    bool echo = std::any_of(discovery->addresses.begin(), discovery->addresses.end(),
+                            [&](uint64_t comm) { return comm + end_magic->offset == address; });
+    if (!echo) kept.push_back(rejected);
+  }
+  discovery->rejected = kept;
+}
+
+}  // namespace
+
+bool is_scannable_region(const MemoryRegion& region) {
+  return region.readable && region.writable && !region.shared && region.saved &&
+         region.end > region.start;
+}
+
+uint64_t scan_for_value(Target& target, uint64_t value, unsigned value_size, uint64_t stride,
+                        uint64_t phase, const ScanProgress& progress,
+                        std::vector<uint64_t>* matches, uint64_t* regions_scanned) {
+  uint64_t total = 0;
+  for (const MemoryRegion& region : target.regions())
+    if (is_scannable_region(region)) total += region.size();
+  uint64_t done = 0;
+  for (const MemoryRegion& region : target.regions()) {
+    if (!is_scannable_region(region)) continue;
+    if (const uint8_t* bytes = target.direct(region.start, region.size()))
+      scan_buffer(bytes, region.size(), region.start, value, value_size, stride, phase, matches);
+    else
+      scan_region_by_reads(target, region, value, value_size, stride, phase, matches);
+    done += region.size();
+    ++*regions_scanned;
+    if (progress) progress(done, total);
+  }
+  return done;
+}
+
+std::string check_comm_candidate(Target& target, const LayoutProfile& layout, uint64_t address) {
+  ObjectView comm = ObjectView::of(target, layout, "ncclComm", address);
+  if (!comm.valid()) return "layout has no struct ncclComm";
+  if (comm.has("startMagic")) {
+    auto start = comm.unsigned_integer("startMagic");
+    if (!start.ok()) return "startMagic: " + start.unavailable;
+    if (*start.value != kNcclMagic) return "startMagic is " + hex(*start.value);
+    auto end = comm.unsigned_integer("endMagic");
+    if (!end.ok()) return "endMagic: " + end.unavailable;
+    if (*end.value != kNcclMagic) return "endMagic is " + hex(*end.value) + " (torn or freed comm)";
+  } else {
+    auto magic = comm.unsigned_integer("config.magic");
+    if (!magic.ok()) return "config.magic: " + magic.unavailable;
+    if (*magic.value != kNcclConfigMagic) return "config.magic is " + hex(*magic.value);
+  }
+  auto rank = comm.integer("rank");
+  auto nranks = comm.integer("nRanks");
+  if (!rank.ok() || !nranks.ok()) return "rank/nRanks unreadable";
+  if (*nranks.value < 1 || *nranks.value > kMaxPlausibleRanks)
+    return "nRanks is " + std::to_string(*nranks.value);
+  if (*rank.value < 0 || *rank.value >= *nranks.value)
+    return "rank " + std::to_string(*rank.value) + " outside 0.." + std::to_string(*nranks.value - 1);
+  return "";
+}
+
+Discovery discover_communicators(Target& target, const LayoutProfile& layout,
+                                 const DiscoveryOptions& options) {
+  Discovery discovery;
+  auto validate_into = [&](const std::vector<uint64_t>& candidates) {
+    for (uint64_t address : candidates) {
+      std::string why = check_comm_candidate(target, layout, address);
+      if (why.empty()) discovery.addresses.push_back(address);
+      else discovery.rejected.push_back({{"address", hex(address)}, {"why", why}});
+    }
+  };
+  if (!options.force_scan && registry_available(layout)) {
+    auto slots = read_registry(target, layout, options.load_bias, &discovery.registry_note);
+    discovery.candidates = slots.size();
+    validate_into(slots);
+    if (!discovery.addresses.empty()) {
+      discovery.method = "registry";
+      std::sort(discovery.addresses.begin(), discovery.addresses.end());
+      return discovery;
+    }
+    discovery.rejected = nlohmann::json::array();
+  } else if (!options.force_scan) {
+    discovery.registry_note = "library has no ncclComms/nNcclComms symbols";
+  }
+
+  discovery.method = "scan";
+  const StructLayout* comm_type = layout.find_struct("ncclComm");
+  std::vector<uint64_t> candidates;
+  if (comm_type != nullptr && comm_type->find("startMagic") != nullptr) {
+    discovery.bytes_scanned = scan_for_value(target, kNcclMagic, 8, 16, comm_type->find("startMagic")->offset,
+                                             options.progress, &candidates, &discovery.regions_scanned);
+  } else if (comm_type != nullptr) {
+    std::string why;
+    ObjectView probe(&target, &layout, comm_type, 0);
+    auto field = probe.resolve("config.magic", &why);
+    if (field)
+      discovery.bytes_scanned = scan_for_value(target, kNcclConfigMagic, 4, 16, field->offset,
+                                               options.progress, &candidates, &discovery.regions_scanned);
+  }
+  discovery.candidates = candidates.size();
+  validate_into(candidates);
+  drop_end_magic_echoes(comm_type, &discovery);
+  return discovery;
+}
+
+}  // namespace nsc

@@ -1,0 +1,54 @@
+// Finding every struct ncclComm in a process: through NCCL's own registry
+// (ncclComms/nNcclComms, when the library has symbols) or by scanning
+// writable private memory for NCCL_MAGIC and validating each candidate.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "layout/layout.h"
+#include "target/target.h"
+
+namespace nsc {
+
+constexpr uint64_t kNcclMagic = 0x0280028002800280ull;  // comm.h NCCL_MAGIC (2.21+)
+constexpr uint32_t kNcclConfigMagic = 0xcafebeef;       // ncclConfig_t.magic (2.18-2.20 route)
+
+using ScanProgress = std::function<void(uint64_t bytes_done, uint64_t bytes_total)>;
+
+struct DiscoveryOptions {
+  uint64_t load_bias = 0;      // libnccl's load bias, to place registry symbols
+  bool force_scan = false;     // ignore the registry
+  ScanProgress progress;       // may be empty
+};
+
+struct Discovery {
+  std::string method;               // "registry" or "scan"
+  std::vector<uint64_t> addresses;  // validated communicators, ascending
+  uint64_t regions_scanned = 0;
+  uint64_t bytes_scanned = 0;
+  uint64_t candidates = 0;
+  nlohmann::json rejected = nlohmann::json::array();  // [{"address","why"}]
+  std::string registry_note;        // why the registry was not used, if it was not
+};
+
+Discovery discover_communicators(Target& target, const LayoutProfile& layout,
+                                 const DiscoveryOptions& options);
+
+// Regions a heap-allocated comm can live in: readable, writable, private, saved.
+bool is_scannable_region(const MemoryRegion& region);
+
+// Addresses A (aligned to `stride`) in scannable regions where the `value_size`-byte
+// value at A + phase equals `value`. Returns how many bytes were examined.
+uint64_t scan_for_value(Target& target, uint64_t value, unsigned value_size, uint64_t stride,
+                        uint64_t phase, const ScanProgress& progress,
+                        std::vector<uint64_t>* matches, uint64_t* regions_scanned);
+
+// Empty when the candidate is a plausible ncclComm; otherwise why not.
+std::string check_comm_candidate(Target& target, const LayoutProfile& layout, uint64_t address);
+
+}  // namespace nsc

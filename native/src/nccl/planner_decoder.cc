@@ -1,0 +1,132 @@
+// Work planned but not yet launched: the kernel planner's queued collective
+// and P2P tasks, unlaunched plans, and whether the comm sits in a group.
+#include <set>
+
+#include "nccl/comm_decoder.h"
+#include "nccl/nccl_names.h"
+#include "util/strings.h"
+
+namespace nsc {
+namespace {
+
+// Walks a `next`-linked list of `type` from head, bounded and cycle-safe.
+std::vector<ObjectView> walk_list(const ObjectView& owner, uint64_t head, const std::string& type,
+                                  const std::string& what, FieldSink& out) {
+  std::vector<ObjectView> nodes;
+  const StructLayout* layout = owner.layout()->find_struct(type);
+  if (layout == nullptr) return nodes;
+  std::set<uint64_t> visited;
+  for (uint64_t address = head; address != 0;) {
+    if (!visited.insert(address).second) {
+      out.warn(what + " list has a cycle at " + hex(address));
+      break;
+    }
+    if (nodes.size() >= out.scope().limits.max_list_nodes) {
+      out.warn(what + " list longer than " + std::to_string(nodes.size()) + " entries; stopped");
+      break;
+    }
+    ObjectView node(owner.target(), owner.layout(), layout, address);
+    nodes.push_back(node);
+    auto next = node.pointer("next");
+    if (!next.ok()) {
+      out.warn(what + " list: " + next.unavailable);
+      break;
+    }
+    address = *next.value;
+  }
+  return nodes;
+}
+
+nlohmann::json describe_coll_task(const ObjectView& task) {
+  const LayoutProfile& layout = *task.layout();
+  nlohmann::json entry = {{"address", hex(task.address())}};
+  auto func = task.integer("func");
+  entry["collective"] = func.ok() ? nlohmann::json(collective_name(layout, *func.value)) : nullptr;
+  auto count = task.unsigned_integer("count");
+  entry["count"] = count.ok() ? nlohmann::json(*count.value) : nullptr;
+  auto datatype = task.enum_name("datatype");
+  entry["datatype"] = datatype.ok() ? nlohmann::json(*datatype.value) : nullptr;
+  auto op = task.enum_name("opHost");
+  entry["op"] = op.ok() ? nlohmann::json(*op.value) : nullptr;
+  auto root = task.integer("root");
+  entry["root"] = root.ok() ? nlohmann::json(*root.value) : nullptr;
+  return entry;
+}
+
+nlohmann::json describe_p2p_task(const ObjectView& task, const char* kind, int64_t peer) {
+  nlohmann::json entry = {{"address", hex(task.address())}, {"kind", kind}, {"peer", peer}};
+  auto count = task.unsigned_integer("count");
+  entry["count"] = count.ok() ? nlohmann::json(*count.value) : nullptr;
+  auto datatype = task.enum_name("datatype");
+  entry["datatype"] = datatype.ok() ? nlohmann::json(*datatype.value) : nullptr;
+  return entry;
+}
+
+void decode_planned_colls(const ObjectView& planner, FieldSink& out) {
+  nlohmann::json& colls = out.json()["colls"] = nlohmann::json::array();
+  for (const char* queue : {"collSorter.head", "collTaskQueue.head"}) {
+    auto head = planner.pointer(queue);
+    if (!head.ok()) continue;  // field absent in this version: the other queue may exist
+    for (const ObjectView& task : walk_list(planner, *head.value, "ncclTaskColl", queue, out))
+      colls.push_back(describe_coll_task(task));
+  }
+}
+
+void decode_planned_p2p(const ObjectView& planner, int64_t nranks, FieldSink& out) {
+  nlohmann::json& p2p = out.json()["p2p"] = nlohmann::json::array();
+  auto peers = planner.pointer("peers");
+  const StructLayout* peer_type = planner.layout()->find_struct("ncclKernelPlanner::Peer");
+  if (!peers.ok() || *peers.value == 0 || peer_type == nullptr || nranks <= 0) return;
+  int64_t limit = std::min<int64_t>(nranks, static_cast<int64_t>(out.scope().limits.max_ranks));
+  for (int64_t peer = 0; peer < limit; ++peer) {
+    ObjectView entry(planner.target(), planner.layout(), peer_type,
+                     *peers.value + static_cast<uint64_t>(peer) * peer_type->size);
+    for (auto [queue, kind] : {std::pair{"sendQueue.head", "send"}, {"recvQueue.head", "recv"}}) {
+      auto head = entry.pointer(queue);
+      if (!head.ok()) break;  // unreadable peers array: stop, do not report garbage
+      for (const ObjectView& task : walk_list(entry, *head.value, "ncclTaskP2p", queue, out))
+        p2p.push_back(describe_p2p_task(task, kind, peer));
+    }
+  }
+}
+
+}  // namespace
+
+void decode_planned_work(const ObjectView& comm, FieldSink& out) {
+  ObjectView planner = comm.member("planner");
+  FieldSink sink = out.child("planned");
+  if (!planner.valid()) {
+    sink.json() = nullptr;
+    out.mark_unavailable("planned", "ncclComm has no planner in this NCCL version", 0);
+    return;
+  }
+  sink.put("n_tasks_coll", planner.integer("nTasksColl"));
+  sink.put("n_tasks_p2p", planner.integer("nTasksP2p"));
+  decode_planned_colls(planner, sink);
+  const nlohmann::json& nranks = out.json()["nranks"];
+  bool has_p2p = sink.json()["n_tasks_p2p"].is_number_integer() &&
+                 sink.json()["n_tasks_p2p"].get<int64_t>() > 0;
+  if (has_p2p && nranks.is_number_integer()) decode_planned_p2p(planner, nranks.get<int64_t>(), sink);
+  else sink.json()["p2p"] = nlohmann::json::array();
+
+  auto unlaunched = planner.pointer("unlaunchedPlansHead");
+  if (unlaunched.ok()) {
+    auto plans = walk_list(planner, *unlaunched.value, "ncclKernelPlan", "unlaunched plans", sink);
+    sink.json()["unlaunched_plans"] = plans.size();
+  } else {
+    sink.put("unlaunched_plans", unlaunched);
+  }
+  // groupNext[t] == 0x1 marks "not in any group list" (NCCL group.h).
+  bool in_group = false;
+  bool known = false;
+  for (uint64_t t = 0; t < comm.array_length("groupNext"); ++t) {
+    auto next = comm.pointer("groupNext[" + std::to_string(t) + "]");
+    if (!next.ok()) continue;
+    known = true;
+    in_group = in_group || *next.value != 1;
+  }
+  if (known) sink.json()["in_group"] = in_group;
+  else sink.put("in_group", Fetched<int64_t>::missing("groupNext unavailable"));
+}
+
+}  // namespace nsc

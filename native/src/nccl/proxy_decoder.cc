@@ -1,0 +1,90 @@
+// Proxy operations in flight: proxyState->progressState.active, walked along
+// `next` (ops being progressed) and `nextPeer` (ops queued behind them).
+#include <set>
+
+#include "nccl/comm_decoder.h"
+#include "nccl/nccl_names.h"
+#include "util/strings.h"
+
+namespace nsc {
+namespace {
+
+nlohmann::json decode_sub(const ObjectView& sub, FieldSink& out) {
+  nlohmann::json entry = nlohmann::json::object();
+  FieldSink sink(&entry, "", &out.scope());
+  sink.put("channel", sub.integer("channelId"));
+  sink.put("peer", sub.integer("peer"));
+  sink.put("nsteps", sub.integer("nsteps"));
+  sink.put("nbytes", sub.integer("nbytes"));
+  for (const char* counter : {"base", "posted", "received", "transmitted", "done", "end"})
+    sink.put(counter, sub.unsigned_integer(counter));
+  return entry;
+}
+
+nlohmann::json decode_args(const ObjectView& args, FieldSink& out) {
+  const LayoutProfile& layout = *args.layout();
+  nlohmann::json entry = {{"address", hex(args.address())}};
+  FieldSink sink(&entry, "", &out.scope());
+  sink.put("op_count", args.unsigned_integer("opCount"));
+  auto coll = args.integer("coll");
+  if (coll.ok()) entry["collective"] = collective_name(layout, *coll.value);
+  auto pattern = args.integer("pattern");
+  if (pattern.ok()) entry["pattern"] = enum_value_name(layout, "ncclPattern_t", *pattern.value);
+  auto protocol = args.integer("protocol");
+  if (protocol.ok()) entry["protocol"] = protocol_name(*protocol.value);
+  sink.put("state", args.integer("state"));
+  sink.put("done", args.integer("done"));
+  auto nsubs = args.integer("nsubs");
+  sink.put("nsubs", nsubs);
+  entry["subs"] = nlohmann::json::array();
+  if (!nsubs.ok()) return entry;
+  uint64_t capacity = std::min<uint64_t>(args.array_length("subs"), out.scope().limits.max_subs);
+  if (*nsubs.value < 0 || static_cast<uint64_t>(*nsubs.value) > capacity) {
+    sink.warn("proxy op " + hex(args.address()) + " nsubs is " + std::to_string(*nsubs.value));
+    return entry;
+  }
+  for (int64_t s = 0; s < *nsubs.value; ++s)
+    entry["subs"].push_back(decode_sub(args.member("subs[" + std::to_string(s) + "]"), out));
+  return entry;
+}
+
+}  // namespace
+
+void decode_proxy_ops(const ObjectView& comm, FieldSink& out) {
+  nlohmann::json& ops = out.json()["proxy_ops"] = nlohmann::json::array();
+  auto proxy_state = comm.deref("proxyState");
+  if (!proxy_state.ok()) {
+    out.mark_unavailable("proxy_ops", proxy_state.unavailable, proxy_state.address);
+    out.json()["proxy_ops"] = nullptr;
+    return;
+  }
+  ObjectView progress = proxy_state.value->member("progressState");
+  auto head = progress.pointer("active");
+  if (!head.ok()) {
+    out.mark_unavailable("proxy_ops", head.unavailable, head.address);
+    out.json()["proxy_ops"] = nullptr;
+    return;
+  }
+  const LayoutProfile& layout = *comm.layout();
+  const StructLayout* args_type = layout.find_struct("ncclProxyArgs");
+  std::set<uint64_t> visited;
+  std::vector<uint64_t> pending{*head.value};
+  while (!pending.empty()) {
+    uint64_t address = pending.back();
+    pending.pop_back();
+    if (address == 0 || !visited.insert(address).second) continue;
+    if (visited.size() > out.scope().limits.max_list_nodes) {
+      out.warn("proxy op list longer than " + std::to_string(out.scope().limits.max_list_nodes) +
+               " entries (cycle or corruption); stopped");
+      break;
+    }
+    ObjectView args(comm.target(), &layout, args_type, address);
+    ops.push_back(decode_args(args, out));
+    for (const char* link : {"nextPeer", "next"}) {
+      auto next = args.pointer(link);
+      if (next.ok()) pending.push_back(*next.value);
+    }
+  }
+}
+
+}  // namespace nsc

@@ -1,0 +1,185 @@
+#include "snapshot/state_text.h"
+
+#include <sstream>
+
+#include "util/strings.h"
+
+namespace nsc {
+namespace {
+
+using nlohmann::json;
+
+const json& field(const json& object, const char* key) {
+  static const json kNull;
+  if (!object.is_object()) return kNull;
+  auto it = object.find(key);
+  return it == object.end() ? kNull : *it;
+}
+
+void render_header(const json& document, std::ostringstream& out) {
+  const json& target = field(document, "target");
+  out << "target     ";
+  if (field(target, "kind") == "core")
+    out << "core " << escape_for_terminal(cell_text(field(target, "path")));
+  else
+    out << "live pid " << cell_text(field(target, "pid"));
+  if (field(target, "executable").is_string())
+    out << "  exe " << escape_for_terminal(field(target, "executable").get<std::string>());
+  out << "\n";
+  const json& nccl = field(document, "nccl");
+  if (nccl.is_object()) {
+    out << "nccl       " << cell_text(field(nccl, "version")) << "  "
+        << escape_for_terminal(cell_text(field(nccl, "library"))) << "  build-id "
+        << cell_text(field(nccl, "build_id")) << "\n"
+        << "layout     " << escape_for_terminal(cell_text(field(nccl, "layout_source"))) << "\n";
+    if (field(nccl, "build_id_mismatch") == true)
+      out << "WARNING    libnccl build-id differs from the target's: decoded anyway (--force-mismatch)\n";
+  }
+  const json& discovery = field(document, "discovery");
+  if (discovery.is_object()) {
+    out << "discovery  " << cell_text(field(discovery, "method")) << ": "
+        << field(document, "communicators").size() << " communicator(s)";
+    if (field(discovery, "method") == "scan")
+      out << ", " << cell_text(field(discovery, "regions_scanned")) << " regions, "
+          << cell_text(field(discovery, "bytes_scanned")) << " bytes, "
+          << cell_text(field(discovery, "candidates")) << " candidates";
+    out << "\n";
+  }
+}
+
+std::string rank_pair(const json& comm, const char* rank_key, const char* count_key) {
+  return cell_text(field(comm, rank_key)) + "/" + cell_text(field(comm, count_key));
+}
+
+void render_counters(const json& comm, std::ostringstream& out) {
+  out << "  launched  ";
+  for (const auto& [name, value] : field(comm, "seq_launched").items())
+    out << " " << name << " " << cell_text(value);
+  out << "   collOpCount " << cell_text(field(comm, "coll_op_count"))
+      << "   p2p " << cell_text(field(field(comm, "p2p_op_count"), "total")) << "\n";
+  const json& health = field(comm, "health");
+  out << "  health     " << cell_text(field(health, "async_result"))
+      << "  abort " << cell_text(field(health, "abort_flag"))
+      << "  destroy " << cell_text(field(health, "destroy_flag"))
+      << "  init " << cell_text(field(health, "init_state"))
+      << "  finalize " << cell_text(field(health, "finalize_called"))
+      << "  revoked " << cell_text(field(health, "revoked")) << "\n";
+}
+
+void render_channels(const json& comm, std::ostringstream& out) {
+  const json& channels = field(comm, "channels");
+  if (!channels.is_array() || channels.empty()) return;
+  out << "  channels   ring prev > me > next        tree up / down\n";
+  for (const json& channel : channels) {
+    const json& ring = field(channel, "ring");
+    const json& tree = field(channel, "tree");
+    std::string down;
+    for (const json& d : field(tree, "down")) down += (down.empty() ? "" : ",") + cell_text(d);
+    std::ostringstream line;
+    line << "    ch" << cell_text(field(channel, "id")) << "      " << cell_text(field(ring, "prev"))
+         << " > " << cell_text(field(comm, "rank")) << " > " << cell_text(field(ring, "next"));
+    std::string text = line.str();
+    text.resize(std::max<size_t>(text.size(), 40), ' ');
+    out << text << cell_text(field(tree, "up")) << " / " << down << "\n";
+  }
+}
+
+void render_proxy_ops(const json& comm, std::ostringstream& out) {
+  const json& ops = field(comm, "proxy_ops");
+  if (ops.is_null()) {
+    out << "  proxy ops  unavailable\n";
+    return;
+  }
+  out << "  proxy ops  " << ops.size() << " in flight\n";
+  for (const json& op : ops) {
+    out << "    op " << cell_text(field(op, "op_count")) << " " << cell_text(field(op, "collective"))
+        << " " << cell_text(field(op, "pattern")) << " " << cell_text(field(op, "protocol")) << "\n";
+    for (const json& sub : field(op, "subs"))
+      out << "      ch" << cell_text(field(sub, "channel")) << " peer " << cell_text(field(sub, "peer"))
+          << ": posted " << cell_text(field(sub, "posted")) << " received "
+          << cell_text(field(sub, "received")) << " transmitted " << cell_text(field(sub, "transmitted"))
+          << " done " << cell_text(field(sub, "done")) << " of " << cell_text(field(sub, "nsteps"))
+          << " steps\n";
+  }
+}
+
+void render_planned(const json& comm, std::ostringstream& out) {
+  const json& planned = field(comm, "planned");
+  if (!planned.is_object()) return;
+  out << "  planned    " << field(planned, "colls").size() << " coll, " << field(planned, "p2p").size()
+      << " p2p task(s) not launched, " << cell_text(field(planned, "unlaunched_plans"))
+      << " unlaunched plan(s), in group " << cell_text(field(planned, "in_group")) << "\n";
+  for (const json& task : field(planned, "colls"))
+    out << "    " << cell_text(field(task, "collective")) << " count " << cell_text(field(task, "count"))
+        << " " << cell_text(field(task, "datatype")) << " " << cell_text(field(task, "op")) << " root "
+        << cell_text(field(task, "root")) << "\n";
+  for (const json& task : field(planned, "p2p"))
+    out << "    " << cell_text(field(task, "kind")) << " peer " << cell_text(field(task, "peer"))
+        << " count " << cell_text(field(task, "count")) << " " << cell_text(field(task, "datatype")) << "\n";
+}
+
+void render_notes(const json& comm, std::ostringstream& out) {
+  const json& unavailable = field(comm, "unavailable");
+  if (unavailable.is_object() && !unavailable.empty()) {
+    out << "  unavailable\n";
+    for (const auto& [key, why] : unavailable.items())
+      out << "    " << key << ": " << escape_for_terminal(cell_text(why)) << "\n";
+  }
+  for (const json& warning : field(comm, "warnings"))
+    out << "  WARNING    " << escape_for_terminal(cell_text(warning)) << "\n";
+}
+
+void render_comm(const json& comm, std::ostringstream& out) {
+  out << "\ncomm " << cell_text(field(comm, "address")) << "  hash " << cell_text(field(comm, "comm_hash"))
+      << "  rank " << rank_pair(comm, "rank", "nranks") << "  cuda " << cell_text(field(comm, "cuda_dev"))
+      << " (nvml " << cell_text(field(comm, "nvml_dev")) << ", bus " << cell_text(field(comm, "bus_id"))
+      << ")  node " << rank_pair(comm, "node", "nnodes") << "  local "
+      << rank_pair(comm, "local_rank", "local_ranks") << "  channels " << cell_text(field(comm, "nchannels"))
+      << "\n";
+  render_counters(comm, out);
+  render_channels(comm, out);
+  render_proxy_ops(comm, out);
+  render_planned(comm, out);
+  render_notes(comm, out);
+}
+
+void render_threads(const json& document, std::ostringstream& out) {
+  const json& threads = field(document, "threads");
+  if (!threads.is_array() || threads.empty()) return;
+  out << "\nthreads (" << threads.size() << ")\n";
+  for (const json& thread : threads) {
+    out << "  " << cell_text(field(thread, "tid")) << " "
+        << escape_for_terminal(cell_text(field(thread, "name"))) << "  "
+        << cell_text(field(thread, "blocked_in"));
+    const json& frames = field(thread, "frames");
+    for (size_t i = 0; i < frames.size() && i < 3; ++i)
+      out << (i == 0 ? "  at " : " < ") << escape_for_terminal(cell_text(field(frames[i], "function")));
+    out << "\n";
+  }
+}
+
+}  // namespace
+
+std::string cell_text(const nlohmann::json& value) {
+  if (value.is_null()) return "unavailable";
+  if (value.is_boolean()) return value.get<bool>() ? "yes" : "no";
+  if (value.is_string()) return value.get<std::string>();
+  return value.dump();
+}
+
+std::string render_state_text(const nlohmann::json& document) {
+  std::ostringstream out;
+  render_header(document, out);
+  for (const json& comm : field(document, "communicators")) render_comm(comm, out);
+  render_threads(document, out);
+  const json& errors = field(document, "errors");
+  if (errors.is_array() && !errors.empty()) {
+    out << "\nerrors (" << errors.size() << ")\n";
+    for (const json& error : errors)
+      out << "  " << escape_for_terminal(cell_text(field(error, "subject"))) << ": "
+          << escape_for_terminal(cell_text(field(error, "reason"))) << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace nsc
