@@ -28,6 +28,10 @@ struct StateRequest {
   bool stacks = true;             // unwind host threads (live: only with freeze)
   bool progress = true;           // progress on stderr for long scans when it is a terminal
   ReadMemoryCallback read_memory; // when set: read memory through it
+  // With read_memory: the process's regions, [{"start":"0x..","end":"0x..","writable":true,
+  // "shared":false,"path":"/usr/lib/libnccl.so.2","file_offset":"0x0"}] (gdb: info proc mappings).
+  nlohmann::json callback_regions = nlohmann::json::array();
+  std::string callback_description = "gdb inferior";
 };
 
 // The `errors` array of the document tells what was unreadable. Throws

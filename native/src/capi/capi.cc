@@ -1,0 +1,110 @@
+// The C API: JSON requests in, JSON documents out; exceptions stop here.
+#include "ncclscope/ncclscope.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "snapshot/state_document.h"
+#include "util/errors.h"
+#include "util/strings.h"
+
+struct nsc_error {
+  int kind;
+  std::string message;
+};
+
+namespace {
+
+nsc_error* make_error(int kind, std::string message) { return new nsc_error{kind, std::move(message)}; }
+
+char* copy_string(const std::string& text) {
+  char* copy = static_cast<char*>(std::malloc(text.size() + 1));
+  if (copy != nullptr) std::memcpy(copy, text.c_str(), text.size() + 1);
+  return copy;
+}
+
+std::vector<std::string> string_list(const nlohmann::json& request, const char* key) {
+  std::vector<std::string> list;
+  auto it = request.find(key);
+  if (it == request.end() || it->is_null()) return list;
+  std::string joined = it->get<std::string>();
+  size_t start = 0;
+  while (start <= joined.size()) {
+    size_t end = joined.find(':', start);
+    if (end == std::string::npos) end = joined.size();
+    if (end > start) list.push_back(joined.substr(start, end - start));
+    start = end + 1;
+  }
+  return list;
+}
+
+nsc::ReadMemoryCallback wrap_callback(nsc_read_memory_fn read_memory, void* context) {
+  return [read_memory, context](uint64_t address, void* buffer, uint64_t length, std::string* why) {
+    char reason[256] = {0};
+    if (read_memory(context, address, buffer, length, reason, sizeof reason) == 0) return true;
+    *why = reason;
+    return false;
+  };
+}
+
+nsc::StateRequest state_request_from_json(const nlohmann::json& request, nsc_read_memory_fn read_memory,
+                                          void* context) {
+  nsc::StateRequest state;
+  state.core_path = request.value("core", "");
+  state.pid = request.value("pid", 0);
+  state.executable = request.value("executable", "");
+  state.sysroot = request.value("sysroot", "");
+  state.solib_search_path = string_list(request, "solib_search_path");
+  state.profile_path = string_list(request, "profile_path");
+  state.force_mismatch = request.value("force_mismatch", false);
+  state.freeze = request.value("freeze", false);
+  state.stacks = request.value("stacks", true);
+  state.progress = false;
+  if (request.value("use_callback", false)) {
+    if (read_memory == nullptr) throw nsc::UsageError("use_callback set but no read_memory callback given");
+    state.read_memory = wrap_callback(read_memory, context);
+    state.callback_regions = request.value("regions", nlohmann::json::array());
+  }
+  return state;
+}
+
+}  // namespace
+
+extern "C" {
+
+int nsc_error_kind(const nsc_error* error) { return error ? error->kind : 0; }
+const char* nsc_error_message(const nsc_error* error) { return error ? error->message.c_str() : ""; }
+void nsc_error_free(nsc_error* error) { delete error; }
+void nsc_string_free(char* string) { std::free(string); }
+const char* nsc_version(void) { return NCCLSCOPE_VERSION; }
+
+nsc_error* nsc_run_json(const char* request_json, nsc_read_memory_fn read_memory, void* read_context,
+                        char** json_out) {
+  if (json_out == nullptr) return make_error(NSC_ERROR_USAGE, "json_out is NULL");
+  *json_out = nullptr;
+  try {
+    nlohmann::json request = nlohmann::json::parse(request_json ? request_json : "");
+    std::string command = request.value("command", "state");
+    if (command != "state") throw nsc::UsageError("unknown command '" + command + "'");
+    nlohmann::json document = nsc::build_state_document(state_request_from_json(request, read_memory, read_context));
+    *json_out = copy_string(document.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    if (nsc::state_exit_code(document) != 0)
+      return make_error(NSC_ERROR_PARTIAL, "some memory or fields were unreadable (see \"errors\")");
+    return nullptr;
+  } catch (const nsc::BadInput& error) {
+    return make_error(NSC_ERROR_BAD_INPUT, error.what());
+  } catch (const nsc::UsageError& error) {
+    return make_error(NSC_ERROR_USAGE, error.what());
+  } catch (const nlohmann::json::exception& error) {
+    return make_error(NSC_ERROR_USAGE, std::string("request: ") + error.what());
+  } catch (const std::exception& error) {
+    return make_error(NSC_ERROR_BAD_INPUT, std::string("internal error: ") + error.what());
+  } catch (...) {
+    return make_error(NSC_ERROR_BAD_INPUT, "internal error");
+  }
+}
+
+}  // extern "C"

@@ -1,0 +1,162 @@
+#include "snapshot/state_document.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+
+#include "layout/profile_store.h"
+#include "nccl/comm_decoder.h"
+#include "nccl/comm_scanner.h"
+#include "stacks/thread_stacks.h"
+#include "target/callback_target.h"
+#include "target/core_file.h"
+#include "target/library_resolver.h"
+#include "target/live_process.h"
+#include "util/errors.h"
+#include "util/strings.h"
+
+namespace nsc {
+namespace {
+
+using nlohmann::json;
+
+std::unique_ptr<Target> open_callback_target(const StateRequest& request) {
+  std::vector<MemoryRegion> regions;
+  for (const json& entry : request.callback_regions) {
+    MemoryRegion region;
+    if (!parse_u64(entry.value("start", ""), &region.start) ||
+        !parse_u64(entry.value("end", ""), &region.end) || region.end <= region.start)
+      throw UsageError("regions: each entry needs hex \"start\" < \"end\"");
+    region.readable = true;
+    region.writable = entry.value("writable", true);
+    region.shared = entry.value("shared", false);
+    region.path = entry.value("path", "");
+    parse_u64(entry.value("file_offset", "0x0"), &region.file_offset);
+    regions.push_back(region);
+  }
+  return std::make_unique<CallbackTarget>(request.callback_description, request.pid, request.read_memory,
+                                          std::move(regions), request.executable);
+}
+
+std::unique_ptr<Target> open_target(const StateRequest& request) {
+  if (request.read_memory) return open_callback_target(request);
+  if (!request.core_path.empty()) return open_core(request.core_path, request.executable);
+  if (request.pid > 0) return open_live(request.pid, request.freeze);
+  throw UsageError("no target: give a core file or a pid");
+}
+
+json target_json(const Target& target, const StateRequest& request) {
+  json out;
+  if (target.is_core()) out = {{"kind", "core"}, {"path", request.core_path}};
+  else out = {{"kind", request.read_memory ? "callback" : "live"}};
+  out["pid"] = target.pid();
+  std::string executable = target.executable();
+  out["executable"] = executable.empty() ? json(nullptr) : json(valid_utf8(executable));
+  return out;
+}
+
+// Prints scan progress on stderr once a scan has run for more than a second.
+ScanProgress progress_printer(bool enabled) {
+  if (!enabled) return {};
+  auto start = std::chrono::steady_clock::now();
+  return [start](uint64_t done, uint64_t total) {
+    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (elapsed < 1.0 || total == 0) return;
+    std::fprintf(stderr, "\rncclscope: scanned %llu / %llu MB", static_cast<unsigned long long>(done >> 20),
+                 static_cast<unsigned long long>(total >> 20));
+    if (done == total) std::fputc('\n', stderr);
+  };
+}
+
+json discovery_json(const Discovery& discovery) {
+  json out = {{"method", discovery.method},
+              {"regions_scanned", discovery.regions_scanned},
+              {"bytes_scanned", discovery.bytes_scanned},
+              {"candidates", discovery.candidates},
+              {"rejected", discovery.rejected}};
+  if (!discovery.registry_note.empty()) out["registry_note"] = discovery.registry_note;
+  return out;
+}
+
+json unwind_threads(Target& target, const StateRequest& request, json* errors) {
+  StackOptions options;
+  options.executable = request.executable;
+  options.sysroot = request.sysroot;
+  options.solib_search_path = request.solib_search_path;
+  std::vector<std::string> warnings;
+  std::vector<ThreadStack> stacks;
+  if (target.is_core()) stacks = unwind_core_threads(request.core_path, options, &warnings);
+  else stacks = unwind_live_threads(target.pid(), options, &warnings);
+  for (const std::string& warning : warnings)
+    errors->push_back({{"kind", "stacks"}, {"subject", target.describe()}, {"reason", valid_utf8(warning)}});
+  json threads = json::array();
+  for (const ThreadStack& stack : stacks) threads.push_back(stack);
+  return threads;
+}
+
+// Live threads without unwinding (no ptrace): names and states only.
+json thread_list(Target& target) {
+  json threads = json::array();
+  for (const ThreadInfo& thread : target.threads())
+    threads.push_back({{"tid", thread.tid}, {"name", valid_utf8(thread.name)},
+                       {"state", std::string(1, thread.state)}, {"frames", json::array()},
+                       {"blocked_in", nullptr}});
+  return threads;
+}
+
+}  // namespace
+
+json build_state_document(const StateRequest& request) {
+  std::unique_ptr<Target> target = open_target(request);
+  json document = {{"schema", "ncclscope.state/1"},
+                   {"tool", {{"name", "ncclscope"}, {"version", NCCLSCOPE_VERSION}}},
+                   {"target", target_json(*target, request)}};
+  json errors = json::array();
+  for (const std::string& warning : target->warnings())
+    errors.push_back({{"kind", "target"}, {"subject", target->describe()}, {"reason", warning}});
+
+  LibrarySearch search;
+  search.sysroot = request.sysroot;
+  search.solib_search_path = request.solib_search_path;
+  search.force_mismatch = request.force_mismatch;
+  ResolvedLibrary library = resolve_nccl_library(*target, search);
+
+  std::string why;
+  LayoutProfile layout = load_layout_for_library(library.local_path, library.build_id_in_target,
+                                                 request.profile_path, &why);
+  document["nccl"] = {{"version", layout.nccl_version.empty() ? json(nullptr) : json(layout.nccl_version)},
+                      {"library", valid_utf8(library.path_in_target)},
+                      {"local_file", valid_utf8(library.local_path)},
+                      {"build_id", library.build_id_in_target.empty() ? json(library.build_id_of_file)
+                                                                      : json(library.build_id_in_target)},
+                      {"layout_source", valid_utf8(layout.source)},
+                      {"build_id_mismatch", !library.warning.empty()}};
+  if (!library.warning.empty())
+    errors.push_back({{"kind", "library"}, {"subject", library.path_in_target}, {"reason", library.warning}});
+
+  DiscoveryOptions discovery_options;
+  discovery_options.load_bias = library.load_bias;
+  discovery_options.progress = progress_printer(request.progress);
+  Discovery discovery = discover_communicators(*target, layout, discovery_options);
+  document["discovery"] = discovery_json(discovery);
+
+  json communicators = json::array();
+  for (uint64_t address : discovery.addresses)
+    communicators.push_back(decode_communicator(*target, layout, address, &errors));
+  document["communicators"] = communicators;
+
+  bool can_unwind = target->is_core() || (request.pid > 0 && request.freeze && !request.read_memory);
+  if (request.stacks && can_unwind) document["threads"] = unwind_threads(*target, request, &errors);
+  else document["threads"] = request.read_memory ? json::array() : thread_list(*target);
+  document["errors"] = errors;
+  return document;
+}
+
+int state_exit_code(const nlohmann::json& document) {
+  auto errors = document.find("errors");
+  return errors != document.end() && errors->is_array() && !errors->empty() ? 1 : 0;
+}
+
+}  // namespace nsc
