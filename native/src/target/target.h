@@ -80,11 +80,24 @@ class Target {
   // Executable path of the process, when known ("" otherwise).
   virtual std::string executable() const = 0;
 
+  // Bulk reads by scanners that sweep whole regions for a pattern. Wrappers that
+  // record what decoders read (RecordingTarget) forward these without recording.
+  virtual bool scan_read(uint64_t addr, void* buf, size_t len, ReadError* error) {
+    return read(addr, buf, len, error);
+  }
+  virtual const uint8_t* scan_direct(uint64_t addr, size_t len) { return direct(addr, len); }
+
+  // Problems found while opening that did not stop it (e.g. "core file truncated").
+  virtual std::vector<std::string> warnings() const { return {}; }
+
   template <typename T>
   bool read_value(uint64_t addr, T* out, ReadError* error) {
     return read(addr, out, sizeof(T), error);
   }
 };
+
+// The region holding addr, or nullptr. `regions` must be sorted by start (binary search).
+const MemoryRegion* find_region(const std::vector<MemoryRegion>& regions, uint64_t addr);
 
 // Reads a NUL-terminated string of at most max_len bytes (for names read from memory).
 std::optional<std::string> read_c_string(Target& target, uint64_t addr, size_t max_len,

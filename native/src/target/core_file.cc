@@ -1,0 +1,226 @@
+#include "target/core_file.h"
+
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "util/errors.h"
+#include "util/strings.h"
+
+namespace nsc {
+namespace {
+
+const char* elf_type_name(unsigned type) {
+  switch (type) {
+    case ET_NONE: return "NONE";
+    case ET_REL: return "REL (object file)";
+    case ET_EXEC: return "EXEC (executable)";
+    case ET_DYN: return "DYN (shared object or PIE executable)";
+    default: return "unknown";
+  }
+}
+
+// MAP_SHARED anonymous and SysV shm memory show up under these names in NT_FILE.
+bool is_shared_memory_path(const std::string& path) {
+  return path.rfind("/dev/zero", 0) == 0 || path.rfind("/SYSV", 0) == 0;
+}
+
+const MappedFile* file_containing(const std::vector<MappedFile>& sorted, uint64_t addr) {
+  auto after = std::upper_bound(sorted.begin(), sorted.end(), addr,
+                                [](uint64_t a, const MappedFile& f) { return a < f.start; });
+  if (after == sorted.begin()) return nullptr;
+  return addr < (after - 1)->end ? &*(after - 1) : nullptr;
+}
+
+}  // namespace
+
+CoreFile::CoreFile(const std::string& path, const std::string& executable_hint) : path_(path) {
+  open_elf();
+  check_header();
+  load_program_headers();
+  build_regions();
+  attach_file_paths();
+  choose_executable(executable_hint);
+}
+
+CoreFile::~CoreFile() {
+  if (elf_) elf_end(elf_);
+  if (fd_ >= 0) close(fd_);
+}
+
+void CoreFile::fail(const std::string& why) const {
+  throw BadInput("core_open " + path_ + ": " + why);
+}
+
+void CoreFile::open_elf() {
+  fd_ = open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) fail(std::string("cannot open: ") + std::strerror(errno));
+  struct stat info;
+  if (fstat(fd_, &info) != 0) fail(std::string("cannot stat: ") + std::strerror(errno));
+  if (S_ISDIR(info.st_mode)) fail("is a directory");
+  if (info.st_size == 0) fail("empty file");
+  elf_version(EV_CURRENT);
+  // READ_MMAP: libelf maps the file read-only; elf_rawfile then gives us the bytes.
+  elf_ = elf_begin(fd_, ELF_C_READ_MMAP, nullptr);
+  if (!elf_ || elf_kind(elf_) != ELF_K_ELF) fail("not an ELF file");
+  size_t size = 0;
+  file_bytes_ = reinterpret_cast<const uint8_t*>(elf_rawfile(elf_, &size));
+  if (!file_bytes_) fail(std::string("cannot map: ") + elf_errmsg(-1));
+  file_size_ = size;
+}
+
+void CoreFile::check_header() {
+  if (gelf_getclass(elf_) != ELFCLASS64) fail("not a 64-bit ELF file");
+  GElf_Ehdr header;
+  if (!gelf_getehdr(elf_, &header)) fail("ELF header unreadable (truncated?)");
+  if (header.e_type != ET_CORE)
+    fail(std::string("not a core file (ELF type ") + elf_type_name(header.e_type) + ")");
+  if (header.e_machine != EM_X86_64)
+    fail("unsupported architecture: ELF machine " + std::to_string(header.e_machine) +
+         " (only x86-64 cores are supported)");
+}
+
+void CoreFile::load_program_headers() {
+  size_t count = 0;
+  if (elf_getphdrnum(elf_, &count) != 0) fail("program headers unreadable (truncated?)");
+  for (size_t i = 0; i < count; ++i) {
+    GElf_Phdr phdr;
+    if (!gelf_getphdr(elf_, static_cast<int>(i), &phdr))
+      fail("program header " + std::to_string(i) + " unreadable (truncated?)");
+    if (phdr.p_type == PT_LOAD)
+      add_segment(phdr.p_vaddr, phdr.p_memsz, phdr.p_filesz, phdr.p_offset, phdr.p_flags,
+                  phdr.p_align);
+    else if (phdr.p_type == PT_NOTE)
+      add_note_segment(phdr.p_offset, phdr.p_filesz);
+  }
+  std::sort(segments_.begin(), segments_.end(),
+            [](const CoreSegment& a, const CoreSegment& b) { return a.vaddr < b.vaddr; });
+  if (notes_.threads.empty()) warnings_.push_back("core_open " + path_ + ": no thread notes");
+  for (const std::string& problem : notes_.problems)
+    warnings_.push_back("core_open " + path_ + ": " + problem);
+}
+
+void CoreFile::add_segment(uint64_t vaddr, uint64_t memsz, uint64_t filesz, uint64_t offset,
+                           uint32_t flags, uint64_t align) {
+  CoreSegment segment{vaddr, memsz, filesz, offset, 0, flags, align};
+  uint64_t in_file = offset >= file_size_ ? 0 : file_size_ - offset;
+  segment.available = std::min({filesz, memsz, in_file});
+  if (segment.available < std::min(filesz, memsz) && !truncated_) {
+    truncated_ = true;
+    warnings_.push_back("core_open " + path_ + ": core file truncated (" +
+                        std::to_string(file_size_) + " bytes; segment at " + hex(vaddr) +
+                        " needs up to byte " + std::to_string(offset + filesz) + ")");
+  }
+  segments_.push_back(segment);
+}
+
+void CoreFile::add_note_segment(uint64_t offset, uint64_t filesz) {
+  uint64_t in_file = offset >= file_size_ ? 0 : std::min(filesz, file_size_ - offset);
+  if (in_file < filesz) notes_.problems.push_back("note segment truncated");
+  note_segments_.emplace_back(file_bytes_ + offset, file_bytes_ + offset + in_file);
+  parse_note_segment(note_segments_.back().data(), in_file, &notes_);
+}
+
+void CoreFile::build_regions() {
+  for (const CoreSegment& segment : segments_) {
+    MemoryRegion region;
+    region.readable = segment.flags & PF_R;
+    region.writable = segment.flags & PF_W;
+    region.executable = segment.flags & PF_X;
+    region.start = segment.vaddr;
+    if (segment.available > 0) {
+      region.end = segment.vaddr + segment.available;
+      regions_.push_back(region);
+    }
+    if (segment.available < segment.memsz) {
+      region.start = segment.vaddr + segment.available;
+      region.end = segment.end();
+      region.saved = false;
+      regions_.push_back(region);
+    }
+  }
+}
+
+void CoreFile::attach_file_paths() {
+  std::vector<MappedFile> sorted = notes_.files;
+  std::sort(sorted.begin(), sorted.end(),
+            [](const MappedFile& a, const MappedFile& b) { return a.start < b.start; });
+  for (MemoryRegion& region : regions_) {
+    const MappedFile* file = file_containing(sorted, region.start);
+    if (!file) continue;
+    region.path = file->path;
+    region.file_offset = file->file_offset + (region.start - file->start);
+    region.shared = is_shared_memory_path(file->path);
+  }
+}
+
+void CoreFile::choose_executable(const std::string& hint) {
+  if (!hint.empty()) {
+    executable_ = hint;
+    return;
+  }
+  auto entry = notes_.auxv.find(AT_ENTRY);
+  if (entry != notes_.auxv.end()) {
+    if (const MemoryRegion* region = find_region(regions_, entry->second))
+      if (!region->path.empty()) executable_ = region->path;
+  }
+  auto execfn = notes_.auxv.find(AT_EXECFN);
+  if (executable_.empty() && execfn != notes_.auxv.end()) {
+    if (auto name = read_c_string(*this, execfn->second, 4096, nullptr)) executable_ = *name;
+  }
+  if (executable_.empty()) executable_ = notes_.command_name;
+}
+
+const CoreSegment* CoreFile::segment_at(uint64_t addr) const {
+  auto after = std::upper_bound(segments_.begin(), segments_.end(), addr,
+                                [](uint64_t a, const CoreSegment& s) { return a < s.vaddr; });
+  if (after == segments_.begin()) return nullptr;
+  const CoreSegment& candidate = *(after - 1);
+  return addr < candidate.end() ? &candidate : nullptr;
+}
+
+bool CoreFile::read(uint64_t addr, void* buf, size_t len, ReadError* error) {
+  uint8_t* out = static_cast<uint8_t*>(buf);
+  while (len > 0) {
+    const CoreSegment* segment = segment_at(addr);
+    uint64_t offset_in_segment = segment ? addr - segment->vaddr : 0;
+    if (!segment || offset_in_segment >= segment->available) {
+      if (error) {
+        *error = ReadError{addr, segment ? ReadFailure::kNotSavedInCore : ReadFailure::kNotMapped, ""};
+        if (segment && offset_in_segment < segment->filesz) error->detail = "core file truncated";
+      }
+      return false;
+    }
+    size_t chunk = std::min<uint64_t>(len, segment->available - offset_in_segment);
+    std::memcpy(out, file_bytes_ + segment->offset + offset_in_segment, chunk);
+    out += chunk;
+    addr += chunk;
+    len -= chunk;
+  }
+  return true;
+}
+
+const uint8_t* CoreFile::direct(uint64_t addr, size_t len) {
+  const CoreSegment* segment = segment_at(addr);
+  if (!segment) return nullptr;
+  uint64_t offset_in_segment = addr - segment->vaddr;
+  if (offset_in_segment + len > segment->available) return nullptr;
+  return file_bytes_ + segment->offset + offset_in_segment;
+}
+
+std::unique_ptr<CoreFile> open_core_file(const std::string& path,
+                                         const std::string& executable_hint) {
+  return std::make_unique<CoreFile>(path, executable_hint);
+}
+
+std::unique_ptr<Target> open_core(const std::string& path, const std::string& executable_hint) {
+  return open_core_file(path, executable_hint);
+}
+
+}  // namespace nsc

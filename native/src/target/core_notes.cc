@@ -1,0 +1,120 @@
+#include "target/core_notes.h"
+
+#include <elf.h>
+#include <sys/procfs.h>
+#include <sys/user.h>
+
+#include <cstddef>
+#include <cstring>
+
+namespace nsc {
+namespace {
+
+uint64_t load_u64(const uint8_t* p) {
+  uint64_t value;
+  std::memcpy(&value, p, sizeof value);
+  return value;
+}
+
+// Fixed-size char array from a note, cut at the first NUL.
+std::string bounded_string(const char* chars, size_t capacity) {
+  return std::string(chars, strnlen(chars, capacity));
+}
+
+// NT_FILE: count, page_size, count x {start, end, page_offset}, then count names.
+void add_file_note(const uint8_t* desc, size_t size, CoreNotes* notes) {
+  if (size < 16) return notes->problems.push_back("NT_FILE note too short");
+  uint64_t count = load_u64(desc), page_size = load_u64(desc + 8);
+  size_t names_at = 16 + count * 24;
+  if (count > size / 24 || names_at > size)
+    return notes->problems.push_back("NT_FILE note: bad entry count");
+  const char* name = reinterpret_cast<const char*>(desc + names_at);
+  const char* end = reinterpret_cast<const char*>(desc + size);
+  for (uint64_t i = 0; i < count && name < end; ++i) {
+    const uint8_t* entry = desc + 16 + i * 24;
+    MappedFile file;
+    file.start = load_u64(entry);
+    file.end = load_u64(entry + 8);
+    file.file_offset = load_u64(entry + 16) * page_size;
+    file.path = std::string(name, strnlen(name, end - name));
+    name += file.path.size() + 1;
+    notes->files.push_back(std::move(file));
+  }
+}
+
+void add_prstatus_note(const uint8_t* desc, size_t size, CoreNotes* notes) {
+  if (size < sizeof(elf_prstatus)) return notes->problems.push_back("NT_PRSTATUS note too short");
+  elf_prstatus status;
+  std::memcpy(&status, desc, sizeof status);
+  ThreadInfo thread;
+  thread.tid = status.pr_pid;
+  thread.prstatus.assign(desc, desc + size);
+  notes->threads.push_back(std::move(thread));
+}
+
+void add_prpsinfo_note(const uint8_t* desc, size_t size, CoreNotes* notes) {
+  if (size < sizeof(elf_prpsinfo)) return notes->problems.push_back("NT_PRPSINFO note too short");
+  elf_prpsinfo info;
+  std::memcpy(&info, desc, sizeof info);
+  notes->pid = info.pr_pid;
+  notes->process_state = info.pr_sname ? info.pr_sname : '?';
+  notes->command_name = bounded_string(info.pr_fname, sizeof info.pr_fname);
+  notes->command_line = bounded_string(info.pr_psargs, sizeof info.pr_psargs);
+}
+
+void add_auxv_note(const uint8_t* desc, size_t size, CoreNotes* notes) {
+  for (size_t at = 0; at + 16 <= size; at += 16) {
+    uint64_t key = load_u64(desc + at);
+    if (key == AT_NULL) break;
+    notes->auxv[key] = load_u64(desc + at + 8);
+  }
+}
+
+std::optional<uint64_t> register_at(const ThreadInfo& thread, size_t offset_in_regs) {
+  size_t at = offsetof(elf_prstatus, pr_reg) + offset_in_regs;
+  if (thread.prstatus.size() < at + 8) return std::nullopt;
+  return load_u64(thread.prstatus.data() + at);
+}
+
+}  // namespace
+
+void add_core_note(uint32_t type, const std::string& name, const uint8_t* desc, size_t size,
+                   CoreNotes* notes) {
+  if (name != "CORE") return;  // "LINUX" (xstate) and "GDB" notes carry nothing we parse
+  switch (type) {
+    case NT_FILE: return add_file_note(desc, size, notes);
+    case NT_PRSTATUS: return add_prstatus_note(desc, size, notes);
+    case NT_PRPSINFO: return add_prpsinfo_note(desc, size, notes);
+    case NT_AUXV: return add_auxv_note(desc, size, notes);
+    default: return;
+  }
+}
+
+void parse_note_segment(const uint8_t* data, size_t size, CoreNotes* notes) {
+  auto align4 = [](size_t n) { return (n + 3) & ~size_t{3}; };
+  size_t at = 0;
+  while (at + sizeof(Elf64_Nhdr) <= size) {
+    Elf64_Nhdr header;
+    std::memcpy(&header, data + at, sizeof header);
+    size_t name_at = at + sizeof header;
+    size_t desc_at = name_at + align4(header.n_namesz);
+    if (header.n_namesz > size || header.n_descsz > size || desc_at + header.n_descsz > size)
+      return notes->problems.push_back("note segment truncated or malformed");
+    const char* name = reinterpret_cast<const char*>(data + name_at);
+    add_core_note(header.n_type, std::string(name, strnlen(name, header.n_namesz)),
+                  data + desc_at, header.n_descsz, notes);
+    at = desc_at + align4(header.n_descsz);
+  }
+}
+
+std::optional<uint64_t> stack_pointer_of(const ThreadInfo& thread) {
+  return register_at(thread, offsetof(user_regs_struct, rsp));
+}
+std::optional<uint64_t> instruction_pointer_of(const ThreadInfo& thread) {
+  return register_at(thread, offsetof(user_regs_struct, rip));
+}
+std::optional<uint64_t> frame_pointer_of(const ThreadInfo& thread) {
+  return register_at(thread, offsetof(user_regs_struct, rbp));
+}
+
+}  // namespace nsc

@@ -1,0 +1,38 @@
+// Parsing of the notes of an x86-64 Linux ELF core: NT_FILE, NT_PRSTATUS,
+// NT_PRPSINFO, NT_AUXV. Pure functions of note bytes (testable without a core).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "target/target.h"
+
+namespace nsc {
+
+struct CoreNotes {
+  std::vector<MappedFile> files;             // NT_FILE, in note order
+  std::vector<ThreadInfo> threads;           // one per NT_PRSTATUS
+  int pid = 0;                               // NT_PRPSINFO pr_pid (else first thread)
+  std::string command_name;                  // NT_PRPSINFO pr_fname (comm)
+  std::string command_line;                  // NT_PRPSINFO pr_psargs (first 80 bytes)
+  char process_state = '?';                  // NT_PRPSINFO pr_sname
+  std::map<uint64_t, uint64_t> auxv;         // NT_AUXV: AT_* -> value
+  std::vector<std::string> problems;         // malformed notes (warnings)
+};
+
+// Adds what one note says to `notes`. `type` is n_type, `name` the owner ("CORE").
+void add_core_note(uint32_t type, const std::string& name, const uint8_t* desc, size_t size,
+                   CoreNotes* notes);
+
+// Parses a whole PT_NOTE segment (sequence of Elf64_Nhdr + name + desc, 4-aligned).
+void parse_note_segment(const uint8_t* data, size_t size, CoreNotes* notes);
+
+// Registers of a thread, from its raw NT_PRSTATUS (x86-64 user_regs_struct order).
+std::optional<uint64_t> stack_pointer_of(const ThreadInfo& thread);
+std::optional<uint64_t> instruction_pointer_of(const ThreadInfo& thread);
+std::optional<uint64_t> frame_pointer_of(const ThreadInfo& thread);
+
+}  // namespace nsc

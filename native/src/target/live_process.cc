@@ -1,0 +1,184 @@
+#include "target/live_process.h"
+
+#include <elf.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/procfs.h>
+#include <sys/ptrace.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+
+#include "target/proc_maps.h"
+#include "util/errors.h"
+
+namespace nsc {
+namespace {
+
+std::string read_link(const std::string& path) {
+  char buffer[PATH_MAX];
+  ssize_t n = readlink(path.c_str(), buffer, sizeof buffer - 1);
+  return n > 0 ? std::string(buffer, n) : std::string();
+}
+
+// State letter from /proc/PID/task/TID/stat: "tid (comm) S ..." (comm may hold ')').
+char state_from_stat(const std::string& stat) {
+  size_t close = stat.rfind(')');
+  return close != std::string::npos && close + 2 < stat.size() ? stat[close + 2] : '?';
+}
+
+// Registers of a stopped thread, laid out as an NT_PRSTATUS note (as in a core).
+std::vector<uint8_t> prstatus_of_stopped_thread(int tid) {
+  user_regs_struct regs;
+  iovec io{&regs, sizeof regs};
+  if (ptrace(PTRACE_GETREGSET, tid, reinterpret_cast<void*>(NT_PRSTATUS), &io) != 0) return {};
+  elf_prstatus status;
+  std::memset(&status, 0, sizeof status);
+  status.pr_pid = tid;
+  std::memcpy(&status.pr_reg, &regs, std::min(sizeof regs, sizeof status.pr_reg));
+  const uint8_t* bytes = reinterpret_cast<const uint8_t*>(&status);
+  return std::vector<uint8_t>(bytes, bytes + sizeof status);
+}
+
+}  // namespace
+
+LiveProcess::LiveProcess(int pid, bool freeze) : pid_(pid) {
+  check_exists();
+  load_maps();
+  if (freeze) {
+    freezer_ = std::make_unique<ThreadFreezer>(pid_);
+    for (int tid : freezer_->unstopped_threads())
+      warnings_.push_back(describe() + ": thread " + std::to_string(tid) +
+                          " did not stop within 2 s (uninterruptible sleep?)");
+    load_maps();  // the mappings may have changed before the threads stopped
+  }
+  probe_access();
+  executable_ = read_link("/proc/" + std::to_string(pid_) + "/exe");
+}
+
+LiveProcess::~LiveProcess() {
+  resume();
+  if (mem_fd_ >= 0) close(mem_fd_);
+}
+
+void LiveProcess::resume() { freezer_.reset(); }
+
+void LiveProcess::check_exists() const {
+  if (pid_ <= 0) throw BadInput("pid " + std::to_string(pid_) + ": not a valid process id");
+  if (kill(pid_, 0) != 0 && errno == ESRCH)
+    throw BadInput("pid " + std::to_string(pid_) + ": no such process");
+  if (access(("/proc/" + std::to_string(pid_)).c_str(), F_OK) != 0)
+    throw BadInput("pid " + std::to_string(pid_) + ": no such process");
+}
+
+void LiveProcess::load_maps() {
+  if (!read_proc_maps(pid_, &regions_)) {
+    int error_number = errno;
+    if (error_number == ENOENT || error_number == ESRCH)
+      throw BadInput(describe() + ": no such process");
+    throw BadInput(trace_permission_message(pid_, error_number));
+  }
+  if (regions_.empty()) throw BadInput(describe() + ": no memory mappings (zombie or kernel thread)");
+  mapped_files_ = mapped_files_of(regions_);
+}
+
+// Reads a few bytes now so that "may not trace" is one clear error at open time.
+void LiveProcess::probe_access() {
+  for (const MemoryRegion& region : regions_) {
+    if (!region.readable || region.path == "[vvar]" || region.path == "[vsyscall]") continue;
+    uint8_t byte;
+    ReadError error;
+    if (read(region.start, &byte, 1, &error)) return;
+    if (error.reason == ReadFailure::kPermissionDenied)
+      throw BadInput(trace_permission_message(pid_, EPERM));
+  }
+}
+
+bool LiveProcess::read(uint64_t addr, void* buf, size_t len, ReadError* error) {
+  if (len == 0) return true;
+  if (!use_proc_mem_ && read_with_vm_readv(addr, buf, len, error)) return true;
+  if (!use_proc_mem_) return false;
+  return read_with_proc_mem(addr, buf, len, error);
+}
+
+bool LiveProcess::read_with_vm_readv(uint64_t addr, void* buf, size_t len, ReadError* error) {
+  iovec local{buf, len};
+  iovec remote{reinterpret_cast<void*>(addr), len};
+  ssize_t n = process_vm_readv(pid_, &local, 1, &remote, 1, 0);
+  if (n == static_cast<ssize_t>(len)) return true;
+  if (n < 0 && (errno == EPERM || errno == ENOSYS)) {
+    use_proc_mem_ = true;  // the caller retries through /proc/PID/mem
+    return false;
+  }
+  int error_number = n < 0 ? errno : 0;
+  size_t done = n < 0 ? 0 : static_cast<size_t>(n);
+  if (error) *error = classify_failure(addr + done, done, error_number);
+  return false;
+}
+
+bool LiveProcess::read_with_proc_mem(uint64_t addr, void* buf, size_t len, ReadError* error) {
+  if (mem_fd_ < 0) mem_fd_ = open(("/proc/" + std::to_string(pid_) + "/mem").c_str(), O_RDONLY | O_CLOEXEC);
+  if (mem_fd_ < 0) {
+    if (error) *error = ReadError{addr, ReadFailure::kPermissionDenied, std::strerror(errno)};
+    return false;
+  }
+  size_t done = 0;
+  while (done < len) {
+    ssize_t n = pread(mem_fd_, static_cast<uint8_t*>(buf) + done, len - done, addr + done);
+    if (n <= 0) {
+      if (error) *error = classify_failure(addr + done, done, n < 0 ? errno : 0);
+      return false;
+    }
+    done += n;
+  }
+  return true;
+}
+
+ReadError LiveProcess::classify_failure(uint64_t fail_addr, size_t bytes_done,
+                                        int error_number) const {
+  ReadError error{fail_addr, ReadFailure::kIoError, ""};
+  const MemoryRegion* region = find_region(regions_, fail_addr);
+  if (!region) {
+    error.reason = ReadFailure::kNotMapped;
+  } else if (!region->readable) {
+    error.reason = ReadFailure::kPermissionDenied;
+    error.detail = "mapping is not readable";
+  } else if (error_number == EPERM || error_number == EACCES) {
+    error.reason = ReadFailure::kPermissionDenied;
+    error.detail = std::strerror(error_number);
+  } else if (bytes_done > 0) {
+    error.reason = ReadFailure::kShortRead;
+  } else if (error_number != 0) {
+    error.detail = std::strerror(error_number);
+  }
+  return error;
+}
+
+ThreadInfo LiveProcess::thread_info(int tid) const {
+  std::string task = "/proc/" + std::to_string(pid_) + "/task/" + std::to_string(tid);
+  ThreadInfo thread;
+  thread.tid = tid;
+  if (auto comm = read_proc_file(task + "/comm")) {
+    thread.name = *comm;
+    if (!thread.name.empty() && thread.name.back() == '\n') thread.name.pop_back();
+  }
+  if (auto stat = read_proc_file(task + "/stat")) thread.state = state_from_stat(*stat);
+  if (freezer_ && freezer_->is_stopped(tid)) thread.prstatus = prstatus_of_stopped_thread(tid);
+  return thread;
+}
+
+std::vector<ThreadInfo> LiveProcess::threads() {
+  std::vector<ThreadInfo> result;
+  for (int tid : list_thread_ids(pid_)) result.push_back(thread_info(tid));
+  return result;
+}
+
+std::unique_ptr<Target> open_live(int pid, bool freeze) {
+  return std::make_unique<LiveProcess>(pid, freeze);
+}
+
+}  // namespace nsc

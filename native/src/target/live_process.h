@@ -1,0 +1,55 @@
+// Live process target: /proc/PID/maps for regions, process_vm_readv for reads
+// (pread on /proc/PID/mem when that is refused). Never writes, never stops the
+// process unless asked to freeze it.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "target/ptrace_freezer.h"
+#include "target/target.h"
+
+namespace nsc {
+
+class LiveProcess : public Target {
+ public:
+  // Throws nsc::BadInput "pid N: no such process" / "pid N: may not trace (...)".
+  LiveProcess(int pid, bool freeze);
+  ~LiveProcess() override;
+
+  std::string describe() const override { return "pid " + std::to_string(pid_); }
+  bool is_core() const override { return false; }
+  int pid() const override { return pid_; }
+  bool read(uint64_t addr, void* buf, size_t len, ReadError* error) override;
+  const std::vector<MemoryRegion>& regions() const override { return regions_; }
+  const std::vector<MappedFile>& mapped_files() const override { return mapped_files_; }
+  std::vector<ThreadInfo> threads() override;
+  std::string executable() const override { return executable_; }
+  std::vector<std::string> warnings() const override { return warnings_; }
+
+  bool frozen() const { return freezer_ != nullptr; }
+  void resume();  // ends the freeze early (the destructor does it otherwise)
+
+ private:
+  void check_exists() const;
+  void load_maps();
+  void probe_access();
+  bool read_with_vm_readv(uint64_t addr, void* buf, size_t len, ReadError* error);
+  bool read_with_proc_mem(uint64_t addr, void* buf, size_t len, ReadError* error);
+  ReadError classify_failure(uint64_t fail_addr, size_t bytes_done, int error_number) const;
+  ThreadInfo thread_info(int tid) const;
+
+  int pid_;
+  int mem_fd_ = -1;
+  bool use_proc_mem_ = false;  // process_vm_readv refused (EPERM/ENOSYS)
+  std::vector<MemoryRegion> regions_;
+  std::vector<MappedFile> mapped_files_;
+  std::string executable_;
+  std::vector<std::string> warnings_;
+  std::unique_ptr<ThreadFreezer> freezer_;
+};
+
+std::unique_ptr<Target> open_live(int pid, bool freeze);
+
+}  // namespace nsc
