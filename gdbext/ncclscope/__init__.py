@@ -1,0 +1,20 @@
+"""ncclscope for gdb and cuda-gdb: nccl-state, nccl-comm, nccl-ring, nccl-proxy, nccl-threads.
+
+Importing the package inside gdb registers the commands; outside gdb only the
+pure modules (registry, commands, render, text, blocking, gdbparse, library)
+are usable, which is what the unit tests do.
+"""
+
+__version__ = "0.1.0"
+
+from . import commands  # noqa: F401,E402 - declares the commands (pure)
+
+try:
+    import gdb  # noqa: F401
+except ImportError:
+    gdb = None
+
+if gdb is not None:
+    from . import gdb_commands  # noqa: E402
+
+    gdb_commands.register()

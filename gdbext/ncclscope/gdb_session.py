@@ -1,0 +1,312 @@
+"""The debugger side: what the target is, its memory, its threads, and the cached document.
+
+Read-only by construction: memory is only read (inferior.read_memory), threads
+are only switched to for unwinding and the selection is restored; nothing is
+ever written, resumed or stopped.
+"""
+
+import json
+import os
+
+import gdb  # noqa: E402 - only importable inside gdb
+
+from . import gdbparse
+from .library import NSC_ERROR_BAD_INPUT, NativeError, NativeLibrary, LibraryNotFound, ReadFailed, find_library
+from .registry import UsageError
+from .text import escape_for_terminal
+
+MEMORY_MODES = ["auto", "library", "callback"]
+MAX_REGIONS = 100000
+
+
+class TargetInfo:
+    """kind: "live" (local native process), "core", "remote", or "none"."""
+
+    def __init__(self, kind, pid=0, core_path=None, executable=None, connection=""):
+        self.kind = kind
+        self.pid = pid
+        self.core_path = core_path
+        self.executable = executable
+        self.connection = connection
+
+    def key(self):
+        return (self.kind, self.pid, self.core_path, self.executable)
+
+
+def _execute(command):
+    return gdb.execute(command, to_string=True)
+
+
+def is_cuda_gdb():
+    try:
+        return "cuda-gdb" in _execute("show version").lower()
+    except gdb.error:
+        return False
+
+
+def _connection_type(inferior):
+    connection = getattr(inferior, "connection", None)
+    if connection is not None:
+        return connection.type or ""
+    # gdb < 12: no TargetConnection; infer it from `info target`.
+    text = _execute("info target")
+    if "core dump file" in text:
+        return "core"
+    if "Remote target" in text or "Remote serial target" in text:
+        return "remote"
+    return "native" if inferior.pid else ""
+
+
+def _core_path(inferior):
+    path = getattr(inferior.progspace, "core_filename", None)  # gdb 14+
+    if path:
+        return path
+    return gdbparse.parse_core_path(_execute("info target"))
+
+
+def describe_target():
+    inferior = gdb.selected_inferior()
+    connection = _connection_type(inferior)
+    executable = inferior.progspace.filename
+    if connection == "core":
+        return TargetInfo("core", inferior.pid, _core_path(inferior), executable, connection)
+    if inferior.pid <= 0:
+        return TargetInfo("none", 0, None, executable, connection)
+    if connection == "native":
+        return TargetInfo("live", inferior.pid, None, executable, connection)
+    return TargetInfo("remote", inferior.pid, None, executable, connection)
+
+
+def read_target_memory(address, length):
+    """Reader for the C API callback: bytes, or ReadFailed with gdb's reason."""
+    try:
+        return gdb.selected_inferior().read_memory(address, length).tobytes()
+    except gdb.MemoryError as error:
+        raise ReadFailed(str(error) or "Cannot access memory at address 0x%x" % address)
+    except gdb.error as error:
+        raise ReadFailed(str(error))
+
+
+def memory_regions(target):
+    """Regions for a callback request: `info proc mappings`, or a core's load segments."""
+    try:
+        mappings = gdbparse.parse_proc_mappings(_execute("info proc mappings"))
+    except gdb.error:
+        mappings = []
+    if target.kind == "core":
+        try:
+            sections = gdbparse.parse_core_sections(_execute("maint info sections -all-objects"))
+        except gdb.error:
+            sections = []
+        if sections:
+            return gdbparse.merge_core_regions(sections, mappings)[:MAX_REGIONS]
+    return mappings[:MAX_REGIONS]
+
+
+def _parameter(name, default=""):
+    try:
+        value = gdb.parameter(name)
+    except (RuntimeError, gdb.error):
+        return default
+    return default if value is None else value
+
+
+class GdbSession:
+    def __init__(self):
+        self._library = None
+        self._document = None
+        self._document_key = None
+        self.memory_mode = "auto"
+        self.snapshot_path = ""
+        self.last_note = ""
+
+    # --- native library ---
+    def library(self):
+        if self._library is None:
+            try:
+                self._library = NativeLibrary(find_library())
+            except LibraryNotFound as error:
+                raise UsageError("ncclscope: %s" % error)
+        return self._library
+
+    # --- cache ---
+    def invalidate(self, *_event):
+        self._document = None
+        self._document_key = None
+
+    def cached_document(self):
+        return self._document
+
+    # --- requests ---
+    def base_request(self, target):
+        request = {"command": "state", "freeze": False,
+                   "sysroot": gdbparse.normalise_sysroot(_parameter("sysroot")),
+                   "solib_search_path": _parameter("solib-search-path") or ""}
+        if target.executable:
+            request["executable"] = target.executable
+        return request
+
+    def library_request(self, target):
+        request = self.base_request(target)
+        if target.kind == "core":
+            if not target.core_path:
+                raise UsageError("ncclscope: cannot tell the core file's name from `info target`")
+            request["core"] = target.core_path
+        else:
+            request["pid"] = target.pid
+        return request
+
+    def callback_request(self, target):
+        request = self.base_request(target)
+        request["use_callback"] = True
+        if target.kind in ("live", "core") and target.pid:
+            request["pid"] = target.pid  # a label only: the library reads through the callback
+        regions = memory_regions(target)
+        if regions:
+            request["regions"] = regions
+        return request
+
+    def choose_mode(self, target):
+        if self.memory_mode != "auto":
+            return self.memory_mode
+        if target.kind in ("live", "core") and not is_cuda_gdb():
+            return "library"
+        return "callback"
+
+    def _load_snapshot(self):
+        try:
+            with open(self.snapshot_path, "r", encoding="utf-8") as handle:
+                document = json.load(handle)
+        except (OSError, ValueError) as error:
+            raise UsageError("ncclscope: snapshot %s: %s" % (escape_for_terminal(self.snapshot_path), error))
+        if not isinstance(document, dict) or not str(document.get("schema", "")).startswith("ncclscope.state/"):
+            raise UsageError("ncclscope: snapshot %s: not an ncclscope.state document"
+                             % escape_for_terminal(self.snapshot_path))
+        return document
+
+    def document(self, refresh=False):
+        if self.snapshot_path:
+            key = ("snapshot", self.snapshot_path, os.path.getmtime(self.snapshot_path)
+                   if os.path.exists(self.snapshot_path) else 0)
+        else:
+            target = describe_target()
+            if target.kind == "none":
+                raise UsageError("ncclscope: no process or core: attach (gdb -p PID), open a core "
+                                 "(gdb EXE CORE) or `set ncclscope snapshot FILE`")
+            key = target.key() + (self.memory_mode,)
+        if not refresh and self._document is not None and self._document_key == key:
+            return self._document
+        self.last_note = ""
+        document = self._load_snapshot() if self.snapshot_path else self._decode(target)
+        self._document, self._document_key = document, key
+        return document
+
+    def _decode(self, target):
+        library = self.library()
+        mode = self.choose_mode(target)
+        if mode == "library":
+            try:
+                document, partial = library.run(self.library_request(target), read_target_memory)
+                self.last_note = partial
+                return document
+            except NativeError as error:
+                if self.memory_mode == "library" or error.kind != NSC_ERROR_BAD_INPUT:
+                    raise UsageError("ncclscope: %s" % error.message)
+                # The library cannot open this target itself: let gdb supply the memory.
+                self.last_note = "reading memory through gdb (%s)" % error.message
+        try:
+            document, partial = library.run(self.callback_request(target), read_target_memory)
+        except NativeError as error:
+            raise UsageError("ncclscope: %s" % error.message)
+        self.last_note = "; ".join(note for note in (self.last_note, partial) if note)
+        return document
+
+    # --- gdb expressions ---
+    def evaluate_number(self, text):
+        try:
+            return int(gdb.parse_and_eval(text))
+        except (gdb.error, RuntimeError, ValueError, TypeError) as error:
+            raise UsageError("%s: %s" % (escape_for_terminal(text), error))
+
+    # --- threads ---
+    def debugger_threads(self, max_frames):
+        inferior = gdb.selected_inferior()
+        if inferior.pid <= 0 and describe_target().kind != "core":
+            return None
+        threads = list(inferior.threads())
+        if not threads:
+            return None
+        return collect_gdb_threads(threads, max_frames)
+
+
+def _frame_record(frame):
+    pc = frame.pc()
+    record = {"pc": "0x%x" % pc, "function": None, "module": None, "offset": None}
+    try:
+        name = frame.name()
+    except gdb.error:
+        name = None
+    try:
+        symbol = gdbparse.parse_info_symbol(_execute("info symbol 0x%x" % pc))
+    except gdb.error:
+        symbol = None
+    if symbol:
+        function, offset, module = symbol
+        record["function"] = name or function
+        record["offset"] = offset if (not name or name == function) else None
+        record["module"] = os.path.basename(module) if module else None
+    else:
+        record["function"] = name
+    if record["module"] is None:
+        solib = gdb.solib_name(pc)
+        if solib:
+            record["module"] = os.path.basename(solib)
+    return record
+
+
+def _thread_frames(max_frames):
+    frames = []
+    try:
+        frame = gdb.newest_frame()
+    except gdb.error as error:
+        return None, str(error)
+    while frame is not None and len(frames) < max_frames:
+        try:
+            frames.append(_frame_record(frame))
+            frame = frame.older()
+        except gdb.error:
+            break
+    return frames, None
+
+
+def collect_gdb_threads(threads, max_frames):
+    """Thread dicts (schema shape) unwound by gdb; restores the selected thread and frame."""
+    selected_thread = gdb.selected_thread()
+    try:
+        selected_frame = gdb.selected_frame()
+    except gdb.error:
+        selected_frame = None
+    records = []
+    try:
+        for thread in sorted(threads, key=lambda item: item.num):
+            if not thread.is_valid():
+                continue
+            _pid, lwp, tid = thread.ptid
+            record = {"tid": lwp or tid, "gdb_num": thread.num, "name": thread.name, "state": None}
+            if thread.is_running():
+                # Non-stop mode: a running thread cannot be unwound and is left running.
+                record["frames"] = None
+                record["unavailable"] = {"frames": "thread is running"}
+            else:
+                thread.switch()
+                frames, why = _thread_frames(max_frames)
+                record["frames"] = frames
+                if frames is None:
+                    record["unavailable"] = {"frames": why}
+            records.append(record)
+    finally:
+        if selected_thread is not None and selected_thread.is_valid():
+            selected_thread.switch()
+            if selected_frame is not None and selected_frame.is_valid():
+                selected_frame.select()
+    return records
