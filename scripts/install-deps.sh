@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs, with apt-get, the Debian packages ncclscope needs that are missing.
+# Usage: scripts/install-deps.sh [build|test]   (test adds gdb, python3, graphviz)
+set -euo pipefail
+profile=${1:-build}
+packages=(g++ cmake ninja-build pkg-config libdw-dev libelf-dev libboost-test-dev
+          nlohmann-json3-dev xz-utils ca-certificates)
+if [ "$profile" = test ]; then
+  packages+=(gdb python3 graphviz elfutils file procps)
+fi
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+if [ "$(id -u)" != 0 ]; then
+  echo "install-deps: missing packages: ${missing[*]} (run as root, or install them)" >&2
+  exit 2
+fi
+echo "install-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

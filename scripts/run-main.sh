@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The main job on the embedded default: triage of a real hung 2-rank NCCL job
+# from the real core dumps shipped in corefiles/ (no GPU, no CUDA needed).
+# Usage: scripts/run-main.sh [SCENARIO] [extra triage options]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh build
+bash scripts/build.sh >/dev/null
+scenario=${1:-skip-collective}
+shift || true
+exec bash scripts/triage-corpus.sh "$scenario" "$@"
