@@ -47,33 +47,28 @@ std::string mismatch_text(const ResolvedLibrary& library) {
          basename_of(library.path_in_target) + " has build-id " + library.build_id_in_target;
 }
 
-// Picks the local file among the candidates; throws when none is usable.
+// The first candidate that exists wins, as in gdb; then its build-id is checked.
 void choose_local_file(const Target& target, const LibrarySearch& options,
                        ResolvedLibrary* library) {
-  std::optional<std::pair<std::string, std::string>> first_existing;  // path, build-id
   for (const std::string& candidate : library->candidates_tried) {
     if (access(candidate.c_str(), R_OK) != 0) continue;
-    std::string file_id = build_id_of_file(candidate).value_or("");
-    if (!first_existing) first_existing = {candidate, file_id};
-    if (!library->build_id_in_target.empty() && file_id == library->build_id_in_target) {
-      library->local_path = candidate;
-      library->build_id_of_file = file_id;
-      return;
-    }
+    library->local_path = candidate;
+    library->build_id_of_file = build_id_of_file(candidate).value_or("");
+    break;
   }
-  if (!first_existing) {
+  if (library->local_path.empty()) {
     std::string tried;
     for (const std::string& candidate : library->candidates_tried)
       tried += (tried.empty() ? "" : ", ") + candidate;
     throw BadInput(target.describe() + ": " + library->path_in_target +
                    " not found here (tried " + tried + "): use --sysroot or --solib-search-path");
   }
-  library->local_path = first_existing->first;
-  library->build_id_of_file = first_existing->second;
   if (library->build_id_in_target.empty()) {
     library->warning = "build-id of " + library->path_in_target + " in the target is unavailable (" +
                        library->build_id_in_target_unavailable + "): " + library->local_path +
                        " used unchecked";
+  } else if (library->build_id_of_file == library->build_id_in_target) {
+    return;
   } else if (options.force_mismatch) {
     library->warning = "build-id mismatch ignored (--force-mismatch): " + mismatch_text(*library);
   } else {

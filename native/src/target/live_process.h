@@ -30,6 +30,8 @@ class LiveProcess : public Target {
 
   bool frozen() const { return freezer_ != nullptr; }
   void resume();  // ends the freeze early (the destructor does it otherwise)
+  // Reads through /proc/PID/mem even where process_vm_readv works (tests the fallback).
+  void set_use_proc_mem(bool use) { use_proc_mem_ = use; }
 
  private:
   void check_exists() const;

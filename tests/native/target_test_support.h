@@ -1,0 +1,109 @@
+// Helpers for the Target tests: run tests/fixtures/memory_fixture, read its
+// JSON, dump it with gdb's gcore, look at /proc state. Header-only.
+#pragma once
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "util/strings.h"
+
+namespace nsc::testing {
+
+inline std::string fixture_path(const std::string& name) {
+  return std::string(NCCLSCOPE_BINARY_DIR) + "/fixtures/" + name;
+}
+
+char process_state(int pid, int tid = 0);
+
+// The fixture process: started in the constructor, killed in the destructor.
+class FixtureProcess {
+ public:
+  explicit FixtureProcess(const std::string& name = "memory_fixture") {
+    int pipe_fds[2];
+    if (pipe(pipe_fds) != 0) throw std::runtime_error("pipe failed");
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(pipe_fds[1], 1);
+      close(pipe_fds[0]);
+      execl(fixture_path(name).c_str(), name.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    close(pipe_fds[1]);
+    FILE* out = fdopen(pipe_fds[0], "r");
+    char line[4096] = {0};
+    if (!fgets(line, sizeof line, out)) throw std::runtime_error("fixture printed nothing");
+    fclose(out);
+    info_ = nlohmann::json::parse(line);
+    wait_until_sleeping();
+  }
+  ~FixtureProcess() {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+  int pid() const { return pid_; }
+  const nlohmann::json& info() const { return info_; }
+  uint64_t address(const std::string& key) const {
+    uint64_t value = 0;
+    parse_u64(info_.at(key).get<std::string>(), &value);
+    return value;
+  }
+
+ private:
+  // After printing, the fixture still has to reach pause(): wait for 'S'.
+  void wait_until_sleeping() const;
+
+  int pid_ = -1;
+  nlohmann::json info_;
+};
+
+// State letter of /proc/PID/status ("S (sleeping)" -> 'S'), '?' if unreadable.
+inline char process_state(int pid, int tid) {
+  std::string path = "/proc/" + std::to_string(pid) +
+                     (tid ? "/task/" + std::to_string(tid) : std::string()) + "/status";
+  std::ifstream status(path);
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("State:", 0) == 0) return line.size() > 7 ? line[7] : '?';
+  return '?';
+}
+
+inline void FixtureProcess::wait_until_sleeping() const {
+  for (int i = 0; i < 2000 && process_state(pid_) != 'S'; ++i) usleep(1000);
+}
+
+inline bool have_gdb() { return std::system("gdb --version > /dev/null 2>&1") == 0; }
+
+// Dumps the process with gdb's gcore (the process keeps running).
+inline bool make_gcore(int pid, const std::string& core_path) {
+  std::string command = "gdb -nx -batch -p " + std::to_string(pid) + " -ex 'gcore " + core_path +
+                        "' > /dev/null 2>&1";
+  return std::system(command.c_str()) == 0 && access(core_path.c_str(), R_OK) == 0;
+}
+
+inline std::string make_temp_dir() {
+  char pattern[] = "/tmp/ncclscope-test-XXXXXX";
+  if (!mkdtemp(pattern)) throw std::runtime_error("mkdtemp failed");
+  return pattern;
+}
+
+inline void copy_file_prefix(const std::string& from, const std::string& to, uint64_t bytes) {
+  std::ifstream in(from, std::ios::binary);
+  std::ofstream out(to, std::ios::binary);
+  std::string buffer(1 << 20, '\0');
+  while (bytes > 0 && in) {
+    in.read(buffer.data(), std::min<uint64_t>(buffer.size(), bytes));
+    out.write(buffer.data(), in.gcount());
+    bytes -= in.gcount();
+  }
+}
+
+}  // namespace nsc::testing
