@@ -257,11 +257,36 @@ def _frame_record(frame):
         record["module"] = os.path.basename(module) if module else None
     else:
         record["function"] = name
+    if record["offset"] is None and name:
+        record["offset"] = _offset_in_function(frame, pc)
     if record["module"] is None:
-        solib = gdb.solib_name(pc)
-        if solib:
-            record["module"] = os.path.basename(solib)
+        record["module"] = _module_of(pc)
     return record
+
+
+def _module_of(pc):
+    """Basename of the shared library or executable holding pc, or None."""
+    solib = gdb.solib_name(pc)
+    if solib:
+        return os.path.basename(solib)
+    try:
+        symtab = gdb.find_pc_line(pc).symtab
+        if symtab is not None:
+            return os.path.basename(symtab.objfile.filename)
+    except (gdb.error, RuntimeError):
+        pass
+    return None
+
+
+def _offset_in_function(frame, pc):
+    """pc minus the start of the frame's function (DWARF symbol), or None."""
+    try:
+        function = frame.function()
+        if function is None:
+            return None
+        return pc - int(function.value().address)
+    except (gdb.error, RuntimeError, ValueError, TypeError):
+        return None
 
 
 def _thread_frames(max_frames):

@@ -1,0 +1,74 @@
+#!/bin/bash
+# The gdb glue on a hand-written ncclscope.state/1 document (`set ncclscope
+# snapshot FILE`): every command in text and --json, help, one-line errors,
+# `set ncclscope debug on`. Needs gdb, not the native library.
+source "$(dirname "$0")/lib.sh"
+require_gdb
+data=$src/tests/gdb/data/state_two_comms.json
+out=$work/snapshot.out
+
+gdb_run "$out" -ex "set ncclscope snapshot $data" \
+  -ex "$(begin state)" -ex 'nccl-state' -ex "$(end state)" \
+  -ex "$(begin state-json)" -ex 'nccl-state --json' -ex "$(end state-json)" \
+  -ex "$(begin comm)" -ex 'nccl-comm #1' -ex "$(end comm)" \
+  -ex "$(begin comm-json)" -ex 'nccl-comm 0x6db0a96d9cb7fc37 --json' -ex "$(end comm-json)" \
+  -ex "$(begin ring)" -ex 'nccl-ring 0x6db0a96d9cb7fc37' -ex "$(end ring)" \
+  -ex "$(begin ring-json)" -ex 'nccl-ring --json' -ex "$(end ring-json)" \
+  -ex "$(begin proxy-json)" -ex 'nccl-proxy --json' -ex "$(end proxy-json)" \
+  -ex "$(begin threads)" -ex 'nccl-threads' -ex "$(end threads)" \
+  -ex "$(begin errors)" -ex 'nccl-comm 0x1234' -ex 'nccl-ring --bogus' -ex 'nccl-comm' \
+  -ex 'p $nccl_comm(5)' -ex 'p $nccl_comm(0)' -ex "$(end errors)" \
+  -ex "$(begin help)" -ex 'help nccl-proxy' -ex 'nccl-threads --help' -ex "$(end help)"
+
+section_of "$out" state > "$work/state.txt"
+expect "$work/state.txt" '^#0  0x55d0c8a1b2c0  hash 0x6db0a96d9cb7fc37  rank 0/2  dev 0 \(0000:19:00.0\)  launched AllGather=1 AllReduce=7 +health ok$'
+expect "$work/state.txt" '^#1  0x55d0c8c00000 .*health async_result=ncclSystemError, abort_flag <unreadable 0x7f3a30000040: not saved in core>$'
+expect "$work/state.txt" '^2 communicators; 6 unreadable fields'
+check_json "$out" state-json '
+assert doc["schema"] == "ncclscope.state/1"
+assert [c["comm_hash"] for c in doc["communicators"]] == ["0x6db0a96d9cb7fc37", "0x1122334455667788"]
+assert doc["communicators"][0]["seq_launched"]["AllReduce"] == 7'
+section_of "$out" comm > "$work/comm.txt"
+expect "$work/comm.txt" '^    ch1  ring: 17 -> 1 -> <unreadable 0x55d0c8c02008: short read>   tree: up 0 down \[\?\]$'
+expect "$work/comm.txt" '^    proxy ops <unreadable: proxyState is NULL>$'
+check_json "$out" comm-json '
+assert isinstance(doc, list) and len(doc) == 1
+assert doc[0]["address"] == "0x55d0c8a1b2c0" and doc[0]["proxy_ops"][0]["subs"][1]["transmitted"] == 2'
+section_of "$out" ring > "$work/ring.txt"
+expect "$work/ring.txt" '^  ch0-1  ring: 0 -> 1 -> 0   tree: up -1 down \[1\]$'
+check_json "$out" ring-json '
+comms = doc["communicators"]
+assert comms[1]["unavailable"]["channels[1].ring.next"] == "0x55d0c8c02008: short read"
+assert comms[1]["channels"][0]["ring"]["user_ranks"] == [1, 2, 3, 0]'
+check_json "$out" proxy-json '
+assert doc["communicators"][0]["proxy_ops"][0]["op_count"] == 3
+assert doc["communicators"][1]["proxy_ops"] is None'
+section_of "$out" threads > "$work/threads.txt"
+# No process: the threads come from the document; the evil name is escaped.
+expect "$work/threads.txt" '^thread 4250 "evil\\x1b\[2Jname" \[S\] blocked in nccl-proxy-service$'
+expect "$work/threads.txt" '^2 threads \(from document\)$'
+expect_not "$out" $'\x1b' "a raw escape character reached the terminal"
+section_of "$out" errors > "$work/errors.txt"
+expect "$work/errors.txt" '^nccl-comm: no communicator has address or hash 0x1234 \(2 known; nccl-state lists them\)$'
+expect "$work/errors.txt" '^nccl-ring: unrecognized arguments: --bogus \(try nccl-ring --help\)$'
+expect "$work/errors.txt" '^nccl-comm: the following arguments are required: ADDR\|HASH\|#INDEX'
+expect "$work/errors.txt" '^\$nccl_comm: no communicator 5 \(2 known; nccl-state lists them\)$'
+expect "$work/errors.txt" '^\$nccl_comm: no DWARF for struct ncclComm in this session'
+expect_not "$work/errors.txt" 'Traceback|Python Exception'
+section_of "$out" help > "$work/help.txt"
+expect "$work/help.txt" '^List the proxy operations in flight'
+expect "$work/help.txt" '^usage: nccl-threads \[-h\] \[--json\] \[--frames N\]'
+
+# An internal error is one line by default, a traceback with `set ncclscope debug on`.
+printf '{"schema": "ncclscope.state/1", "communicators": 5}\n' > "$work/broken.json"
+gdb_run "$work/debug.out" -ex "set ncclscope snapshot $work/broken.json" -ex 'nccl-state' \
+  -ex 'set ncclscope debug on' -ex 'show ncclscope debug' -ex 'nccl-state --refresh'
+expect "$work/debug.out" '^nccl-state: internal error: TypeError: .*\(set ncclscope debug on for a traceback\)$'
+expect "$work/debug.out" '^ncclscope debug is on\.$'
+expect "$work/debug.out" '^Traceback \(most recent call last\):'
+expect "$work/debug.out" 'nccl-state: internal error: TypeError: [^(]*$'
+
+# No target and no snapshot: a one-line user error.
+gdb_run "$work/none.out" -ex 'nccl-state'
+expect "$work/none.out" '^ncclscope: no process or core: attach \(gdb -p PID\), open a core'
+finish

@@ -1,0 +1,87 @@
+# Shared helpers of the gdb extension tests (sourced, not a test itself).
+#   NCCLSCOPE_SRC / NCCLSCOPE_BUILD from CTest (defaults: this tree, build/).
+set -u
+src=${NCCLSCOPE_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+build=${NCCLSCOPE_BUILD:-$src/build}
+export NCCLSCOPE_LIB=${NCCLSCOPE_LIB:-$build/lib/libncclscope.so}
+work=$(mktemp -d "${TMPDIR:-/tmp}/nsc-gdbtest.XXXXXX")
+started_pids=()
+failures=0
+
+cleanup() {
+  for pid in "${started_pids[@]}"; do kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+skip() { echo "SKIP: $*"; exit 77; }
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+finish() {
+  if [ "$failures" -ne 0 ]; then echo "$failures check(s) failed"; exit 1; fi
+  echo "all checks passed"; exit 0
+}
+
+require_gdb() {
+  command -v gdb >/dev/null || skip "gdb not installed"
+  gdb -nx -batch -ex 'python import gdb' >/dev/null 2>&1 || skip "gdb has no Python"
+}
+
+require_library() {
+  [ -f "$NCCLSCOPE_LIB" ] || skip "no $NCCLSCOPE_LIB (build the ncclscope target)"
+}
+
+# gdb_run OUTFILE GDB-ARGS...: gdb --batch -nx with the extension loaded first.
+gdb_run() {
+  local out=$1; shift
+  timeout 120 gdb -nx -batch -iex "source $src/gdbext/ncclscope-gdb.py" "$@" >"$out" 2>&1
+}
+
+# mark NAME: -ex arguments bracketing the next command's output for json_of.
+begin() { echo "echo @@BEGIN $1\\n"; }
+end() { echo "echo @@END $1\\n"; }
+
+# json_of FILE NAME: the text gdb printed between @@BEGIN NAME and @@END NAME.
+section_of() {
+  awk -v name="$2" '$0 == "@@BEGIN " name {on = 1; next} $0 == "@@END " name {on = 0} on' "$1"
+}
+
+# check_json FILE NAME PYTHON: runs PYTHON with `doc` = the parsed JSON section.
+check_json() {
+  local file=$1 name=$2 code=$3
+  section_of "$file" "$name" > "$work/section.json"
+  if ! python3 - "$work/section.json" "$name" <<PY
+import json, sys
+try:
+    doc = json.load(open(sys.argv[1]))
+except ValueError as error:
+    print("section %s is not JSON: %s" % (sys.argv[2], error)); sys.exit(1)
+$code
+PY
+  then fail "$name: JSON check failed"; fi
+}
+
+# expect FILE REGEX [WHAT]: grep -E must find REGEX in FILE.
+expect() {
+  grep -Eq -- "$2" "$1" || { fail "${3:-expected /$2/}"; echo "---- $1:"; sed -n 1,80p "$1"; }
+}
+expect_not() {
+  if grep -Eq -- "$2" "$1"; then fail "${3:-unexpected /$2/}"; grep -En -- "$2" "$1" | head -5; fi
+}
+
+# start_fixture PROGRAM ARGS...: runs it in the background until it prints "ready".
+start_fixture() {
+  local log=$work/fixture.$$.$RANDOM
+  "$@" >"$log" 2>&1 &
+  local pid=$!
+  started_pids+=("$pid")
+  for _ in $(seq 200); do
+    grep -q '^ready' "$log" 2>/dev/null && break
+    sleep 0.05
+  done
+  grep -q '^ready' "$log" || { fail "fixture $1 did not become ready"; cat "$log"; finish; }
+  fixture_pid=$pid
+  fixture_log=$log
+}
+
+# The process state letter (S, R, t, T...) of a pid.
+process_state() { awk '{print $3}' "/proc/$1/stat" 2>/dev/null; }
