@@ -88,7 +88,12 @@ void CoreFile::check_header() {
 
 void CoreFile::load_program_headers() {
   size_t count = 0;
-  if (elf_getphdrnum(elf_, &count) != 0) fail("program headers unreadable (truncated?)");
+  GElf_Ehdr header;
+  // libelf reports 0 headers when the table lies past the end: check e_phnum ourselves.
+  if (elf_getphdrnum(elf_, &count) != 0 || !gelf_getehdr(elf_, &header) ||
+      (header.e_phnum != PN_XNUM && count < header.e_phnum) ||
+      header.e_phoff + count * sizeof(Elf64_Phdr) > file_size_)
+    fail("program headers unreadable (truncated?)");
   for (size_t i = 0; i < count; ++i) {
     GElf_Phdr phdr;
     if (!gelf_getphdr(elf_, static_cast<int>(i), &phdr))
@@ -99,6 +104,7 @@ void CoreFile::load_program_headers() {
     else if (phdr.p_type == PT_NOTE)
       add_note_segment(phdr.p_offset, phdr.p_filesz);
   }
+  if (segments_.empty()) fail("no memory segments (PT_LOAD) in the core");
   std::sort(segments_.begin(), segments_.end(),
             [](const CoreSegment& a, const CoreSegment& b) { return a.vaddr < b.vaddr; });
   if (notes_.threads.empty()) warnings_.push_back("core_open " + path_ + ": no thread notes");
@@ -148,16 +154,46 @@ void CoreFile::build_regions() {
 }
 
 void CoreFile::attach_file_paths() {
-  std::vector<MappedFile> sorted = notes_.files;
-  std::sort(sorted.begin(), sorted.end(),
+  sorted_files_ = notes_.files;
+  std::sort(sorted_files_.begin(), sorted_files_.end(),
             [](const MappedFile& a, const MappedFile& b) { return a.start < b.start; });
+  add_undumped_file_regions();
   for (MemoryRegion& region : regions_) {
-    const MappedFile* file = file_containing(sorted, region.start);
+    const MappedFile* file = file_containing(sorted_files_, region.start);
     if (!file) continue;
     region.path = file->path;
     region.file_offset = file->file_offset + (region.start - file->start);
     region.shared = is_shared_memory_path(file->path);
   }
+}
+
+// gdb's gcore leaves read-only file mappings out entirely (no PT_LOAD): they are
+// still mapped memory, so they become unsaved regions rather than holes.
+void CoreFile::add_undumped_file_regions() {
+  std::vector<MemoryRegion> added;
+  for (const MappedFile& file : sorted_files_) {
+    uint64_t at = file.start;
+    while (at < file.end) {
+      const CoreSegment* segment = segment_at(at);
+      if (segment) {
+        at = segment->end();
+        continue;
+      }
+      auto next = std::upper_bound(segments_.begin(), segments_.end(), at,
+                                   [](uint64_t a, const CoreSegment& s) { return a < s.vaddr; });
+      uint64_t gap_end = next == segments_.end() ? file.end : std::min(file.end, next->vaddr);
+      MemoryRegion region;
+      region.start = at;
+      region.end = gap_end;
+      region.readable = true;
+      region.saved = false;
+      added.push_back(region);
+      at = gap_end;
+    }
+  }
+  regions_.insert(regions_.end(), added.begin(), added.end());
+  std::sort(regions_.begin(), regions_.end(),
+            [](const MemoryRegion& a, const MemoryRegion& b) { return a.start < b.start; });
 }
 
 void CoreFile::choose_executable(const std::string& hint) {
@@ -194,6 +230,10 @@ bool CoreFile::read(uint64_t addr, void* buf, size_t len, ReadError* error) {
       if (error) {
         *error = ReadError{addr, segment ? ReadFailure::kNotSavedInCore : ReadFailure::kNotMapped, ""};
         if (segment && offset_in_segment < segment->filesz) error->detail = "core file truncated";
+        if (!segment && file_containing(sorted_files_, addr)) {
+          error->reason = ReadFailure::kNotSavedInCore;
+          error->detail = "file-backed mapping not dumped";
+        }
       }
       return false;
     }

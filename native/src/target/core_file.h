@@ -64,6 +64,7 @@ class CoreFile : public Target {
   void add_note_segment(uint64_t offset, uint64_t filesz);
   void build_regions();
   void attach_file_paths();
+  void add_undumped_file_regions();
   void choose_executable(const std::string& hint);
   const CoreSegment* segment_at(uint64_t addr) const;
   [[noreturn]] void fail(const std::string& why) const;
@@ -78,6 +79,7 @@ class CoreFile : public Target {
   std::vector<std::vector<uint8_t>> note_segments_;
   std::vector<MemoryRegion> regions_;
   CoreNotes notes_;
+  std::vector<MappedFile> sorted_files_;  // NT_FILE sorted by start
   std::string executable_;
   std::vector<std::string> warnings_;
 };
