@@ -1,0 +1,171 @@
+// classify_blocked_in: what a thread waits in, from its frames' function names.
+#include <algorithm>
+#include <array>
+#include <string_view>
+
+#include "stacks/thread_stacks.h"
+
+namespace nsc {
+namespace {
+
+bool starts_with(std::string_view text, std::string_view prefix) {
+  return text.substr(0, prefix.size()) == prefix;
+}
+
+// Removes the parameter list, "[clone ...]" suffixes and template arguments at
+// depth 0 of a demangled name; keeps qualifiers.
+std::string strip_signature(std::string_view name) {
+  std::string out;
+  int template_depth = 0;
+  for (size_t i = 0; i < name.size(); ++i) {
+    char c = name[i];
+    if (c == '(' && template_depth == 0) {
+      // "(anonymous namespace)::" is a qualifier, not a parameter list.
+      if (starts_with(name.substr(i), "(anonymous namespace)")) {
+        out += "anon";
+        i += std::string_view("(anonymous namespace)").size() - 1;
+        continue;
+      }
+      break;
+    }
+    if (c == '<') ++template_depth;
+    else if (c == '>' && template_depth > 0) --template_depth;
+    else if (template_depth == 0) out += c;
+  }
+  return out;
+}
+
+struct NameClass {
+  std::string_view prefix;  // matched against the bare name
+  bool exact;               // whole name, not prefix
+  const char* blocked_in;
+  int level;                // 1 = strongest (see thread_stacks.h)
+};
+
+// Per level, the innermost match wins; lower level beats higher level.
+constexpr std::array<NameClass, 33> kNameClasses{{
+    {"ncclCommInitRank", false, "ncclCommInitRank", 1},
+    {"ncclCommInitAll", false, "ncclCommInitRank", 1},
+    {"ncclCommSplit", false, "ncclCommInitRank", 1},
+    {"ncclGroupEnd", false, "nccl-group-end", 1},
+    {"groupLaunch", false, "nccl-group-end", 1},
+    {"cudaStreamSynchronize", false, "cudaStreamSynchronize", 2},
+    {"cuStreamSynchronize", false, "cudaStreamSynchronize", 2},
+    {"cudaApiStreamSynchronize", false, "cudaStreamSynchronize", 2},
+    {"cudaEventSynchronize", false, "cudaEventSynchronize", 2},
+    {"cuEventSynchronize", false, "cudaEventSynchronize", 2},
+    {"cudaApiEventSynchronize", false, "cudaEventSynchronize", 2},
+    {"cudaDeviceSynchronize", false, "cudaDeviceSynchronize", 2},
+    {"cuCtxSynchronize", false, "cudaDeviceSynchronize", 2},
+    {"cudaApiDeviceSynchronize", false, "cudaDeviceSynchronize", 2},
+    {"ncclProxyProgress", true, "nccl-proxy-progress", 3},
+    {"progressOps", true, "nccl-proxy-progress", 3},
+    {"ncclProxyService", false, "nccl-proxy-service", 3},
+    {"bootstrap", false, "nccl-bootstrap", 3},
+    {"poll", true, "poll/epoll", 4},
+    {"ppoll", true, "poll/epoll", 4},
+    {"epoll_wait", true, "poll/epoll", 4},
+    {"epoll_pwait", true, "poll/epoll", 4},
+    {"epoll_pwait2", true, "poll/epoll", 4},
+    {"select", true, "poll/epoll", 4},
+    {"pselect", true, "poll/epoll", 4},
+    {"pselect6", true, "poll/epoll", 4},
+    {"nanosleep", true, "sleep", 4},
+    {"clock_nanosleep", true, "sleep", 4},
+    {"sleep", true, "sleep", 4},
+    {"usleep", true, "sleep", 4},
+    {"pause", true, "sleep", 4},
+    {"sigsuspend", true, "sleep", 4},
+    {"nanosleep64", true, "sleep", 4},
+}};
+
+const NameClass* match_name_class(const std::string& bare) {
+  if (bare.empty()) return nullptr;
+  for (const NameClass& name_class : kNameClasses) {
+    if (name_class.exact ? bare == name_class.prefix : starts_with(bare, name_class.prefix))
+      return &name_class;
+  }
+  return nullptr;
+}
+
+// glibc and the dynamic loader: frames there say nothing about who runs the thread.
+bool is_runtime_module(const std::string& module) {
+  return starts_with(module, "libc.so") || starts_with(module, "libc-") ||
+         starts_with(module, "ld-linux") || starts_with(module, "ld-") ||
+         starts_with(module, "libpthread") || starts_with(module, "linux-vdso") ||
+         starts_with(module, "[vdso");
+}
+
+std::string classify_by_outermost_code(const std::vector<StackFrame>& frames) {
+  for (auto it = frames.rbegin(); it != frames.rend(); ++it) {
+    if (it->module.empty() || is_runtime_module(it->module)) continue;
+    return is_shared_object_module(it->module) ? "unknown" : "user-code";
+  }
+  return "unknown";
+}
+
+}  // namespace
+
+std::string bare_function_name(const std::string& function) {
+  std::string name = strip_signature(function);
+  // A return type before the name ("void* foo<int>") ends at the last space.
+  size_t space = name.rfind(' ');
+  if (space != std::string::npos) name = name.substr(space + 1);
+  size_t scope = name.rfind("::");
+  if (scope != std::string::npos) name = name.substr(scope + 2);
+  // C-level suffixes from GCC clones: "foo.part.0", "foo.constprop.1", "foo.cold".
+  size_t dot = name.find('.');
+  if (dot != std::string::npos && dot > 0) name = name.substr(0, dot);
+  // glibc internal aliases: "__GI___poll", "__libc_pause", "__poll".
+  while (!name.empty() && name[0] == '_') name.erase(0, 1);
+  if (starts_with(name, "GI_")) name.erase(0, 3);
+  while (!name.empty() && name[0] == '_') name.erase(0, 1);
+  if (starts_with(name, "libc_")) name.erase(0, 5);
+  // NCCL exports every API twice: ncclX and its profiling alias pncclX.
+  if (starts_with(name, "pnccl")) name.erase(0, 1);
+  return name;
+}
+
+bool is_shared_object_module(const std::string& module) {
+  std::string_view name(module);
+  size_t label_end = name.find(" (");  // "<name> (build-id mismatch: ...)"
+  if (label_end != std::string_view::npos) name = name.substr(0, label_end);
+  if (starts_with(name, "[vdso") || starts_with(name, "linux-vdso")) return true;
+  size_t so = name.find(".so");
+  return so != std::string_view::npos &&
+         (so + 3 == name.size() || name[so + 3] == '.');
+}
+
+std::string classify_blocked_in(const std::vector<StackFrame>& frames) {
+  const NameClass* best = nullptr;
+  for (const StackFrame& frame : frames) {
+    const NameClass* name_class = match_name_class(bare_function_name(frame.function));
+    if (name_class != nullptr && (best == nullptr || name_class->level < best->level))
+      best = name_class;
+  }
+  if (best != nullptr) return best->blocked_in;
+  return classify_by_outermost_code(frames);
+}
+
+std::string classify_blocked_in(const std::vector<StackFrame>& frames,
+                                const std::string& thread_name) {
+  std::string by_frames = classify_blocked_in(frames);
+  bool frames_name_nccl_or_cuda = by_frames != "poll/epoll" && by_frames != "sleep" &&
+                                  by_frames != "user-code" && by_frames != "unknown";
+  if (frames_name_nccl_or_cuda) return by_frames;
+  if (starts_with(thread_name, "NCCL Progress") || starts_with(thread_name, "NCCL GIN Progress"))
+    return "nccl-proxy-progress";
+  if (starts_with(thread_name, "NCCL Service") || starts_with(thread_name, "NCCL UDS Service"))
+    return "nccl-proxy-service";
+  if (starts_with(thread_name, "NCCL BootstrapR")) return "nccl-bootstrap";
+  return by_frames;
+}
+
+const StackFrame* innermost_user_frame(const std::vector<StackFrame>& frames) {
+  for (const StackFrame& frame : frames) {
+    if (!frame.module.empty() && !is_shared_object_module(frame.module)) return &frame;
+  }
+  return nullptr;
+}
+
+}  // namespace nsc

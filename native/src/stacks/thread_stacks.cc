@@ -1,0 +1,517 @@
+// Thread stacks with libdwfl: the core and live setups differ only in how the
+// Dwfl is reported and attached; unwinding and symbolization are shared.
+#include "stacks/thread_stacks.h"
+
+#include <elf.h>
+#include <elfutils/libdwelf.h>
+#include <elfutils/libdwfl.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <sys/ptrace.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <cxxabi.h>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+
+#include "util/strings.h"
+
+namespace nsc {
+namespace {
+
+std::string basename_of(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string hex_bytes(const void* bytes, size_t length) {
+  static const char kDigits[] = "0123456789abcdef";
+  std::string out;
+  const auto* data = static_cast<const unsigned char*>(bytes);
+  for (size_t i = 0; i < length; ++i) {
+    out += kDigits[data[i] >> 4];
+    out += kDigits[data[i] & 0xf];
+  }
+  return out;
+}
+
+std::string dwfl_error_text() {
+  const char* message = dwfl_errmsg(-1);
+  std::string text = message != nullptr ? message : "unknown libdwfl error";
+  // libdwfl reports a failed libelf read of a cut-off core this way.
+  if (text == "unknown libdwfl error" || text == "no error")
+    text = "unreadable ELF data (truncated or corrupt file?)";
+  return text;
+}
+
+std::string demangle(const char* symbol) {
+  if (symbol == nullptr) return "";
+  if (symbol[0] != '_' || symbol[1] != 'Z') return symbol;
+  int status = 0;
+  std::unique_ptr<char, decltype(&std::free)> demangled(
+      abi::__cxa_demangle(symbol, nullptr, nullptr, &status), &std::free);
+  return status == 0 && demangled ? std::string(demangled.get()) : std::string(symbol);
+}
+
+struct DwflDeleter {
+  void operator()(Dwfl* dwfl) const { dwfl_end(dwfl); }
+};
+using DwflPtr = std::unique_ptr<Dwfl, DwflDeleter>;
+
+// A file rejected for a module because its build-id differs from the core's.
+struct BuildIdMismatch {
+  std::string path;
+  std::string core_build_id;
+  std::string file_build_id;
+};
+
+// Everything the find_elf callback and the frame callbacks need.
+struct UnwindSession {
+  const StackOptions* options = nullptr;
+  std::vector<std::string>* warnings = nullptr;
+  bool live = false;
+  uint64_t entry_point = 0;  // core: AT_ENTRY, marks the executable's module
+  std::map<Dwfl_Module*, BuildIdMismatch> mismatches;
+  std::map<Dwfl_Module*, std::string> module_labels;  // cache
+};
+
+void warn(UnwindSession* session, const std::string& text) {
+  if (session->warnings != nullptr) session->warnings->push_back(text);
+}
+
+std::string module_build_id(Dwfl_Module* module) {
+  const unsigned char* bits = nullptr;
+  GElf_Addr vaddr = 0;
+  int length = dwfl_module_build_id(module, &bits, &vaddr);
+  return length > 0 ? hex_bytes(bits, static_cast<size_t>(length)) : "";
+}
+
+std::string file_build_id(Elf* elf) {
+  const void* bits = nullptr;
+  ssize_t length = dwelf_elf_gnu_build_id(elf, &bits);
+  return length > 0 ? hex_bytes(bits, static_cast<size_t>(length)) : "";
+}
+
+// Opens path as an ELF for module and checks its build-id against the one the
+// core recorded. Returns the fd (and *elfp) on a match, -1 otherwise.
+int open_candidate(UnwindSession* session, Dwfl_Module* module, const std::string& path,
+                   char** file_name, Elf** elfp) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+  if (elf == nullptr || elf_kind(elf) != ELF_K_ELF) {
+    if (elf != nullptr) elf_end(elf);
+    close(fd);
+    return -1;
+  }
+  std::string expected = module_build_id(module);
+  std::string found = file_build_id(elf);
+  // Without a recorded build-id nothing can be checked: take the file as named.
+  if (!expected.empty() && expected != found) {
+    if (session->mismatches.count(module) == 0)
+      session->mismatches[module] = {path, expected, found.empty() ? "none" : found};
+    elf_end(elf);
+    close(fd);
+    return -1;
+  }
+  *elfp = elf;
+  *file_name = strdup(path.c_str());
+  return fd;
+}
+
+bool is_executable_module(UnwindSession* session, Dwfl_Module* module) {
+  Dwarf_Addr start = 0, end = 0;
+  dwfl_module_info(module, nullptr, &start, &end, nullptr, nullptr, nullptr, nullptr);
+  return session->entry_point != 0 && start <= session->entry_point &&
+         session->entry_point < end;
+}
+
+// find_elf has no user argument: the session of the unwind_core_threads call
+// running on this thread is found here.
+thread_local UnwindSession* current_core_session = nullptr;
+
+// find_elf for cores: the user's executable, sysroot + recorded path, each
+// solib-search-path dir + basename, the recorded path, then libdwfl's build-id
+// lookup. Every candidate must carry the core's build-id.
+int core_find_elf(Dwfl_Module* module, void** /*userdata*/, const char* module_name,
+                  Dwarf_Addr base, char** file_name, Elf** elfp) {
+  *elfp = nullptr;
+  UnwindSession* session = current_core_session;
+  std::string recorded = module_name != nullptr ? module_name : "";
+  if (session != nullptr) {
+    std::vector<std::string> candidates;
+    const StackOptions& options = *session->options;
+    if (!options.executable.empty() && is_executable_module(session, module))
+      candidates.push_back(options.executable);
+    if (!options.sysroot.empty() && !recorded.empty() && recorded[0] == '/')
+      candidates.push_back(options.sysroot + recorded);
+    for (const std::string& dir : options.solib_search_path)
+      if (!dir.empty() && !recorded.empty()) candidates.push_back(dir + "/" + basename_of(recorded));
+    if (options.sysroot.empty() && !recorded.empty() && recorded[0] == '/')
+      candidates.push_back(recorded);
+    for (const std::string& path : candidates) {
+      int fd = open_candidate(session, module, path, file_name, elfp);
+      if (fd >= 0) return fd;
+    }
+  }
+  return dwfl_build_id_find_elf(module, nullptr, module_name, base, file_name, elfp);
+}
+
+// The module label frames carry: basename, or the mismatch note.
+const std::string& module_label(UnwindSession* session, Dwfl_Module* module) {
+  auto cached = session->module_labels.find(module);
+  if (cached != session->module_labels.end()) return cached->second;
+  const char* name = dwfl_module_info(module, nullptr, nullptr, nullptr, nullptr, nullptr,
+                                      nullptr, nullptr);
+  std::string label = basename_of(name != nullptr ? name : "");
+  Dwarf_Addr bias = 0;
+  bool has_elf = dwfl_module_getelf(module, &bias) != nullptr;
+  auto mismatch = session->mismatches.find(module);
+  if (!has_elf && mismatch != session->mismatches.end()) {
+    const BuildIdMismatch& facts = mismatch->second;
+    label += " (build-id mismatch: core " + facts.core_build_id.substr(0, 12) + "..., file " +
+             facts.file_build_id.substr(0, 12) + "...)";
+    warn(session, "stacks: " + basename_of(name != nullptr ? name : "") +
+                      ": build-id mismatch: the core records " + facts.core_build_id + ", " +
+                      facts.path + " has " + facts.file_build_id +
+                      "; its frames are left unsymbolized");
+  } else if (!has_elf && !session->live && name != nullptr && name[0] == '/') {
+    warn(session, "stacks: " + label + ": no file found for " + name +
+                      " (set sysroot or solib-search-path); its frames are left unsymbolized");
+  }
+  return session->module_labels.emplace(module, label).first->second;
+}
+
+StackFrame symbolize(UnwindSession* session, Dwfl* dwfl, uint64_t pc, bool is_activation) {
+  StackFrame frame;
+  frame.pc = pc;
+  // A return address points after the call: look the caller up at pc-1.
+  uint64_t lookup = is_activation || pc == 0 ? pc : pc - 1;
+  frame.inexact = lookup != pc;
+  Dwfl_Module* module = dwfl_addrmodule(dwfl, lookup);
+  if (module == nullptr) {
+    frame.offset = pc;
+    frame.inexact = true;
+    return frame;
+  }
+  frame.module = module_label(session, module);
+  Dwarf_Addr module_start = 0;
+  dwfl_module_info(module, nullptr, &module_start, nullptr, nullptr, nullptr, nullptr, nullptr);
+  GElf_Off symbol_offset = 0;
+  GElf_Sym symbol;
+  const char* name = nullptr;
+  Dwarf_Addr bias = 0;
+  if (dwfl_module_getelf(module, &bias) != nullptr)
+    name = dwfl_module_addrinfo(module, lookup, &symbol_offset, &symbol, nullptr, nullptr,
+                                nullptr);
+  if (name == nullptr) {
+    frame.offset = pc - module_start;
+    frame.inexact = true;
+    return frame;
+  }
+  // Versioned dynamic symbols come back as "__libc_start_main@@GLIBC_2.34".
+  std::string symbol_name(name);
+  size_t version = symbol_name.find('@');
+  if (version != std::string::npos && version > 0) symbol_name.resize(version);
+  frame.function = demangle(symbol_name.c_str());
+  frame.offset = symbol_offset + (pc - lookup);
+  return frame;
+}
+
+struct ThreadWalk {
+  UnwindSession* session;
+  Dwfl* dwfl;
+  ThreadStack* stack;
+  bool truncated = false;
+};
+
+int on_frame(Dwfl_Frame* state, void* arg) {
+  auto* walk = static_cast<ThreadWalk*>(arg);
+  try {
+    if (walk->stack->frames.size() >= walk->session->options->max_frames) {
+      walk->truncated = true;
+      return DWARF_CB_ABORT;
+    }
+    Dwarf_Addr pc = 0;
+    bool is_activation = false;
+    if (!dwfl_frame_pc(state, &pc, &is_activation)) {
+      walk->stack->error = "dwfl_frame_pc: " + dwfl_error_text();
+      return DWARF_CB_ABORT;
+    }
+    walk->stack->frames.push_back(symbolize(walk->session, walk->dwfl, pc, is_activation));
+    return DWARF_CB_OK;
+  } catch (...) {  // never unwind a C++ exception through libdwfl's C frames
+    walk->stack->error = "out of memory while unwinding";
+    return DWARF_CB_ABORT;
+  }
+}
+
+// Live: name and state as /proc shows them before we stop the thread.
+void read_live_thread_facts(int pid, ThreadStack* stack) {
+  std::string task = "/proc/" + std::to_string(pid) + "/task/" + std::to_string(stack->tid);
+  std::ifstream comm(task + "/comm");
+  if (comm) {
+    std::getline(comm, stack->name);
+  }
+  std::ifstream stat_file(task + "/stat");
+  std::string stat_line;
+  if (stat_file && std::getline(stat_file, stat_line)) {
+    // "tid (comm) S ...": comm may hold ')' itself, so use the last one.
+    size_t close = stat_line.rfind(')');
+    if (close != std::string::npos && close + 2 < stat_line.size())
+      stack->state = stat_line[close + 2];
+  }
+}
+
+struct ProcessWalk {
+  UnwindSession* session;
+  Dwfl* dwfl;
+  int pid;
+  std::vector<ThreadStack>* threads;
+  size_t threads_left_out = 0;
+};
+
+int on_thread(Dwfl_Thread* thread, void* arg) {
+  auto* walk = static_cast<ProcessWalk*>(arg);
+  try {
+    if (walk->threads->size() >= walk->session->options->max_threads) {
+      ++walk->threads_left_out;
+      return DWARF_CB_OK;
+    }
+    walk->threads->emplace_back();
+    ThreadStack* stack = &walk->threads->back();
+    stack->tid = dwfl_thread_tid(thread);
+    if (walk->session->live) read_live_thread_facts(walk->pid, stack);
+    ThreadWalk thread_walk{walk->session, walk->dwfl, stack};
+    int result = dwfl_thread_getframes(thread, on_frame, &thread_walk);
+    if (walk->session->live) {
+      // libdwfl leaves a thread attached when reading its registers fails after
+      // attaching; detach here too (ESRCH when it is not ours: harmless).
+      ptrace(PTRACE_DETACH, stack->tid, nullptr,
+             reinterpret_cast<void*>(static_cast<intptr_t>(stack->state == 'T' ? SIGSTOP : 0)));
+    }
+    if (thread_walk.truncated) {
+      stack->error = "stopped after " + std::to_string(stack->frames.size()) +
+                     " frames (max_frames)";
+    } else if (result == -1 && stack->error.empty()) {
+      stack->error = "dwfl_thread_getframes: " + dwfl_error_text();
+    }
+    stack->blocked_in = classify_blocked_in(stack->frames, stack->name);
+    return DWARF_CB_OK;
+  } catch (...) {
+    return DWARF_CB_ABORT;
+  }
+}
+
+void walk_threads(UnwindSession* session, Dwfl* dwfl, int pid, const std::string& subject,
+                  std::vector<ThreadStack>* threads) {
+  ProcessWalk walk{session, dwfl, pid, threads};
+  if (dwfl_getthreads(dwfl, on_thread, &walk) == -1)
+    warn(session, "stacks " + subject + ": dwfl_getthreads: " + dwfl_error_text());
+  if (walk.threads_left_out > 0)
+    warn(session, "stacks " + subject + ": " + std::to_string(walk.threads_left_out) +
+                      " threads left out (max_threads " +
+                      std::to_string(session->options->max_threads) + ")");
+  std::sort(threads->begin(), threads->end(),
+            [](const ThreadStack& a, const ThreadStack& b) { return a.tid < b.tid; });
+}
+
+// Core notes we need beyond libdwfl: AT_ENTRY (which module is the program)
+// and the process's pid and name (the main thread's comm).
+struct CoreProcessFacts {
+  uint64_t bytes_needed = 0;  // end of the last segment's bytes in the file
+  uint64_t entry_point = 0;
+  int pid = 0;
+  std::string name;
+};
+
+CoreProcessFacts read_core_process_facts(Elf* core) {
+  CoreProcessFacts facts;
+  size_t phnum = 0;
+  if (elf_getphdrnum(core, &phnum) != 0) return facts;
+  for (size_t i = 0; i < phnum; ++i) {
+    GElf_Phdr phdr;
+    if (gelf_getphdr(core, static_cast<int>(i), &phdr) == nullptr) continue;
+    facts.bytes_needed = std::max<uint64_t>(facts.bytes_needed, phdr.p_offset + phdr.p_filesz);
+    if (phdr.p_type != PT_NOTE) continue;
+    Elf_Data* data = elf_getdata_rawchunk(core, phdr.p_offset, phdr.p_filesz, ELF_T_NHDR);
+    if (data == nullptr) continue;
+    size_t offset = 0;
+    GElf_Nhdr note;
+    size_t name_offset = 0, desc_offset = 0;
+    while (offset < data->d_size &&
+           (offset = gelf_getnote(data, offset, &note, &name_offset, &desc_offset)) > 0) {
+      const char* desc = static_cast<const char*>(data->d_buf) + desc_offset;
+      if (note.n_type == NT_AUXV) {
+        for (size_t at = 0; at + 16 <= note.n_descsz; at += 16) {
+          uint64_t key = 0, value = 0;
+          std::memcpy(&key, desc + at, 8);
+          std::memcpy(&value, desc + at + 8, 8);
+          if (key == AT_ENTRY) facts.entry_point = value;
+        }
+      } else if (note.n_type == NT_PRPSINFO && note.n_descsz >= 136) {
+        // x86-64/aarch64 elf_prpsinfo: pr_pid at 24, pr_fname[16] at 40.
+        int32_t pid = 0;
+        std::memcpy(&pid, desc + 24, 4);
+        facts.pid = pid;
+        facts.name.assign(desc + 40, strnlen(desc + 40, 16));
+      }
+    }
+  }
+  return facts;
+}
+
+char* default_debuginfo_path = nullptr;
+
+const Dwfl_Callbacks kCoreCallbacks = {
+    core_find_elf,
+    dwfl_standard_find_debuginfo,
+    dwfl_offline_section_address,
+    &default_debuginfo_path,
+};
+
+const Dwfl_Callbacks kLiveCallbacks = {
+    dwfl_linux_proc_find_elf,
+    dwfl_standard_find_debuginfo,
+    nullptr,
+    &default_debuginfo_path,
+};
+
+struct FdCloser {
+  int fd;
+  ~FdCloser() {
+    if (fd >= 0) close(fd);
+  }
+};
+
+// Restores current_core_session on every exit path.
+struct CoreSessionScope {
+  explicit CoreSessionScope(UnwindSession* session) { current_core_session = session; }
+  ~CoreSessionScope() { current_core_session = nullptr; }
+};
+
+}  // namespace
+
+std::vector<ThreadStack> unwind_core_threads(const std::string& core_path,
+                                             const StackOptions& options,
+                                             std::vector<std::string>* warnings) {
+  std::vector<ThreadStack> threads;
+  UnwindSession session;
+  session.options = &options;
+  session.warnings = warnings;
+  const std::string subject = "core " + core_path;
+  elf_version(EV_CURRENT);
+  FdCloser core_fd{open(core_path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (core_fd.fd < 0) {
+    warn(&session, "stacks " + subject + ": open: " + std::strerror(errno));
+    return threads;
+  }
+  std::unique_ptr<Elf, decltype(&elf_end)> core(
+      elf_begin(core_fd.fd, ELF_C_READ_MMAP, nullptr), &elf_end);
+  GElf_Ehdr ehdr;
+  if (!core || gelf_getehdr(core.get(), &ehdr) == nullptr || ehdr.e_type != ET_CORE) {
+    warn(&session, "stacks " + subject + ": not an ELF core");
+    return threads;
+  }
+  CoreProcessFacts facts = read_core_process_facts(core.get());
+  struct stat file_status;
+  if (fstat(core_fd.fd, &file_status) == 0 &&
+      static_cast<uint64_t>(file_status.st_size) < facts.bytes_needed) {
+    warn(&session, "stacks " + subject + ": truncated core: " +
+                       std::to_string(file_status.st_size) + " of " +
+                       std::to_string(facts.bytes_needed) + " bytes present");
+  }
+  session.entry_point = facts.entry_point;
+  CoreSessionScope scope(&session);
+  DwflPtr dwfl(dwfl_begin(&kCoreCallbacks));
+  if (!dwfl) {
+    warn(&session, "stacks " + subject + ": dwfl_begin: " + dwfl_error_text());
+    return threads;
+  }
+  const char* executable = options.executable.empty() ? nullptr : options.executable.c_str();
+  if (dwfl_core_file_report(dwfl.get(), core.get(), executable) < 0) {
+    warn(&session, "stacks " + subject + ": dwfl_core_file_report: " + dwfl_error_text());
+    return threads;
+  }
+  dwfl_report_end(dwfl.get(), nullptr, nullptr);
+  if (dwfl_core_file_attach(dwfl.get(), core.get()) < 0) {
+    warn(&session, "stacks " + subject + ": dwfl_core_file_attach: " + dwfl_error_text());
+    return threads;
+  }
+  walk_threads(&session, dwfl.get(), facts.pid, subject, &threads);
+  for (ThreadStack& thread : threads) {
+    if (thread.tid == facts.pid && thread.name.empty()) {
+      thread.name = facts.name;
+      thread.blocked_in = classify_blocked_in(thread.frames, thread.name);
+    }
+  }
+  return threads;
+}
+
+std::vector<ThreadStack> unwind_live_threads(int pid, const StackOptions& options,
+                                             std::vector<std::string>* warnings) {
+  std::vector<ThreadStack> threads;
+  UnwindSession session;
+  session.options = &options;
+  session.warnings = warnings;
+  session.live = true;
+  const std::string subject = "pid " + std::to_string(pid);
+  elf_version(EV_CURRENT);
+  DwflPtr dwfl(dwfl_begin(&kLiveCallbacks));
+  if (!dwfl) {
+    warn(&session, "stacks " + subject + ": dwfl_begin: " + dwfl_error_text());
+    return threads;
+  }
+  int report_error = dwfl_linux_proc_report(dwfl.get(), pid);
+  if (report_error != 0) {
+    warn(&session, "stacks " + subject + ": dwfl_linux_proc_report: " +
+                       (report_error > 0 ? std::strerror(report_error) : dwfl_error_text()));
+    return threads;
+  }
+  dwfl_report_end(dwfl.get(), nullptr, nullptr);
+  int attach_error = dwfl_linux_proc_attach(dwfl.get(), pid, false);
+  if (attach_error != 0) {
+    warn(&session, "stacks " + subject + ": dwfl_linux_proc_attach: " +
+                       (attach_error > 0 ? std::strerror(attach_error) : dwfl_error_text()));
+    return threads;
+  }
+  walk_threads(&session, dwfl.get(), pid, subject, &threads);
+  return threads;
+}
+
+nlohmann::json to_json(const StackFrame& frame) {
+  nlohmann::json out;
+  out["pc"] = hex(frame.pc);
+  if (frame.function.empty()) {
+    out["function"] = nullptr;
+  } else {
+    out["function"] = valid_utf8(frame.function);
+  }
+  out["module"] = valid_utf8(frame.module);
+  out["offset"] = frame.offset;
+  return out;
+}
+
+nlohmann::json to_json(const ThreadStack& thread) {
+  nlohmann::json out;
+  out["tid"] = thread.tid;
+  out["name"] = valid_utf8(thread.name);
+  out["state"] = thread.state == '?' ? nlohmann::json(nullptr)
+                                     : nlohmann::json(std::string(1, thread.state));
+  nlohmann::json frames = nlohmann::json::array();
+  for (const StackFrame& frame : thread.frames) frames.push_back(to_json(frame));
+  out["frames"] = std::move(frames);
+  out["blocked_in"] = thread.blocked_in;
+  if (!thread.error.empty()) out["error"] = valid_utf8(thread.error);
+  return out;
+}
+
+}  // namespace nsc

@@ -1,0 +1,217 @@
+// classify_blocked_in and friends on hand-made frame lists (no process needed).
+#define BOOST_TEST_MODULE stacks_classify
+#include <boost/test/unit_test.hpp>
+
+#include "stacks/thread_stacks.h"
+
+using nsc::StackFrame;
+
+namespace {
+
+StackFrame frame(const std::string& function, const std::string& module) {
+  StackFrame result;
+  result.function = function;
+  result.module = module;
+  return result;
+}
+
+// Outermost frames of a program's main thread and of a pthread, as glibc 2.36 shows them.
+std::vector<StackFrame> main_thread(std::vector<StackFrame> inner, const std::string& exe) {
+  inner.push_back(frame("main", exe));
+  inner.push_back(frame("__libc_start_call_main", "libc.so.6"));
+  inner.push_back(frame("__libc_start_main_impl", "libc.so.6"));
+  inner.push_back(frame("_start", exe));
+  return inner;
+}
+
+std::vector<StackFrame> pthread(std::vector<StackFrame> inner) {
+  inner.push_back(frame("start_thread", "libc.so.6"));
+  inner.push_back(frame("clone3", "libc.so.6"));
+  return inner;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(bare_names_drop_signatures_scopes_clones_and_aliases) {
+  BOOST_TEST(nsc::bare_function_name("ncclProxyProgress(void*)") == "ncclProxyProgress");
+  BOOST_TEST(nsc::bare_function_name(
+                 "progressOps(ncclProxyState*, ncclProxyProgressState*, ncclProxyArgs*, int*) "
+                 "[clone .constprop.0]") == "progressOps");
+  BOOST_TEST(nsc::bare_function_name("(anonymous namespace)::bootstrapRoot(void*)") ==
+             "bootstrapRoot");
+  BOOST_TEST(nsc::bare_function_name("cudart::cudaApiStreamSynchronize(CUstream_st*)") ==
+             "cudaApiStreamSynchronize");
+  BOOST_TEST(nsc::bare_function_name("void* ns::worker<int, std::pair<int, int> >(void*)") ==
+             "worker");
+  BOOST_TEST(nsc::bare_function_name("__GI___poll") == "poll");
+  BOOST_TEST(nsc::bare_function_name("__libc_pause") == "pause");
+  BOOST_TEST(nsc::bare_function_name("__clock_nanosleep") == "clock_nanosleep");
+  BOOST_TEST(nsc::bare_function_name("pncclCommInitRank") == "ncclCommInitRank");
+  BOOST_TEST(nsc::bare_function_name("foo.part.0") == "foo");
+  BOOST_TEST(nsc::bare_function_name("") == "");
+}
+
+BOOST_AUTO_TEST_CASE(modules_are_told_apart_from_the_executable) {
+  BOOST_TEST(nsc::is_shared_object_module("libnccl.so.2"));
+  BOOST_TEST(nsc::is_shared_object_module("libc.so.6"));
+  BOOST_TEST(nsc::is_shared_object_module("libcuda.so"));
+  BOOST_TEST(nsc::is_shared_object_module("[vdso: 1234]"));
+  BOOST_TEST(nsc::is_shared_object_module(
+      "libnccl.so.2 (build-id mismatch: core 9fcf74d93a8c..., file 0123456789ab...)"));
+  BOOST_TEST(!nsc::is_shared_object_module("python3.12"));
+  BOOST_TEST(!nsc::is_shared_object_module("stack_fixture"));
+  BOOST_TEST(!nsc::is_shared_object_module("my.sober.app"));
+}
+
+BOOST_AUTO_TEST_CASE(static_cudart_stream_sync_in_the_executable) {
+  // libcudart linked statically: its symbols belong to the executable; libcuda unsymbolized.
+  auto frames = main_thread({frame("sched_yield", "libc.so.6"), frame("", "libcuda.so.1"),
+                             frame("", "libcuda.so.1"),
+                             frame("cudart::cudaApiStreamSynchronize(CUstream_st*)", "hang_app"),
+                             frame("cudaStreamSynchronize", "hang_app"),
+                             frame("run_allreduce(int)", "hang_app")},
+                            "hang_app");
+  BOOST_TEST(nsc::classify_blocked_in(frames) == "cudaStreamSynchronize");
+}
+
+BOOST_AUTO_TEST_CASE(driver_level_waits) {
+  BOOST_TEST(nsc::classify_blocked_in(main_thread(
+                 {frame("", "libcuda.so.1"), frame("cuStreamSynchronize", "libcuda.so.1")},
+                 "app")) == "cudaStreamSynchronize");
+  BOOST_TEST(nsc::classify_blocked_in(main_thread(
+                 {frame("ioctl", "libc.so.6"), frame("cuEventSynchronize", "libcuda.so.1"),
+                  frame("cudaEventSynchronize", "libcudart.so.13")},
+                 "app")) == "cudaEventSynchronize");
+  BOOST_TEST(nsc::classify_blocked_in(main_thread(
+                 {frame("cuCtxSynchronize", "libcuda.so.1")}, "app")) == "cudaDeviceSynchronize");
+  BOOST_TEST(nsc::classify_blocked_in(main_thread(
+                 {frame("cudaDeviceSynchronize", "libcudart.so.13")}, "app")) ==
+             "cudaDeviceSynchronize");
+}
+
+BOOST_AUTO_TEST_CASE(nccl_api_call_beats_the_wait_inside_it) {
+  // Init blocked on the bootstrap socket: the user called ncclCommInitRank.
+  auto init = main_thread({frame("__GI___poll", "libc.so.6"),
+                           frame("ncclSocketAccept(ncclSocket*, ncclSocket*)", "libnccl.so.2"),
+                           frame("bootstrapInit(int, ncclBootstrapHandle*, ncclComm*)",
+                                 "libnccl.so.2"),
+                           frame("ncclCommInitRankFunc(ncclAsyncJob*)", "libnccl.so.2"),
+                           frame("ncclCommInitRankDev(...)", "libnccl.so.2"),
+                           frame("pncclCommInitRank", "libnccl.so.2")},
+                          "app");
+  BOOST_TEST(nsc::classify_blocked_in(init) == "ncclCommInitRank");
+  auto split = main_thread({frame("cudaStreamSynchronize", "libcudart.so.13"),
+                            frame("ncclCommSplit", "libnccl.so.2")},
+                           "app");
+  BOOST_TEST(nsc::classify_blocked_in(split) == "ncclCommInitRank");
+  auto group = main_thread({frame("pthread_cond_wait", "libc.so.6"),
+                            frame("ncclProxyCallBlocking(...)", "libnccl.so.2"),
+                            frame("groupLaunch(ncclAsyncJob*, ncclSimInfo*)", "libnccl.so.2"),
+                            frame("ncclGroupEndInternal(ncclSimInfo*)", "libnccl.so.2"),
+                            frame("ncclGroupEnd", "libnccl.so.2")},
+                           "app");
+  BOOST_TEST(nsc::classify_blocked_in(group) == "nccl-group-end");
+  auto init_all = main_thread({frame("ncclCommInitAll", "libnccl.so.2")}, "app");
+  BOOST_TEST(nsc::classify_blocked_in(init_all) == "ncclCommInitRank");
+}
+
+BOOST_AUTO_TEST_CASE(nccl_threads) {
+  BOOST_TEST(nsc::classify_blocked_in(pthread(
+                 {frame("sched_yield", "libc.so.6"),
+                  frame("progressOps(ncclProxyState*, ncclProxyProgressState*, ncclProxyArgs*, "
+                        "int*)",
+                        "libnccl.so.2"),
+                  frame("ncclProxyProgress(void*)", "libnccl.so.2")})) == "nccl-proxy-progress");
+  BOOST_TEST(nsc::classify_blocked_in(pthread(
+                 {frame("__GI___poll", "libc.so.6"),
+                  frame("ncclProxyService(void*)", "libnccl.so.2")})) == "nccl-proxy-service");
+  BOOST_TEST(nsc::classify_blocked_in(pthread(
+                 {frame("__GI___poll", "libc.so.6"),
+                  frame("ncclProxyServiceUDS(void*)", "libnccl.so.2")})) ==
+             "nccl-proxy-service");
+  BOOST_TEST(nsc::classify_blocked_in(pthread(
+                 {frame("accept", "libc.so.6"),
+                  frame("(anonymous namespace)::bootstrapRoot(void*)", "libnccl.so.2")})) ==
+             "nccl-bootstrap");
+}
+
+BOOST_AUTO_TEST_CASE(system_call_waits_outside_nccl) {
+  // A CUDA runtime helper thread polling inside unsymbolized libcuda.
+  BOOST_TEST(nsc::classify_blocked_in(pthread({frame("__GI___poll", "libc.so.6"),
+                                               frame("", "libcuda.so.1"),
+                                               frame("", "libcuda.so.1")})) == "poll/epoll");
+  BOOST_TEST(nsc::classify_blocked_in(pthread({frame("epoll_wait", "libc.so.6"),
+                                               frame("", "libtorch_cpu.so")})) == "poll/epoll");
+  // pause() called from the program: "sleep" (documented decision), user frame findable.
+  auto paused = main_thread({frame("__libc_pause", "libc.so.6"),
+                             frame("fixture_wait_in_user_code", "stack_fixture")},
+                            "stack_fixture");
+  BOOST_TEST(nsc::classify_blocked_in(paused) == "sleep");
+  const StackFrame* user = nsc::innermost_user_frame(paused);
+  BOOST_REQUIRE(user != nullptr);
+  BOOST_TEST(user->function == "fixture_wait_in_user_code");
+  BOOST_TEST(nsc::classify_blocked_in(main_thread(
+                 {frame("__GI___clock_nanosleep", "libc.so.6"),
+                  frame("__GI___nanosleep", "libc.so.6"), frame("sleep", "libc.so.6")},
+                 "app")) == "sleep");
+}
+
+BOOST_AUTO_TEST_CASE(fallbacks_user_code_and_unknown) {
+  // Busy in the program's own code.
+  BOOST_TEST(nsc::classify_blocked_in(main_thread({frame("compute_checksum", "app")}, "app")) ==
+             "user-code");
+  // Blocked in a futex under the program's own thread function.
+  BOOST_TEST(nsc::classify_blocked_in(pthread({frame("futex_wait", "libc.so.6"),
+                                               frame("pthread_cond_wait", "libc.so.6"),
+                                               frame("worker_main", "app")})) == "user-code");
+  // A thread a library started, nothing symbolized: unknown.
+  BOOST_TEST(nsc::classify_blocked_in(pthread({frame("", "libcuda.so.1")})) == "unknown");
+  BOOST_TEST(nsc::classify_blocked_in({}) == "unknown");
+  BOOST_TEST(nsc::classify_blocked_in({frame("", "")}) == "unknown");
+  BOOST_TEST(nsc::innermost_user_frame(pthread({frame("", "libcuda.so.1")})) == nullptr);
+}
+
+BOOST_AUTO_TEST_CASE(nccl_thread_names_help_when_libnccl_is_stripped) {
+  auto stripped = pthread({frame("__GI___poll", "libc.so.6"), frame("", "libnccl.so.2")});
+  BOOST_TEST(nsc::classify_blocked_in(stripped) == "poll/epoll");
+  BOOST_TEST(nsc::classify_blocked_in(stripped, "NCCL Service  0") == "nccl-proxy-service");
+  BOOST_TEST(nsc::classify_blocked_in(stripped, "NCCL Progress 2") == "nccl-proxy-progress");
+  BOOST_TEST(nsc::classify_blocked_in(stripped, "NCCL BootstrapR") == "nccl-bootstrap");
+  BOOST_TEST(nsc::classify_blocked_in(stripped, "python") == "poll/epoll");
+  // Frames naming NCCL win over a misleading name.
+  auto service = pthread({frame("ncclProxyService(void*)", "libnccl.so.2")});
+  BOOST_TEST(nsc::classify_blocked_in(service, "NCCL Progress 0") == "nccl-proxy-service");
+}
+
+BOOST_AUTO_TEST_CASE(json_follows_the_state_schema) {
+  nsc::ThreadStack thread;
+  thread.tid = 42;
+  thread.name = "\x1b[31mevil\xff";
+  thread.state = 'S';
+  StackFrame symbolized = frame("cudaStreamSynchronize", "libcudart.so.13");
+  symbolized.pc = 0x7f0000001234;
+  symbolized.offset = 52;
+  StackFrame bare = frame("", "libcuda.so.1");
+  bare.pc = 0x7f0000abc000;
+  bare.offset = 0x2f3a4;
+  thread.frames = {bare, symbolized};
+  thread.blocked_in = "cudaStreamSynchronize";
+  nlohmann::json json = nsc::to_json(thread);
+  BOOST_TEST(json["tid"] == 42);
+  BOOST_TEST(json["name"] == "\x1b[31mevil\xef\xbf\xbd");  // raw but valid UTF-8
+  BOOST_TEST(json["state"] == "S");
+  BOOST_TEST(json["frames"][0]["function"].is_null());
+  BOOST_TEST(json["frames"][0]["offset"] == 0x2f3a4);
+  BOOST_TEST(json["frames"][1]["pc"] == "0x7f0000001234");
+  BOOST_TEST(json["frames"][1]["function"] == "cudaStreamSynchronize");
+  BOOST_TEST(json["frames"][1]["module"] == "libcudart.so.13");
+  BOOST_TEST(json["frames"][1]["offset"] == 52);
+  BOOST_TEST(json["blocked_in"] == "cudaStreamSynchronize");
+  BOOST_TEST(!json.contains("error"));
+  BOOST_TEST(json.dump().find("\\u001b[31mevil") != std::string::npos);
+  thread.state = '?';
+  thread.error = "dwfl_thread_getframes: no matching address range";
+  json = nsc::to_json(thread);
+  BOOST_TEST(json["state"].is_null());
+  BOOST_TEST(json["error"] == "dwfl_thread_getframes: no matching address range");
+}

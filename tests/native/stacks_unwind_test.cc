@@ -1,0 +1,441 @@
+// Unwinds the stack_fixture process live and from a gdb-made core; checks the
+// frames, blocked_in, that the live process is left running, build-id
+// mismatch handling, sysroot/solib-search-path, and corrupt cores.
+#define BOOST_TEST_MODULE stacks_unwind
+#include <boost/test/unit_test.hpp>
+
+#include <fcntl.h>
+#include <gelf.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "stacks/thread_stacks.h"
+#include "util/strings.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kFixture = std::string(NCCLSCOPE_BINARY_DIR) + "/fixtures/stack_fixture";
+
+// The fixture process, killed when the test ends.
+class Fixture {
+ public:
+  explicit Fixture(const std::string& program, int extra_threads = 0) {
+    int pipe_fds[2];
+    BOOST_REQUIRE(pipe(pipe_fds) == 0);
+    pid_ = fork();
+    BOOST_REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      dup2(pipe_fds[1], 1);
+      close(pipe_fds[0]);
+      std::string extra = std::to_string(extra_threads);
+      execl(program.c_str(), program.c_str(), "--extra-threads", extra.c_str(),
+            static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    close(pipe_fds[1]);
+    output_ = fdopen(pipe_fds[0], "r");
+    char line[256];
+    while (std::fgets(line, sizeof line, output_) != nullptr) {
+      std::string text(line);
+      if (text == "ready\n") {
+        wait_until_all_threads_sleep();
+        return;
+      }
+      // "tid NAME TID": NAME may hold spaces? No: fixture names have none.
+      if (text.rfind("tid ", 0) == 0) {
+        size_t last_space = text.rfind(' ');
+        std::string name = text.substr(4, last_space - 4);
+        tids_[name] = std::atoi(text.c_str() + last_space + 1);
+      }
+    }
+    BOOST_FAIL("stack_fixture did not become ready");
+  }
+  ~Fixture() {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+    if (output_ != nullptr) std::fclose(output_);
+  }
+  int pid() const { return pid_; }
+  int tid(const std::string& name) const { return tids_.at(name); }
+  size_t thread_count() const { return tids_.size(); }
+
+ private:
+  // "ready" is printed just before the main thread enters pause(): wait until it has.
+  void wait_until_all_threads_sleep() const {
+    for (int attempt = 0; attempt < 400; ++attempt) {
+      bool all_sleeping = true;
+      for (const auto& entry : fs::directory_iterator("/proc/" + std::to_string(pid_) + "/task")) {
+        std::ifstream stat_file(entry.path() / "stat");
+        std::string line;
+        std::getline(stat_file, line);
+        size_t close = line.rfind(')');
+        if (close == std::string::npos || close + 2 >= line.size() || line[close + 2] != 'S')
+          all_sleeping = false;
+      }
+      if (all_sleeping) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+
+  int pid_ = -1;
+  FILE* output_ = nullptr;
+  std::map<std::string, int> tids_;
+};
+
+const nsc::ThreadStack* find_thread(const std::vector<nsc::ThreadStack>& threads, int tid) {
+  for (const auto& thread : threads)
+    if (thread.tid == tid) return &thread;
+  return nullptr;
+}
+
+bool has_function(const nsc::ThreadStack& thread, const std::string& bare_name) {
+  for (const auto& frame : thread.frames)
+    if (nsc::bare_function_name(frame.function) == bare_name) return true;
+  return false;
+}
+
+std::string task_status_field(int pid, int tid, const std::string& field) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) +
+                       "/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind(field + ":", 0) == 0) {
+      std::string value = line.substr(field.size() + 1);
+      return value.substr(value.find_first_not_of(" \t"));
+    }
+  return "";
+}
+
+std::string describe(const nsc::ThreadStack& thread) {
+  std::ostringstream out;
+  out << "tid " << thread.tid << " " << nsc::escape_for_terminal(thread.name) << " state "
+      << thread.state << " blocked_in " << thread.blocked_in << " error '" << thread.error
+      << "'\n";
+  for (const auto& frame : thread.frames)
+    out << "  " << nsc::hex(frame.pc) << " " << frame.function << "+" << frame.offset << " ["
+        << frame.module << "]\n";
+  return out.str();
+}
+
+// The main thread, poller and evil thread look as the fixture placed them.
+void check_fixture_threads(const std::vector<nsc::ThreadStack>& threads, const Fixture& fixture) {
+  const nsc::ThreadStack* main_thread = find_thread(threads, fixture.pid());
+  BOOST_REQUIRE(main_thread != nullptr);
+  BOOST_TEST_MESSAGE(describe(*main_thread));
+  BOOST_TEST(has_function(*main_thread, "fixture_wait_in_user_code"));
+  BOOST_TEST(has_function(*main_thread, "pause"));
+  BOOST_TEST(main_thread->blocked_in == "sleep");
+  const nsc::StackFrame* user = nsc::innermost_user_frame(main_thread->frames);
+  BOOST_REQUIRE(user != nullptr);
+  BOOST_TEST(user->function == "fixture_wait_in_user_code");
+  BOOST_TEST(user->module == "stack_fixture");
+  BOOST_TEST(user->inexact);  // a return address, looked up at pc-1
+
+  const nsc::ThreadStack* poller = find_thread(threads, fixture.tid("fx-poller"));
+  BOOST_REQUIRE(poller != nullptr);
+  BOOST_TEST_MESSAGE(describe(*poller));
+  BOOST_TEST(has_function(*poller, "fixture_poll_loop"));
+  BOOST_TEST(has_function(*poller, "poll"));
+  BOOST_TEST(poller->blocked_in == "poll/epoll");
+  // The innermost frame sits in the system call: exact, in libc.
+  BOOST_REQUIRE(!poller->frames.empty());
+  BOOST_TEST(!poller->frames[0].inexact);
+  BOOST_TEST(poller->frames[0].module == "libc.so.6");
+  // A clean unwind reaches the outermost frame (clone3/start_thread) without error.
+  BOOST_TEST(poller->error == "");
+  BOOST_TEST(has_function(*poller, "start_thread"));
+
+  const nsc::ThreadStack* evil = find_thread(threads, fixture.tid("\x1b[31mevil"));
+  BOOST_REQUIRE(evil != nullptr);
+  BOOST_TEST(has_function(*evil, "fixture_evil_named_wait"));
+  BOOST_TEST(evil->blocked_in == "sleep");
+}
+
+// Flips the first byte of the GNU build-id note of an ELF file in place.
+void corrupt_build_id(const std::string& path) {
+  elf_version(EV_CURRENT);
+  int fd = open(path.c_str(), O_RDWR);
+  BOOST_REQUIRE(fd >= 0);
+  Elf* elf = elf_begin(fd, ELF_C_READ, nullptr);
+  size_t section_names = 0;
+  elf_getshdrstrndx(elf, &section_names);
+  off_t id_offset = -1;
+  for (Elf_Scn* section = nullptr; (section = elf_nextscn(elf, section)) != nullptr;) {
+    GElf_Shdr header;
+    gelf_getshdr(section, &header);
+    const char* name = elf_strptr(elf, section_names, header.sh_name);
+    if (name != nullptr && std::string(name) == ".note.gnu.build-id")
+      id_offset = static_cast<off_t>(header.sh_offset) + 16;  // Nhdr + "GNU\0"
+  }
+  elf_end(elf);
+  BOOST_REQUIRE(id_offset > 0);
+  unsigned char byte = 0;
+  BOOST_REQUIRE(pread(fd, &byte, 1, id_offset) == 1);
+  byte ^= 0xff;
+  BOOST_REQUIRE(pwrite(fd, &byte, 1, id_offset) == 1);
+  close(fd);
+}
+
+// File offsets [start, end) of a core's PT_NOTE segment.
+std::pair<uintmax_t, uintmax_t> note_segment_range(const std::string& core) {
+  elf_version(EV_CURRENT);
+  int fd = open(core.c_str(), O_RDONLY);
+  Elf* elf = elf_begin(fd, ELF_C_READ, nullptr);
+  std::pair<uintmax_t, uintmax_t> range{0, 0};
+  size_t count = 0;
+  elf_getphdrnum(elf, &count);
+  for (size_t i = 0; i < count; ++i) {
+    GElf_Phdr phdr;
+    if (gelf_getphdr(elf, static_cast<int>(i), &phdr) != nullptr && phdr.p_type == PT_NOTE)
+      range = {phdr.p_offset, phdr.p_offset + phdr.p_filesz};
+  }
+  elf_end(elf);
+  close(fd);
+  return range;
+}
+
+bool gdb_available() { return std::system("gdb --version > /dev/null 2>&1") == 0; }
+
+bool make_core(int pid, const std::string& core_path) {
+  std::string command = "gdb -nx -batch -p " + std::to_string(pid) + " -ex 'gcore " + core_path +
+                        "' > /dev/null 2>&1";
+  return std::system(command.c_str()) == 0 && fs::exists(core_path);
+}
+
+struct TempDir {
+  TempDir() {
+    char pattern[] = "/tmp/nsc-stacks-XXXXXX";
+    path = mkdtemp(pattern);
+  }
+  ~TempDir() { fs::remove_all(path); }
+  std::string path;
+};
+
+bool any_warning_contains(const std::vector<std::string>& warnings, const std::string& text) {
+  for (const auto& warning : warnings)
+    if (warning.find(text) != std::string::npos) return true;
+  return false;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(live_fixture_unwinds_and_keeps_running) {
+  Fixture fixture(kFixture);
+  std::vector<std::string> warnings;
+  auto start = std::chrono::steady_clock::now();
+  auto threads = nsc::unwind_live_threads(fixture.pid(), nsc::StackOptions{}, &warnings);
+  BOOST_TEST_MESSAGE("live unwind of " << threads.size() << " threads: " << seconds_since(start)
+                                       << " s");
+  for (const auto& warning : warnings) BOOST_TEST_MESSAGE("warning: " << warning);
+  BOOST_TEST(threads.size() == 3u);
+  check_fixture_threads(threads, fixture);
+  const nsc::ThreadStack* main_thread = find_thread(threads, fixture.pid());
+  BOOST_TEST(main_thread->name == "stack_fixture");
+  BOOST_TEST(main_thread->state == 'S');  // read before the thread was stopped
+  const nsc::ThreadStack* evil = find_thread(threads, fixture.tid("\x1b[31mevil"));
+  BOOST_TEST(evil->name == "\x1b[31mevil");
+  BOOST_TEST(nsc::to_json(*evil)["name"] == "\x1b[31mevil");
+  // Left running: every thread sleeping again and nobody tracing it.
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  for (const auto& thread : threads) {
+    BOOST_TEST(task_status_field(fixture.pid(), thread.tid, "State").substr(0, 1) == "S");
+    BOOST_TEST(task_status_field(fixture.pid(), thread.tid, "TracerPid") == "0");
+  }
+  // A second unwind gives the same picture (the first left nothing attached).
+  auto again = nsc::unwind_live_threads(fixture.pid(), nsc::StackOptions{}, &warnings);
+  BOOST_TEST(again.size() == 3u);
+  check_fixture_threads(again, fixture);
+}
+
+BOOST_AUTO_TEST_CASE(live_unwind_bounds_frames_and_names_bad_pids) {
+  Fixture fixture(kFixture);
+  nsc::StackOptions options;
+  options.max_frames = 2;
+  std::vector<std::string> warnings;
+  auto threads = nsc::unwind_live_threads(fixture.pid(), options, &warnings);
+  BOOST_REQUIRE(threads.size() == 3u);
+  for (const auto& thread : threads) {
+    BOOST_TEST(thread.frames.size() == 2u);
+    BOOST_TEST(thread.error == "stopped after 2 frames (max_frames)");
+  }
+  for (const auto& thread : threads)
+    BOOST_TEST(task_status_field(fixture.pid(), thread.tid, "TracerPid") == "0");
+  warnings.clear();
+  auto none = nsc::unwind_live_threads(999999999, nsc::StackOptions{}, &warnings);
+  BOOST_TEST(none.empty());
+  BOOST_REQUIRE(warnings.size() == 1u);
+  BOOST_TEST(warnings[0].find("stacks pid 999999999: dwfl_linux_proc_report") == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(core_of_the_fixture_unwinds_with_sysroot_solib_and_mismatch) {
+  if (!gdb_available()) {
+    BOOST_TEST_MESSAGE("gdb not installed: core test skipped");
+    return;
+  }
+  TempDir temp;
+  // Run a private copy so that its recorded path can be replaced afterwards.
+  std::string program = temp.path + "/bin/stack_fixture";
+  fs::create_directories(temp.path + "/bin");
+  fs::copy_file(kFixture, program);
+  std::string core = temp.path + "/fixture.core";
+  {
+    Fixture fixture(program, 7);
+    BOOST_REQUIRE_MESSAGE(make_core(fixture.pid(), core), "gdb gcore failed");
+    for (const auto& name : {"stack_fixture", "fx-poller"})
+      BOOST_TEST(task_status_field(fixture.pid(), fixture.tid(name), "TracerPid") == "0");
+
+    std::vector<std::string> warnings;
+    auto start = std::chrono::steady_clock::now();
+    auto threads = nsc::unwind_core_threads(core, nsc::StackOptions{}, &warnings);
+    BOOST_TEST_MESSAGE("core unwind of " << threads.size() << " threads: "
+                                         << seconds_since(start) << " s");
+    for (const auto& warning : warnings) BOOST_TEST_MESSAGE("warning: " << warning);
+    BOOST_TEST(threads.size() == 10u);
+    check_fixture_threads(threads, fixture);
+    const nsc::ThreadStack* main_thread = find_thread(threads, fixture.pid());
+    BOOST_TEST(main_thread->name == "stack_fixture");  // NT_PRPSINFO
+    BOOST_TEST(main_thread->state == '?');
+    BOOST_TEST(find_thread(threads, fixture.tid("fx-poller"))->name == "");
+    const nsc::ThreadStack* sleeper = find_thread(threads, fixture.tid("fx-sleeper-3"));
+    BOOST_REQUIRE(sleeper != nullptr);
+    BOOST_TEST(has_function(*sleeper, "fixture_sleep_loop"));
+    BOOST_TEST(sleeper->blocked_in == "sleep");
+    BOOST_TEST(warnings.empty());
+
+    // The same process live and from its core: same frames.
+    auto live = nsc::unwind_live_threads(fixture.pid(), nsc::StackOptions{}, &warnings);
+    const nsc::ThreadStack* live_poller = find_thread(live, fixture.tid("fx-poller"));
+    const nsc::ThreadStack* core_poller = find_thread(threads, fixture.tid("fx-poller"));
+    BOOST_REQUIRE(live_poller->frames.size() == core_poller->frames.size());
+    for (size_t i = 0; i < live_poller->frames.size(); ++i) {
+      BOOST_TEST(live_poller->frames[i].function == core_poller->frames[i].function);
+      BOOST_TEST(live_poller->frames[i].pc == core_poller->frames[i].pc);
+    }
+  }
+
+  // The program file at the recorded path is now a different build.
+  std::string sysroot = temp.path + "/sysroot";
+  fs::create_directories(sysroot + temp.path + "/bin");
+  fs::copy_file(program, sysroot + program);
+  corrupt_build_id(program);
+  {
+    std::vector<std::string> warnings;
+    auto threads = nsc::unwind_core_threads(core, nsc::StackOptions{}, &warnings);
+    BOOST_TEST(threads.size() == 10u);
+    bool saw_mismatch_label = false;
+    for (const auto& thread : threads) {
+      BOOST_TEST(!has_function(thread, "fixture_wait_in_user_code"));
+      for (const auto& frame : thread.frames) {
+        if (frame.module.rfind("stack_fixture (build-id mismatch: core ", 0) == 0) {
+          saw_mismatch_label = true;
+          BOOST_TEST(frame.function == "");
+        }
+      }
+    }
+    BOOST_TEST(saw_mismatch_label);
+    BOOST_TEST(any_warning_contains(warnings, "stack_fixture: build-id mismatch: the core records"));
+    BOOST_TEST(any_warning_contains(warnings, program + " has "));
+  }
+  std::vector<nsc::StackOptions> fixes(3);
+  fixes[0].sysroot = sysroot;
+  fixes[1].solib_search_path = {temp.path + "/nowhere", sysroot + temp.path + "/bin"};
+  fixes[2].executable = sysroot + program;
+  for (const auto& options : fixes) {
+    std::vector<std::string> warnings;
+    auto threads = nsc::unwind_core_threads(core, options, &warnings);
+    BOOST_TEST(threads.size() == 10u);
+    int symbolized_main = 0;
+    for (const auto& thread : threads)
+      if (has_function(thread, "fixture_wait_in_user_code")) ++symbolized_main;
+    BOOST_TEST(symbolized_main == 1);
+    BOOST_TEST(!any_warning_contains(warnings, "build-id mismatch"));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(corrupt_and_truncated_cores_do_not_crash) {
+  if (!gdb_available()) {
+    BOOST_TEST_MESSAGE("gdb not installed: corrupt core test skipped");
+    return;
+  }
+  TempDir temp;
+  std::string core = temp.path + "/fixture.core";
+  {
+    Fixture fixture(kFixture);
+    BOOST_REQUIRE(make_core(fixture.pid(), core));
+  }
+  std::vector<std::string> warnings;
+  auto missing = nsc::unwind_core_threads(temp.path + "/absent.core", {}, &warnings);
+  BOOST_TEST(missing.empty());
+  BOOST_TEST(any_warning_contains(warnings, "absent.core: open: No such file or directory"));
+
+  std::string not_core = temp.path + "/text.core";
+  std::ofstream(not_core) << "this is not an ELF file\n";
+  warnings.clear();
+  BOOST_TEST(nsc::unwind_core_threads(not_core, {}, &warnings).empty());
+  BOOST_TEST(any_warning_contains(warnings, "text.core: not an ELF core"));
+
+  warnings.clear();
+  BOOST_TEST(nsc::unwind_core_threads(kFixture, {}, &warnings).empty());  // ET_EXEC/DYN
+  BOOST_TEST(any_warning_contains(warnings, "not an ELF core"));
+
+  // Truncated at several points (gdb writes the notes last: all of these cut them).
+  auto size = fs::file_size(core);
+  auto [notes_start, notes_end] = note_segment_range(core);
+  BOOST_REQUIRE(notes_end > notes_start);
+  for (uintmax_t keep : {uintmax_t{64}, uintmax_t{4096}, uintmax_t{65536}, size / 4, size / 2,
+                         notes_start + 16, notes_end - 100}) {
+    std::string cut = temp.path + "/cut.core";
+    fs::copy_file(core, cut, fs::copy_options::overwrite_existing);
+    fs::resize_file(cut, keep);
+    warnings.clear();
+    auto threads = nsc::unwind_core_threads(cut, {}, &warnings);
+    BOOST_TEST_MESSAGE("truncated to " << keep << ": " << threads.size() << " threads, "
+                                       << warnings.size() << " warnings"
+                                       << (warnings.empty() ? "" : ": " + warnings[0]));
+    BOOST_TEST(threads.size() <= 3u);
+    if (keep >= 4096) BOOST_TEST(any_warning_contains(warnings, "truncated core: "));
+  }
+  // Stacks and heap overwritten with noise, notes (registers) intact: gdb writes
+  // the notes after the memory, the kernel before it; keep them either way.
+  std::string scrambled = temp.path + "/scrambled.core";
+  fs::copy_file(core, scrambled);
+  {
+    std::fstream file(scrambled, std::ios::in | std::ios::out | std::ios::binary);
+    uint64_t state = 0x9e3779b97f4a7c15ULL;
+    for (uintmax_t offset = 4096; offset + 8 < size; offset += 8) {
+      if (offset + 8 > notes_start && offset < notes_end) continue;
+      state ^= state << 13;
+      state ^= state >> 7;
+      state ^= state << 17;
+      file.seekp(static_cast<std::streamoff>(offset));
+      file.write(reinterpret_cast<const char*>(&state), 8);
+    }
+  }
+  warnings.clear();
+  auto threads = nsc::unwind_core_threads(scrambled, {}, &warnings);
+  BOOST_TEST_MESSAGE("scrambled core: " << threads.size() << " threads, " << warnings.size()
+                                        << " warnings");
+  BOOST_TEST(threads.size() == 3u);  // the registers are still there
+  for (const auto& thread : threads) {
+    BOOST_TEST_MESSAGE(describe(thread));
+    BOOST_TEST(thread.frames.size() <= 64u);
+    BOOST_TEST(!thread.frames.empty());  // the innermost pc comes from the registers
+  }
+}
