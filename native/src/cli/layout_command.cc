@@ -1,0 +1,241 @@
+// `ncclscope layout`: extract, show and locate layout profiles of libnccl builds.
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "layout/dwarf_layout.h"
+#include "layout/elf_file.h"
+#include "layout/layout_profile.h"
+#include "layout/profile_store.h"
+#include "util/errors.h"
+#include "util/strings.h"
+
+namespace nsc::cli {
+namespace {
+
+const char kLayoutUsage[] =
+    "usage: ncclscope layout extract LIB -o FILE.json [--root TYPE]... [--cache]\n"
+    "       ncclscope layout show LIB|FILE.json [STRUCT|ENUM] [--json] [--dwarf] [--profile-path D:D]\n"
+    "       ncclscope layout dirs [--profile-path D:D]\n"
+    "  extract         read struct layouts from the DWARF of LIB into a profile (<build-id>.json\n"
+    "                  in a profile directory makes a stripped library of that build decodable);\n"
+    "                  -o - writes to stdout; --cache also stores it in the user cache;\n"
+    "                  --root adds a type beyond the ones the decoders need\n"
+    "  show            a profile, or one struct as a ptype/o-like table (offset, size, member);\n"
+    "                  for LIB the profile of its build-id is used first, --dwarf forces DWARF\n"
+    "  dirs            the profile search path, in order\n";
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::vector<std::string> profile_dirs_from(const ParsedOptions& options) {
+  std::vector<std::string> dirs;
+  for (const auto& list : options.all("--profile-path"))
+    for (const auto& dir : split_path_list(list)) dirs.push_back(dir);
+  return dirs;
+}
+
+std::string summary_line(const LayoutProfile& profile) {
+  std::ostringstream line;
+  line << profile.structs.size() << " structs, " << profile.enums.size() << " enums, "
+       << profile.symbols.size() << " symbols; NCCL "
+       << (profile.nccl_version.empty() ? "unknown" : profile.nccl_version) << ", build-id "
+       << (profile.build_id.empty() ? "none" : profile.build_id);
+  return line.str();
+}
+
+int run_extract(const ParsedOptions& options) {
+  if (options.positional.size() != 2) throw UsageError("extract takes one library");
+  std::string output = options.value("-o", options.value("--output"));
+  if (output.empty() && !options.has("--cache")) throw UsageError("extract needs -o FILE.json");
+  const std::string& library = options.positional[1];
+  auto start = std::chrono::steady_clock::now();
+  std::vector<std::string> roots = required_struct_names();
+  for (const auto& extra : options.all("--root")) roots.push_back(extra);
+  LayoutProfile profile = extract_layout_from_dwarf(library, roots, required_enum_names());
+  double elapsed = seconds_since(start);
+  if (output == "-") {
+    std::cout << format_layout_profile(profile);
+  } else if (!output.empty()) {
+    write_layout_profile(profile, output);
+    std::fprintf(stderr, "ncclscope layout: wrote %s (%s) in %.3f s\n",
+                 escape_for_terminal(output).c_str(), summary_line(profile).c_str(), elapsed);
+  }
+  if (options.has("--cache"))
+    std::fprintf(stderr, "ncclscope layout: cached as %s\n",
+                 escape_for_terminal(save_to_cache(profile)).c_str());
+  return kExitOk;
+}
+
+bool is_elf_file(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  char magic[4] = {};
+  return file.read(magic, 4) && magic[0] == 0x7f && magic[1] == 'E' && magic[2] == 'L' &&
+         magic[3] == 'F';
+}
+
+std::string type_text(const MemberLayout& member) {
+  switch (member.kind) {
+    case ValueKind::kStruct:
+      return "struct " + member.type_name;
+    case ValueKind::kUnion:
+      return "union " + member.type_name;
+    case ValueKind::kEnum:
+      return "enum " + member.type_name;
+    case ValueKind::kPointer:
+      return member.type_name + " *";
+    default:
+      return member.type_name.empty() ? "?" : member.type_name;
+  }
+}
+
+std::string declarator_text(const MemberLayout& member) {
+  std::string text = type_text(member);
+  if (text.back() != '*') text += ' ';
+  text += member.name;
+  for (uint64_t dim : member.array_dims) text += "[" + std::to_string(dim) + "]";
+  if (member.bit_size != 0) text += " : " + std::to_string(member.bit_size);
+  return text + ";";
+}
+
+// Like gdb's ptype/o: "/* offset | size */ declaration", one level deep.
+void print_struct_table(const StructLayout& layout) {
+  std::printf("/* offset      |    size */  type = %s %s {\n", layout.is_union ? "union" : "struct",
+              escape_for_terminal(layout.name).c_str());
+  for (const MemberLayout& member : layout.members) {
+    std::string offset = std::to_string(member.offset);
+    if (member.bit_size != 0) offset += ":" + std::to_string(member.bit_offset);
+    std::printf("/* %6s      | %7llu */    %s\n", offset.c_str(),
+                static_cast<unsigned long long>(member.size),
+                escape_for_terminal(declarator_text(member)).c_str());
+  }
+  std::printf("\n                               /* total size (bytes): %7llu */\n"
+              "                             }\n",
+              static_cast<unsigned long long>(layout.size));
+}
+
+void print_enum_table(const EnumLayout& layout) {
+  std::printf("enum %s (%llu bytes) {\n", escape_for_terminal(layout.name).c_str(),
+              static_cast<unsigned long long>(layout.size));
+  for (const auto& [value, name] : layout.values)
+    std::printf("  %8lld  %s\n", static_cast<long long>(value), escape_for_terminal(name).c_str());
+  std::printf("}\n");
+}
+
+void print_profile_summary(const LayoutProfile& profile) {
+  std::printf("layout of %s\n", escape_for_terminal(profile.library).c_str());
+  std::printf("  source        %s\n", escape_for_terminal(profile.source).c_str());
+  std::printf("  build-id      %s\n", profile.build_id.c_str());
+  std::printf("  nccl version  %s\n", escape_for_terminal(profile.nccl_version).c_str());
+  std::printf("structs (%zu):\n", profile.structs.size());
+  for (const auto& [name, layout] : profile.structs)
+    std::printf("  %10llu  %s%s (%zu members)\n", static_cast<unsigned long long>(layout.size),
+                layout.is_union ? "union " : "", escape_for_terminal(name).c_str(),
+                layout.members.size());
+  std::printf("enums (%zu):\n", profile.enums.size());
+  for (const auto& [name, layout] : profile.enums)
+    std::printf("  %s (%zu values)\n", escape_for_terminal(name).c_str(), layout.values.size());
+  std::printf("symbols (%zu):\n", profile.symbols.size());
+  for (const auto& [name, value] : profile.symbols)
+    std::printf("  %-32s %s\n", escape_for_terminal(name).c_str(), hex(value).c_str());
+  std::printf("constants (%zu):\n", profile.constants.size());
+  for (const auto& [name, value] : profile.constants)
+    std::printf("  %-32s %lld\n", escape_for_terminal(name).c_str(), static_cast<long long>(value));
+}
+
+LayoutProfile load_for_show(const std::string& input, const std::string& type_name,
+                            const ParsedOptions& options) {
+  if (!is_elf_file(input)) return read_layout_profile(input);
+  if (options.has("--dwarf")) {
+    std::vector<std::string> roots = required_struct_names();
+    if (!type_name.empty()) roots.push_back(type_name);
+    return extract_layout_from_dwarf(input, roots, required_enum_names());
+  }
+  std::string why;
+  LayoutProfile profile = load_layout_for_library(input, "", profile_dirs_from(options), &why);
+  bool has_type = type_name.empty() || profile.find_struct(type_name) || profile.find_enum(type_name);
+  if (!has_type && has_debug_info(input)) {
+    // Not a decoder type: read it from the DWARF on demand.
+    std::vector<std::string> roots = {type_name};
+    return extract_layout_from_dwarf(input, roots, {type_name});
+  }
+  return profile;
+}
+
+int run_show(const ParsedOptions& options) {
+  if (options.positional.size() < 2 || options.positional.size() > 3)
+    throw UsageError("show takes LIB|FILE.json and an optional STRUCT");
+  const std::string& input = options.positional[1];
+  std::string type_name = options.positional.size() == 3 ? options.positional[2] : "";
+  LayoutProfile profile = load_for_show(input, type_name, options);
+  bool json_output = options.has("--json");
+  if (type_name.empty()) {
+    if (json_output) std::cout << format_layout_profile(profile);
+    else print_profile_summary(profile);
+    return kExitOk;
+  }
+  if (const StructLayout* layout = profile.find_struct(type_name)) {
+    if (json_output) {
+      LayoutProfile only_one;
+      only_one.structs[type_name] = *layout;
+      std::cout << layout_profile_to_json(only_one)["structs"][type_name].dump(1) << "\n";
+    } else {
+      print_struct_table(*layout);
+    }
+    return kExitOk;
+  }
+  if (const EnumLayout* layout = profile.find_enum(type_name)) {
+    if (json_output) {
+      LayoutProfile only_one;
+      only_one.enums[type_name] = *layout;
+      std::cout << layout_profile_to_json(only_one)["enums"][type_name].dump(1) << "\n";
+    } else {
+      print_enum_table(*layout);
+    }
+    return kExitOk;
+  }
+  throw BadInput("layout " + input + ": no struct or enum named " + type_name);
+}
+
+int run_dirs(const ParsedOptions& options) {
+  for (const std::string& dir : profile_search_dirs(profile_dirs_from(options)))
+    std::printf("%s\n", escape_for_terminal(dir).c_str());
+  return kExitOk;
+}
+
+}  // namespace
+
+int run_layout_command(const std::vector<std::string>& args) {
+  try {
+    ParsedOptions options = parse_options(args, {"-o", "--output", "--root", "--profile-path"},
+                                          {"--json", "--dwarf", "--cache", "--help", "-h"});
+    if (options.has("--help") || options.has("-h")) {
+      std::fputs(kLayoutUsage, stdout);
+      return kExitOk;
+    }
+    if (options.positional.empty()) throw UsageError("missing subcommand");
+    const std::string& subcommand = options.positional[0];
+    if (subcommand == "extract") return run_extract(options);
+    if (subcommand == "show") return run_show(options);
+    if (subcommand == "dirs") return run_dirs(options);
+    throw UsageError("unknown subcommand '" + subcommand + "'");
+  } catch (const UsageError& error) {
+    std::fprintf(stderr, "ncclscope layout: %s\n%s", escape_for_terminal(error.what()).c_str(),
+                 kLayoutUsage);
+    return kExitUsage;
+  } catch (const BadInput& error) {
+    std::fprintf(stderr, "ncclscope layout: %s\n", escape_for_terminal(error.what()).c_str());
+    return kExitBadInput;
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "ncclscope layout: internal error: %s\n",
+                 escape_for_terminal(error.what()).c_str());
+    return kExitBadInput;
+  }
+}
+
+}  // namespace nsc::cli
