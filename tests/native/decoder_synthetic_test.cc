@@ -139,7 +139,7 @@ BOOST_AUTO_TEST_CASE(identity_counters_and_health) {
   // Fields this layout lacks are unavailable, with the reason, and not read errors.
   BOOST_TEST(comm["nvml_dev"].is_null());
   BOOST_TEST(comm["unavailable"]["nvml_dev"].get<std::string>().find("no member nvmlDev") != std::string::npos);
-  BOOST_TEST(errors.empty());
+  BOOST_TEST(errors.empty(), errors.dump());
   BOOST_TEST(comm["warnings"].empty());
 }
 

@@ -13,9 +13,12 @@ void decode_user_ranks(const ObjectView& ring, int64_t nranks, FieldSink& out) {
     return;
   }
   auto pointer = ring.pointer("userRanks");
-  if (!pointer.ok() || *pointer.value == 0) {
-    out.put("user_ranks", Fetched<int64_t>::missing(
-                              pointer.ok() ? "userRanks is NULL" : pointer.unavailable, pointer.address));
+  if (!pointer.ok()) {
+    out.put("user_ranks", Fetched<int64_t>::missing(pointer.unavailable, pointer.address));
+    return;
+  }
+  if (*pointer.value == 0) {
+    out.put("user_ranks", Fetched<int64_t>::missing("userRanks is NULL"));
     return;
   }
   std::vector<int32_t> ranks(static_cast<size_t>(nranks));

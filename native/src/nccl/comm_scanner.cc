@@ -41,7 +41,7 @@ void scan_region_by_reads(Target& target, const MemoryRegion& region, uint64_t v
     chunk.resize(length + phase + value_size);  // overlap so a value across chunks is seen
     uint64_t readable = std::min<uint64_t>(chunk.size(), region.end - start);
     ReadError error;
-    if (!target.read(start, chunk.data(), readable, &error)) return;  // unreadable: skip region
+    if (!target.scan_read(start, chunk.data(), readable, &error)) return;  // unreadable: skip region
     std::vector<uint64_t> found;
     scan_buffer(chunk.data(), readable, start, value, value_size, stride, phase, &found);
     for (uint64_t address : found)
@@ -110,7 +110,7 @@ uint64_t scan_for_value(Target& target, uint64_t value, unsigned value_size, uin
   uint64_t done = 0;
   for (const MemoryRegion& region : target.regions()) {
     if (!is_scannable_region(region)) continue;
-    if (const uint8_t* bytes = target.direct(region.start, region.size()))
+    if (const uint8_t* bytes = target.scan_direct(region.start, region.size()))
       scan_buffer(bytes, region.size(), region.start, value, value_size, stride, phase, matches);
     else
       scan_region_by_reads(target, region, value, value_size, stride, phase, matches);

@@ -192,7 +192,7 @@ Fetched<ObjectView> ObjectView::deref(const std::string& path, const std::string
   auto pointer_value = pointer(path);
   if (!pointer_value.ok()) return Fetched<ObjectView>::missing(pointer_value.unavailable);
   if (*pointer_value.value == 0)
-    return Fetched<ObjectView>::missing(path + " is NULL", pointer_value.address);
+    return Fetched<ObjectView>::missing(path + " is NULL");  // absent, not a read error
   std::string why;
   std::string type_name = as_type.empty() ? resolve(path, &why)->member->type_name : as_type;
   const StructLayout* type = layout_->find_struct(type_name);

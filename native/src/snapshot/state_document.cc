@@ -92,7 +92,7 @@ json unwind_threads(Target& target, const StateRequest& request, json* errors) {
   for (const std::string& warning : warnings)
     errors->push_back({{"kind", "stacks"}, {"subject", target.describe()}, {"reason", valid_utf8(warning)}});
   json threads = json::array();
-  for (const ThreadStack& stack : stacks) threads.push_back(stack);
+  for (const ThreadStack& stack : stacks) threads.push_back(to_json(stack));
   return threads;
 }
 
@@ -124,8 +124,14 @@ json build_state_document(const StateRequest& request) {
   ResolvedLibrary library = resolve_nccl_library(*target, search);
 
   std::string why;
-  LayoutProfile layout = load_layout_for_library(library.local_path, library.build_id_in_target,
-                                                 request.profile_path, &why);
+  LayoutProfile layout;
+  try {
+    layout = load_layout_for_library(library.local_path, library.build_id_in_target,
+                                     request.profile_path, &why);
+  } catch (const BadInput& error) {
+    if (library.local_file_missing.empty()) throw;
+    throw BadInput(std::string(error.what()) + "; " + library.local_file_missing);
+  }
   document["nccl"] = {{"version", layout.nccl_version.empty() ? json(nullptr) : json(layout.nccl_version)},
                       {"library", valid_utf8(library.path_in_target)},
                       {"local_file", valid_utf8(library.local_path)},

@@ -60,8 +60,10 @@ void choose_local_file(const Target& target, const LibrarySearch& options,
     std::string tried;
     for (const std::string& candidate : library->candidates_tried)
       tried += (tried.empty() ? "" : ", ") + candidate;
-    throw BadInput(target.describe() + ": " + library->path_in_target +
-                   " not found here (tried " + tried + "): use --sysroot or --solib-search-path");
+    // Not fatal: a layout profile keyed by the in-memory build-id can still decode.
+    library->local_file_missing = library->path_in_target + " not found here (tried " + tried +
+                                  "): use --sysroot or --solib-search-path";
+    return;
   }
   if (library->build_id_in_target.empty()) {
     library->warning = "build-id of " + library->path_in_target + " in the target is unavailable (" +

@@ -26,13 +26,15 @@ struct ResolvedLibrary {
   std::string build_id_of_file;                   // "" when the file has none
   std::vector<std::string> candidates_tried;      // local paths considered, in order
   std::string warning;                            // "" or one line (mismatch forced, unchecked)
+  std::string local_file_missing;  // "" or why no local file was found (then local_path is "")
 };
 
 // True for "libnccl.so", "libnccl.so.2", "libnccl.so.2.28.9" (basename match).
 bool is_nccl_library_path(const std::string& path);
 
-// libnccl of the target. Throws nsc::BadInput: "<target>: no NCCL library mapped",
-// a build-id mismatch naming both ids and the file, or no local file found.
+// libnccl of the target. Throws nsc::BadInput: "<target>: no NCCL library mapped", or
+// a build-id mismatch naming both ids and the file. No local file is not an error
+// (local_path "", local_file_missing says why): a profile by build-id may do.
 ResolvedLibrary resolve_nccl_library(Target& target, const LibrarySearch& options);
 
 // Same for any mapped library identified by its path in the target.
