@@ -1,0 +1,180 @@
+// `ncclscope triage INPUT...`: one input per rank (snapshots, cores, directories
+// of them, live pids) merged into one verdict (docs/triage.md).
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "snapshot/state_document.h"
+#include "triage/inputs.h"
+#include "triage/triage.h"
+#include "util/errors.h"
+#include "util/strings.h"
+
+extern char** environ;
+
+namespace nsc::cli {
+namespace {
+
+const char kUsage[] =
+    "usage: ncclscope triage [options] INPUT...\n"
+    "  INPUT is one rank's state: a snapshot (`ncclscope state --json` output),\n"
+    "  a core file, or a directory (its core*, *.core and *.json files).\n"
+    "options:\n"
+    "  --pid PID                 a live process on this machine (repeatable)\n"
+    "  --json                    print the ncclscope.triage/1 document\n"
+    "  --dot FILE                write the wait-for graph as Graphviz DOT\n"
+    "  --svg FILE                render the graph to SVG with Graphviz `dot`\n"
+    "  --jobs N                  inputs decoded in parallel (default: one per CPU)\n"
+    "  --sysroot DIR             like gdb's `set sysroot` (for cores)\n"
+    "  --solib-search-path DIRS  colon-separated, like gdb's solib-search-path\n"
+    "  --profile-path DIRS       extra layout profile directories\n"
+    "exit status: 0 ok (any verdict), 1 some inputs unusable, 2 nothing usable, 64 usage\n";
+
+struct TriageArgs {
+  triage::LoadRequest load;
+  bool json = false;
+  std::string dot_path, svg_path;
+};
+
+std::vector<std::string> split_colons(const std::string& text) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t colon = text.find(':', start);
+    std::string part = text.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+    if (!part.empty()) parts.push_back(part);
+    if (colon == std::string::npos) break;
+    start = colon + 1;
+  }
+  return parts;
+}
+
+TriageArgs parse_args(const std::vector<std::string>& args) {
+  TriageArgs parsed;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    auto value = [&]() -> const std::string& {
+      if (i + 1 >= args.size()) throw UsageError(arg + " needs a value");
+      return args[++i];
+    };
+    uint64_t number = 0;
+    if (arg == "--json") parsed.json = true;
+    else if (arg == "--dot") parsed.dot_path = value();
+    else if (arg == "--svg") parsed.svg_path = value();
+    else if (arg == "--pid") {
+      const std::string& text = value();
+      if (!parse_u64(text, &number) || number == 0 || number > INT32_MAX) throw UsageError("--pid " + text + ": not a pid");
+      parsed.load.pids.push_back(static_cast<int>(number));
+    } else if (arg == "--jobs" || arg == "-j") {
+      const std::string& text = value();
+      if (!parse_u64(text, &number) || number == 0 || number > 1024) throw UsageError("--jobs " + text + ": not a count");
+      parsed.load.jobs = static_cast<unsigned>(number);
+    } else if (arg == "--sysroot") parsed.load.sysroot = value();
+    else if (arg == "--solib-search-path") parsed.load.solib_search_path = split_colons(value());
+    else if (arg == "--profile-path") parsed.load.profile_path = split_colons(value());
+    else if (arg == "--") {
+      parsed.load.paths.insert(parsed.load.paths.end(), args.begin() + i + 1, args.end());
+      break;
+    } else if (arg.size() > 1 && arg[0] == '-') throw UsageError("unknown option " + arg);
+    else parsed.load.paths.push_back(arg);
+  }
+  if (parsed.load.paths.empty() && parsed.load.pids.empty()) throw UsageError("no input given");
+  return parsed;
+}
+
+bool find_in_path(const std::string& program) {
+  const char* path = std::getenv("PATH");
+  for (const std::string& dir : split_colons(path ? path : "/usr/bin:/bin")) {
+    std::string candidate = dir + "/" + program;
+    if (access(candidate.c_str(), X_OK) == 0) return true;
+  }
+  return false;
+}
+
+bool write_text_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  out.close();
+  if (!out) {
+    std::fprintf(stderr, "ncclscope triage: %s: cannot write\n", path.c_str());
+    return false;
+  }
+  return true;
+}
+
+// Runs `dot -Tsvg -o svg_path dot_file` without a shell.
+bool render_svg(const std::string& dot_text, const std::string& svg_path) {
+  if (!find_in_path("dot")) {
+    std::fprintf(stderr, "ncclscope triage: --svg: Graphviz `dot` is not installed; "
+                         "use --dot FILE and render it where Graphviz is\n");
+    return false;
+  }
+  char temp[] = "/tmp/ncclscope-triage-XXXXXX";
+  int fd = mkstemp(temp);
+  if (fd < 0) return false;
+  close(fd);
+  bool ok = write_text_file(temp, dot_text);
+  if (ok) {
+    std::vector<std::string> argv_text = {"dot", "-Tsvg", "-o", svg_path, temp};
+    std::vector<char*> argv;
+    for (std::string& arg : argv_text) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    pid_t child = 0;
+    int status = 0;
+    ok = posix_spawnp(&child, "dot", nullptr, nullptr, argv.data(), environ) == 0 &&
+         waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (!ok) std::fprintf(stderr, "ncclscope triage: --svg: `dot -Tsvg` failed\n");
+  }
+  unlink(temp);
+  return ok;
+}
+
+}  // namespace
+
+int run_triage_command(const std::vector<std::string>& args) {
+  TriageArgs parsed;
+  try {
+    for (const std::string& arg : args)
+      if (arg == "-h" || arg == "--help") {
+        std::fputs(kUsage, stdout);
+        return kExitOk;
+      }
+    parsed = parse_args(args);
+  } catch (const UsageError& error) {
+    std::fprintf(stderr, "ncclscope triage: %s\n%s", error.what(), kUsage);
+    return kExitUsage;
+  }
+  parsed.load.build_state = [](const StateRequest& request) { return build_state_document(request); };
+  TriageOptions options;
+  nlohmann::json report;
+  try {
+    triage::LoadedInputs loaded = triage::load_triage_inputs(parsed.load);
+    report = triage_processes(std::move(loaded.processes), loaded.failures, options);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "ncclscope triage: %s\n", error.what());
+    return kExitBadInput;
+  }
+  int exit_code = triage_exit_code(report);
+  bool error_verdict = report["verdict"] == "error";
+  if (parsed.json || error_verdict)
+    for (const auto& error : report["errors"])
+      std::fprintf(stderr, "ncclscope triage: %s\n",
+                   escape_for_terminal(error["message"].get<std::string>()).c_str());
+  if (parsed.json) std::cout << report.dump(2) << "\n";
+  else if (!error_verdict) std::cout << render_triage_text(report);
+  if (!error_verdict && (!parsed.dot_path.empty() || !parsed.svg_path.empty())) {
+    std::string dot = render_triage_dot(report, options);
+    if (!parsed.dot_path.empty()) write_text_file(parsed.dot_path, dot);
+    if (!parsed.svg_path.empty()) render_svg(dot, parsed.svg_path);
+  }
+  return exit_code;
+}
+
+}  // namespace nsc::cli

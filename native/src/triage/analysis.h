@@ -1,0 +1,86 @@
+// Internal model shared by the triage steps: merged communicators, findings,
+// and the per-process facts the graph and the renderers need.
+#pragma once
+
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "triage/process_view.h"
+
+namespace nsc::triage {
+
+// One process's membership in a communicator.
+struct Member {
+  int process = 0;  // index into Job::processes
+  int comm = 0;     // index into ProcessView::comms
+  int rank = 0;     // rank inside this communicator
+};
+
+struct CommGroup {
+  uint64_t hash = 0;
+  std::string hash_text;
+  Maybe<int> nranks;
+  std::vector<std::string> warnings;   // e.g. inputs disagree on nranks
+  std::vector<Member> members;         // sorted by rank, one per rank
+  std::unordered_map<int, size_t> member_of_rank;
+  std::vector<nlohmann::json> duplicates;
+  std::vector<int> missing_ranks;
+  double mean_position = 0;  // registry order: the world comm is usually created first
+
+  const Member* find(int rank) const {
+    auto found = member_of_rank.find(rank);
+    return found == member_of_rank.end() ? nullptr : &members[found->second];
+  }
+};
+
+struct Finding {
+  Finding() = default;
+  explicit Finding(std::string kind_name, std::string collective_name = "")
+      : kind(std::move(kind_name)), collective(std::move(collective_name)) {}
+
+  std::string kind;
+  std::string collective;   // "" -> null
+  Maybe<int64_t> seq;
+  std::vector<int> waiting, culprits;  // ranks of this communicator
+  std::vector<std::string> evidence;
+  bool explains_hang = false;
+  bool culprits_absent = false;  // the culprits have no input (absent ranks)
+  std::string edge_kind;    // graph edge kind: collective, p2p, host-call, error, absent
+  nlohmann::json extra = nlohmann::json::object();
+};
+
+struct Job {
+  std::vector<ProcessView> processes;
+  std::vector<CommGroup> comms;
+  std::vector<std::vector<Finding>> findings;  // parallel to comms
+  int world_comm = -1;
+  std::vector<Maybe<int>> world_rank;          // per process: rank in the world comm
+  std::vector<int> commless_processes;         // usable inputs holding no communicator
+  std::vector<std::string> errors;             // job-level error lines
+  bool unrelated_jobs = false;
+
+  const CommView& comm_of(const Member& member) const {
+    return processes[member.process].comms[member.comm];
+  }
+  // "rank 3" (world rank) or the input name when the process is not in the world comm.
+  std::string process_label(int process) const;
+};
+
+// Steps, in order (triage.cc drives them).
+void merge_communicators(Job* job);
+void find_unrelated_jobs(Job* job);
+void analyze_communicators(Job* job);
+nlohmann::json build_wait_graph(const Job& job);  // nodes, edges, cycles, culprits
+nlohmann::json build_stack_classes(const Job& job);
+
+// "rank 1: X; ranks 0,2-7: Y" from text -> ranks.
+std::string grouped_phrase(const std::map<std::string, std::vector<int>>& ranks_by_text,
+                           size_t max_groups = 6);
+// What a process's application thread is doing, one line.
+std::string process_doing(const Job& job, int process);
+
+}  // namespace nsc::triage

@@ -1,0 +1,525 @@
+// Findings per communicator: who is behind, mismatched, errored, absent, stuck
+// before launch, waiting on a P2P peer; or plainly that no hang is evident.
+#include <algorithm>
+#include <array>
+#include <set>
+
+#include "triage/analysis.h"
+#include "triage/rank_set.h"
+
+namespace nsc::triage {
+namespace {
+
+std::string times(int64_t count) {
+  return std::to_string(count) + (count == 1 ? " time" : " times");
+}
+
+std::string plural(size_t count, const std::string& noun) {
+  return std::to_string(count) + " " + noun + (count == 1 ? "" : "s");
+}
+
+// Per member, computed once: what its application thread waits in.
+struct MemberState {
+  bool gpu_wait = false;      // host thread blocked on the GPU
+  bool in_host_call = false;  // inside an NCCL call before launch (planned work / group end)
+  bool proxy_in_flight = false;
+  bool waiting() const { return gpu_wait || in_host_call || proxy_in_flight; }
+};
+
+class CommAnalyzer {
+ public:
+  CommAnalyzer(const Job& job, const CommGroup& group) : job_(job), group_(group) {
+    for (const Member& member : group.members) states_.push_back(state_of(member));
+  }
+
+  std::vector<Finding> run() {
+    find_health();
+    bool counters_differ = find_counter_differences();
+    find_p2p_waits();
+    if (!counters_differ) find_stuck_before_launch();
+    find_absent_ranks();
+    if (std::none_of(findings_.begin(), findings_.end(),
+                     [](const Finding& f) { return f.explains_hang; }))
+      conclude_without_culprit();
+    return std::move(findings_);
+  }
+
+ private:
+  MemberState state_of(const Member& member) const {
+    const ProcessView& process = job_.processes[member.process];
+    const CommView& comm = process.comms[member.comm];
+    MemberState state;
+    const ThreadView* thread = process.principal();
+    std::string blocked = thread ? thread->blocked_in : "";
+    state.gpu_wait = is_gpu_wait(blocked);
+    state.proxy_in_flight = comm.has_proxy_work_in_flight();
+    if (comm.has_planned_work()) state.in_host_call = true;
+    // Blocked in an NCCL host call: charge it to this comm unless another comm
+    // of the process is known to hold the planned work.
+    if (is_nccl_host_call(blocked) && !state.in_host_call) {
+      bool other_has_work = false, all_known = true;
+      for (const CommView& other : process.comms) {
+        if (&other == &comm) continue;
+        other_has_work = other_has_work || other.has_planned_work();
+        all_known = all_known && other.planned_known;
+      }
+      state.in_host_call = !other_has_work && (!comm.planned_known || !all_known ||
+                                               process.comms.size() == 1);
+    }
+    return state;
+  }
+
+  const CommView& comm_at(size_t m) const { return job_.comm_of(group_.members[m]); }
+  int rank_at(size_t m) const { return group_.members[m].rank; }
+  int process_at(size_t m) const { return group_.members[m].process; }
+
+  std::string doing_phrase(const std::vector<int>& ranks) const {
+    std::map<std::string, std::vector<int>> by_doing;
+    for (int rank : ranks)
+      if (const Member* member = group_.find(rank))
+        by_doing[process_doing(job_, member->process)].push_back(rank);
+    return grouped_phrase(by_doing);
+  }
+
+  void add_doing_evidence(Finding* finding) const {
+    if (!finding->culprits.empty() && !finding->culprits_absent) {
+      std::string doing = doing_phrase(finding->culprits);
+      if (!doing.empty()) finding->evidence.push_back("culprit host threads: " + doing);
+    }
+    if (!finding->waiting.empty()) {
+      std::string doing = doing_phrase(finding->waiting);
+      if (!doing.empty()) finding->evidence.push_back("waiting host threads: " + doing);
+    }
+  }
+
+  // --- aborted / errored ranks -------------------------------------------
+  void find_health() {
+    Finding aborted{"aborted-rank"}, errored{"errored-rank"};
+    for (size_t m = 0; m < group_.members.size(); ++m) {
+      const HealthView& health = comm_at(m).health;
+      int rank = rank_at(m);
+      if (health.abort_flag.value_or(false)) {
+        aborted.culprits.push_back(rank);
+        aborted.evidence.push_back("rank " + std::to_string(rank) + ": abort flag is set");
+      }
+      if (health.revoked.value_or(false)) {
+        aborted.culprits.push_back(rank);
+        aborted.evidence.push_back("rank " + std::to_string(rank) + ": communicator revoked");
+      }
+      for (const auto* field : {&health.async_result, &health.init_state}) {
+        if (!*field || **field == "ncclSuccess" || **field == "ncclInProgress") continue;
+        errored.culprits.push_back(rank);
+        errored.evidence.push_back("rank " + std::to_string(rank) + ": " +
+                                   (field == &health.async_result ? "async_result" : "init_state") +
+                                   " is " + **field);
+      }
+    }
+    for (Finding* finding : {&aborted, &errored}) {
+      if (finding->culprits.empty()) continue;
+      normalize_ranks(&finding->culprits);
+      for (const Member& member : group_.members)
+        if (!std::binary_search(finding->culprits.begin(), finding->culprits.end(), member.rank))
+          finding->waiting.push_back(member.rank);
+      finding->explains_hang = true;
+      finding->edge_kind = "error";
+      add_doing_evidence(finding);
+      findings_.push_back(std::move(*finding));
+    }
+  }
+
+  // --- launched counters ---------------------------------------------------
+  bool find_counter_differences() {
+    std::vector<int> differing;
+    for (int c = 0; c < kNumCollectives; ++c) {
+      std::set<int64_t> values;
+      for (size_t m = 0; m < group_.members.size(); ++m)
+        if (comm_at(m).seq_launched[c]) values.insert(*comm_at(m).seq_launched[c]);
+      if (values.size() > 1) differing.push_back(c);
+    }
+    if (differing.empty()) return false;
+    bool totals_equal = true;
+    std::set<int64_t> totals;
+    for (size_t m = 0; m < group_.members.size(); ++m) {
+      auto total = comm_at(m).total_launched();
+      if (!total) totals_equal = false;
+      else totals.insert(*total);
+    }
+    if (totals_equal && totals.size() == 1) report_mismatch(*totals.begin());
+    else
+      for (int c : differing) report_missing(c);
+    return true;
+  }
+
+  void add_unknown_counter_evidence(int c, Finding* finding) const {
+    std::map<std::string, std::vector<int>> by_reason;
+    for (size_t m = 0; m < group_.members.size(); ++m) {
+      if (comm_at(m).seq_launched[c]) continue;
+      std::string reason = comm_at(m).unavailable_reason(std::string("seq_launched.") + kCollectiveNames[c]);
+      by_reason[reason.empty() ? "unavailable" : "unavailable (" + reason + ")"].push_back(rank_at(m));
+    }
+    if (!by_reason.empty())
+      finding->evidence.push_back(std::string(kCollectiveNames[c]) + " counter " + grouped_phrase(by_reason) +
+                                  ": those ranks are left out, not counted as 0");
+  }
+
+  void report_missing(int c) {
+    std::map<int64_t, std::vector<int>> ranks_by_value;
+    for (size_t m = 0; m < group_.members.size(); ++m)
+      if (auto value = comm_at(m).seq_launched[c]) ranks_by_value[*value].push_back(rank_at(m));
+    int64_t behind = ranks_by_value.begin()->first;
+    Finding finding{"missing-collective", kCollectiveNames[c]};
+    finding.seq = behind + 1;
+    finding.culprits = ranks_by_value.begin()->second;
+    for (auto it = std::next(ranks_by_value.begin()); it != ranks_by_value.end(); ++it)
+      finding.waiting.insert(finding.waiting.end(), it->second.begin(), it->second.end());
+    normalize_ranks(&finding.waiting);
+    std::string counts;
+    for (auto it = ranks_by_value.rbegin(); it != ranks_by_value.rend(); ++it) {
+      if (!counts.empty()) counts += "; ";
+      counts += ranks_phrase(it->second) + " launched " + kCollectiveNames[c] + " " + times(it->first);
+    }
+    finding.evidence.push_back(counts);
+    finding.evidence.push_back(ranks_phrase(finding.culprits) + " never launched " + kCollectiveNames[c] +
+                               " #" + std::to_string(behind + 1) + " on this communicator, which " +
+                               ranks_phrase(finding.waiting) + " launched and cannot finish without " +
+                               (finding.culprits.size() == 1 ? "it" : "them"));
+    add_unknown_counter_evidence(c, &finding);
+    add_culprit_context(&finding);
+    finding.explains_hang = true;
+    finding.edge_kind = "collective";
+    add_doing_evidence(&finding);
+    findings_.push_back(std::move(finding));
+  }
+
+  // Same total, different types: at the same position ranks launched different collectives.
+  void report_mismatch(int64_t total) {
+    using Counts = std::array<int64_t, kNumCollectives>;
+    std::map<Counts, std::vector<int>> ranks_by_counts;
+    for (size_t m = 0; m < group_.members.size(); ++m) {
+      Counts counts{};
+      for (int c = 0; c < kNumCollectives; ++c) counts[c] = *comm_at(m).seq_launched[c];
+      ranks_by_counts[counts].push_back(rank_at(m));
+    }
+    // Reference: the largest group; a tie goes to the group holding the lowest rank.
+    auto reference = ranks_by_counts.begin();
+    bool tie = false;
+    for (auto it = ranks_by_counts.begin(); it != ranks_by_counts.end(); ++it) {
+      if (it == reference) continue;
+      if (it->second.size() > reference->second.size() ||
+          (it->second.size() == reference->second.size() && it->second.front() < reference->second.front()))
+        reference = it;
+    }
+    for (auto it = ranks_by_counts.begin(); it != ranks_by_counts.end(); ++it)
+      if (it != reference && it->second.size() == reference->second.size()) tie = true;
+    Finding finding{"collective-mismatch"};
+    finding.waiting = reference->second;
+    const Counts& ref = reference->first;
+    std::string breakdown;
+    nlohmann::json by_group = nlohmann::json::array();
+    for (const auto& [counts, ranks] : ranks_by_counts) {
+      std::string types;
+      for (int c = 0; c < kNumCollectives; ++c)
+        if (counts[c] != 0 || ref[c] != 0) types += (types.empty() ? "" : ", ") + std::string(kCollectiveNames[c]) + "=" + std::to_string(counts[c]);
+      breakdown += (breakdown.empty() ? "" : "; ") + ranks_phrase(ranks) + ": " + types;
+      if (&ranks == &reference->second) continue;
+      finding.culprits.insert(finding.culprits.end(), ranks.begin(), ranks.end());
+      int expected = -1, instead = -1;
+      for (int c = 0; c < kNumCollectives; ++c) {
+        if (counts[c] < ref[c] && expected < 0) expected = c;
+        if (counts[c] > ref[c] && instead < 0) instead = c;
+      }
+      if (finding.collective.empty() && expected >= 0) {
+        finding.collective = kCollectiveNames[expected];
+        finding.seq = counts[expected] + 1;
+      }
+      by_group.push_back({{"ranks", ranks},
+                          {"collective", instead >= 0 ? kCollectiveNames[instead] : ""},
+                          {"instead_of", expected >= 0 ? kCollectiveNames[expected] : ""}});
+      if (expected >= 0 && instead >= 0)
+        finding.evidence.push_back(ranks_phrase(ranks) + " launched " + kCollectiveNames[instead] + " #" +
+                                   std::to_string(counts[instead]) + " where " + ranks_phrase(reference->second) +
+                                   " launched " + kCollectiveNames[expected] + " #" + std::to_string(ref[expected]));
+    }
+    normalize_ranks(&finding.culprits);
+    finding.evidence.insert(finding.evidence.begin(),
+                            "every rank launched " + plural(static_cast<size_t>(total), "collective") +
+                                " in total, but not of the same types: " + breakdown);
+    if (tie)
+      finding.evidence.push_back("no majority: the group holding the lowest rank is taken as the reference; "
+                                 "the mismatch is mutual and either side may be the one at fault");
+    finding.extra["groups"] = by_group;
+    bool anything_waits = false;
+    for (size_t m = 0; m < states_.size(); ++m) anything_waits = anything_waits || states_[m].waiting();
+    finding.explains_hang = anything_waits;
+    if (!anything_waits)
+      finding.evidence.push_back("no rank waits on the GPU and no proxy operation is in flight: the "
+                                 "mismatched collectives may have completed silently with wrong results");
+    finding.edge_kind = "collective";
+    add_culprit_context(&finding);
+    add_doing_evidence(&finding);
+    findings_.push_back(std::move(finding));
+  }
+
+  // Planned work and finalize/destroy flags say what the culprits did instead.
+  void add_culprit_context(Finding* finding) const {
+    for (int rank : finding->culprits) {
+      const Member* member = group_.find(rank);
+      if (member == nullptr) continue;
+      const CommView& comm = job_.comm_of(*member);
+      std::string who = "rank " + std::to_string(rank);
+      if (!comm.planned_colls.empty())
+        finding->evidence.push_back(who + " has " + comm.planned_colls.front() +
+                                    " planned but not launched (inside an NCCL call on the host)");
+      if (comm.health.finalize_called.value_or(false))
+        finding->evidence.push_back(who + " called ncclCommFinalize on this communicator");
+      if (comm.health.destroy_flag.value_or(false))
+        finding->evidence.push_back(who + " is destroying this communicator");
+      if (finding->culprits.size() > 8) break;  // a handful is enough to read
+    }
+  }
+
+  // --- P2P -------------------------------------------------------------------
+  struct P2pWait {
+    int rank, peer;
+    P2pDirection direction;
+    std::string detail;
+  };
+
+  // Does `peer` hold an op (in flight or planned) to `rank` in direction `direction`?
+  bool peer_posted(int peer, int rank, P2pDirection direction) const {
+    const Member* member = group_.find(peer);
+    if (member == nullptr) return false;
+    const CommView& comm = job_.comm_of(*member);
+    for (const ProxyOpView& op : comm.proxy_ops)
+      if (op.direction == direction)
+        for (const ProxySubView& sub : op.subs)
+          if (sub.peer && *sub.peer == rank) return true;
+    for (const PlannedP2pView& task : comm.planned_p2p)
+      if (task.direction == direction && task.peer == rank) return true;
+    return false;
+  }
+
+  bool peer_p2p_known(int peer) const {
+    const Member* member = group_.find(peer);
+    return member != nullptr && job_.comm_of(*member).proxy_ops_known;
+  }
+
+  void find_p2p_waits() {
+    std::vector<P2pWait> waits;
+    for (size_t m = 0; m < group_.members.size(); ++m) {
+      const CommView& comm = comm_at(m);
+      std::set<std::pair<int, int>> seen;  // (peer, direction)
+      for (const ProxyOpView& op : comm.proxy_ops) {
+        if (op.direction == P2pDirection::kNone) continue;
+        for (const ProxySubView& sub : op.subs) {
+          if (!sub.peer || sub.finished()) continue;
+          if (!seen.insert({*sub.peer, static_cast<int>(op.direction)}).second) continue;
+          std::string detail = std::string(op.direction == P2pDirection::kSend ? "send to" : "recv from") +
+                               " rank " + std::to_string(*sub.peer) + " in flight";
+          if (sub.channel) detail += " on channel " + std::to_string(*sub.channel);
+          if (sub.nsteps && sub.done) detail += " (" + std::to_string(*sub.done) + " of " + std::to_string(*sub.nsteps) + " steps done)";
+          waits.push_back({rank_at(m), *sub.peer, op.direction, detail});
+        }
+      }
+    }
+    std::map<int, Finding> by_culprit;
+    for (const P2pWait& wait : waits) {
+      P2pDirection needed = wait.direction == P2pDirection::kSend ? P2pDirection::kRecv : P2pDirection::kSend;
+      bool absent = group_.find(wait.peer) == nullptr;
+      if (!absent && (peer_posted(wait.peer, wait.rank, needed) || !peer_p2p_known(wait.peer))) continue;
+      Finding& finding = by_culprit[wait.peer];
+      if (finding.kind.empty()) {
+        finding.kind = "p2p-unmatched";
+        finding.culprits = {wait.peer};
+        finding.culprits_absent = absent;
+        finding.edge_kind = "p2p";
+        finding.explains_hang = true;
+      }
+      std::string op = wait.direction == P2pDirection::kSend ? "Send" : "Recv";
+      if (finding.collective.empty()) finding.collective = op;
+      else if (finding.collective != op) finding.collective = "Send/Recv";
+      finding.waiting.push_back(wait.rank);
+      finding.evidence.push_back("rank " + std::to_string(wait.rank) + ": " + wait.detail + "; rank " +
+                                 std::to_string(wait.peer) +
+                                 (absent ? " has no input"
+                                         : std::string(" has no matching ") +
+                                               (needed == P2pDirection::kSend ? "send to" : "recv from") +
+                                               " rank " + std::to_string(wait.rank) + " in flight or planned"));
+    }
+    for (auto& [peer, finding] : by_culprit) {
+      normalize_ranks(&finding.waiting);
+      if (finding.evidence.size() > 8) {
+        size_t extra = finding.evidence.size() - 8;
+        finding.evidence.resize(8);
+        finding.evidence.push_back("... and " + std::to_string(extra) + " more waits on rank " + std::to_string(peer));
+      }
+      add_doing_evidence(&finding);
+      findings_.push_back(std::move(finding));
+    }
+  }
+
+  // --- stuck inside an NCCL call before launch ---------------------------------
+  void find_stuck_before_launch() {
+    Finding finding{"stuck-before-launch"};
+    std::vector<int> idle;
+    std::map<std::string, std::vector<int>> planned_by_text;
+    for (size_t m = 0; m < group_.members.size(); ++m) {
+      if (!states_[m].in_host_call) {
+        idle.push_back(rank_at(m));
+        continue;
+      }
+      finding.waiting.push_back(rank_at(m));
+      const CommView& comm = comm_at(m);
+      std::string planned;
+      for (const std::string& coll : comm.planned_colls) planned += (planned.empty() ? "" : ", ") + coll;
+      for (const PlannedP2pView& task : comm.planned_p2p)
+        planned += (planned.empty() ? "" : ", ") + std::string(task.direction == P2pDirection::kSend ? "Send to " : "Recv from ") +
+                   std::to_string(task.peer);
+      if (planned.empty() && comm.unlaunched_plans.value_or(0) > 0)
+        planned = plural(static_cast<size_t>(*comm.unlaunched_plans), "unlaunched plan");
+      if (planned.empty()) planned = comm.planned_known ? "nothing planned on this communicator"
+                                                        : "planned work unavailable";
+      planned_by_text[planned].push_back(rank_at(m));
+      if (finding.collective.empty() && !comm.planned_colls.empty()) {
+        finding.collective = comm.planned_colls.front();
+        for (int c = 0; c < kNumCollectives; ++c)
+          if (finding.collective == kCollectiveNames[c] && comm.seq_launched[c])
+            finding.seq = *comm.seq_launched[c] + 1;
+      } else if (finding.collective.empty() && !comm.planned_p2p.empty()) {
+        finding.collective = comm.planned_p2p.front().direction == P2pDirection::kSend ? "Send" : "Recv";
+      }
+    }
+    if (finding.waiting.empty()) return;
+    finding.evidence.push_back("launched counters agree on every rank present; " + ranks_phrase(finding.waiting) +
+                               " sit inside an NCCL call on the host without launching: " +
+                               grouped_phrase(planned_by_text));
+    finding.edge_kind = "host-call";
+    if (!idle.empty()) {
+      finding.culprits = idle;
+      finding.explains_hang = true;
+      finding.evidence.push_back(ranks_phrase(idle) + " never made that call (nothing planned, not inside NCCL): "
+                                 "the waiting ranks need them, e.g. for lazy connection setup");
+    } else if (!group_.missing_ranks.empty()) {
+      finding.culprits = group_.missing_ranks;
+      finding.culprits_absent = true;
+      finding.evidence.push_back("every rank present is inside the call; " + ranks_phrase(group_.missing_ranks) +
+                                 " have no input and may be the ones that never made it");
+    } else {
+      finding.evidence.push_back("every rank is inside the call and none is missing: the hang is in NCCL's "
+                                 "own setup (bootstrap/proxy threads, network); see the stack classes");
+    }
+    add_doing_evidence(&finding);
+    findings_.push_back(std::move(finding));
+  }
+
+  // --- absent ranks -------------------------------------------------------------
+  void find_absent_ranks() {
+    if (group_.missing_ranks.empty()) return;
+    Finding finding{"absent-ranks"};
+    finding.culprits = group_.missing_ranks;
+    finding.culprits_absent = true;
+    finding.edge_kind = "absent";
+    for (size_t m = 0; m < group_.members.size(); ++m)
+      if (states_[m].waiting()) finding.waiting.push_back(rank_at(m));
+    finding.evidence.push_back("nranks is " + std::to_string(*group_.nranks) + "; inputs hold " +
+                               (group_.members.empty() ? std::string("no rank") : ranks_phrase(ranks_present())) +
+                               "; " + ranks_phrase(group_.missing_ranks) + " have no input holding this communicator");
+    size_t commless = job_.commless_processes.size();
+    if (commless > 0) {
+      std::string names;
+      for (size_t i = 0; i < commless && i < 4; ++i)
+        names += (i ? ", " : "") + job_.processes[job_.commless_processes[i]].input_name;
+      finding.evidence.push_back(plural(commless, "input") + " hold no communicator at all (" + names +
+                                 "): such a process aborted or destroyed its communicators, or never created them");
+      finding.extra["possibly_inputs"] = nlohmann::json::array();
+      for (int p : job_.commless_processes) finding.extra["possibly_inputs"].push_back(job_.processes[p].input_name);
+    }
+    // Every process was given, some lost this comm, and the others wait: the absent ranks hold it up.
+    finding.explains_hang = commless >= group_.missing_ranks.size() && !finding.waiting.empty();
+    if (!finding.explains_hang)
+      finding.evidence.push_back(finding.waiting.empty()
+                                     ? "no rank present is waiting on this communicator"
+                                     : "the ranks present wait; without inputs for " + ranks_phrase(group_.missing_ranks) +
+                                           " triage cannot tell whether they are behind");
+    findings_.push_back(std::move(finding));
+  }
+
+  std::vector<int> ranks_present() const {
+    std::vector<int> ranks;
+    for (const Member& member : group_.members) ranks.push_back(member.rank);
+    return ranks;
+  }
+
+  // --- nothing explains a hang ----------------------------------------------------
+  void conclude_without_culprit() {
+    std::vector<int> unknown, gpu_waiting, proxy_busy;
+    std::string example_reason;
+    for (size_t m = 0; m < group_.members.size(); ++m) {
+      bool any_unknown = false;
+      for (int c = 0; c < kNumCollectives; ++c)
+        if (!comm_at(m).seq_launched[c]) {
+          any_unknown = true;
+          if (example_reason.empty())
+            example_reason = comm_at(m).unavailable_reason(std::string("seq_launched.") + kCollectiveNames[c]);
+        }
+      if (any_unknown) unknown.push_back(rank_at(m));
+      if (states_[m].gpu_wait) gpu_waiting.push_back(rank_at(m));
+      if (states_[m].proxy_in_flight) proxy_busy.push_back(rank_at(m));
+    }
+    if (!unknown.empty()) {
+      Finding finding{"counters-unavailable"};
+      finding.culprits = {};
+      finding.evidence.push_back("launched counters unavailable on " + ranks_phrase(unknown) +
+                                 (example_reason.empty() ? "" : " (" + example_reason + ")") +
+                                 ": whether those ranks are behind is unknown, not assumed");
+      findings_.push_back(std::move(finding));
+    }
+    std::string agreed = agreed_counts();
+    if (!proxy_busy.empty()) {
+      Finding finding{"in-flight-consistent"};
+      finding.waiting = proxy_busy;
+      finding.evidence.push_back("launched counters agree (" + agreed + ") but " + ranks_phrase(proxy_busy) +
+                                 " have proxy operations in flight");
+      finding.evidence.push_back("no culprit is visible in host state: a count, datatype or root mismatch at the "
+                                 "same position can hang or complete silently; device step counters "
+                                 "(cuda-gdb) or the network tell more");
+      findings_.push_back(std::move(finding));
+      return;
+    }
+    if (!unknown.empty() && unknown.size() == group_.members.size()) return;
+    Finding finding{"no-hang-evident"};
+    finding.evidence.push_back("every rank present agrees: " + agreed + "; nothing planned and no proxy "
+                               "operation in flight on this communicator");
+    if (!gpu_waiting.empty())
+      finding.evidence.push_back(ranks_phrase(gpu_waiting) + " wait on the GPU (" +
+                                 doing_phrase(gpu_waiting) + "), perhaps for another communicator or for "
+                                 "their own kernels");
+    finding.evidence.push_back("agreeing counters are not proof of correctness: a size mismatch can complete "
+                               "silently; triage never reports a hang it cannot see");
+    findings_.push_back(std::move(finding));
+  }
+
+  std::string agreed_counts() const {
+    std::string text;
+    if (group_.members.empty()) return "no rank";
+    const CommView& first = comm_at(0);
+    for (int c = 0; c < kNumCollectives; ++c)
+      if (first.seq_launched[c] && *first.seq_launched[c] != 0)
+        text += (text.empty() ? "" : ", ") + std::string(kCollectiveNames[c]) + "=" + std::to_string(*first.seq_launched[c]);
+    return text.empty() ? "no collective launched" : text;
+  }
+
+  const Job& job_;
+  const CommGroup& group_;
+  std::vector<MemberState> states_;
+  std::vector<Finding> findings_;
+};
+
+}  // namespace
+
+void analyze_communicators(Job* job) {
+  job->findings.clear();
+  for (const CommGroup& group : job->comms) job->findings.push_back(CommAnalyzer(*job, group).run());
+}
+
+}  // namespace nsc::triage

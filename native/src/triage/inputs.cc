@@ -1,0 +1,229 @@
+#include "triage/inputs.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <set>
+#include <thread>
+
+#include "util/errors.h"
+
+namespace nsc::triage {
+namespace {
+
+struct WorkItem {
+  std::string name;   // how messages name it
+  std::string path;   // "" for a pid
+  int pid = 0;
+};
+
+struct WorkResult {
+  std::unique_ptr<ProcessView> process;
+  TriageFailure failure;
+};
+
+bool wanted_in_directory(const std::string& name) {
+  auto ends_with = [&](const char* suffix) {
+    size_t n = std::strlen(suffix);
+    return name.size() >= n && name.compare(name.size() - n, n, suffix) == 0;
+  };
+  return name.rfind("core", 0) == 0 || ends_with(".core") || ends_with(".json");
+}
+
+std::string canonical(const std::string& path) {
+  char resolved[PATH_MAX];
+  return realpath(path.c_str(), resolved) ? std::string(resolved) : path;
+}
+
+// nlohmann's messages start with "[json.exception.parse_error.101] ": keep the rest.
+std::string json_problem(const std::exception& error) {
+  std::string message = error.what();
+  size_t bracket = message.find("] ");
+  return message.rfind("[json.exception", 0) == 0 && bracket != std::string::npos ? message.substr(bracket + 2)
+                                                                                  : message;
+}
+
+std::string read_file(const std::string& path) {
+  FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) throw BadInput(path + ": " + std::strerror(errno));
+  std::string content;
+  char buffer[1 << 16];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof buffer, file)) > 0) content.append(buffer, n);
+  bool failed = std::ferror(file);
+  std::fclose(file);
+  if (failed) throw BadInput(path + ": read error");
+  return content;
+}
+
+// First bytes decide: '{' is a snapshot, "\x7fELF" a core.
+std::string sniff(const std::string& path) {
+  FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) throw BadInput(path + ": " + std::strerror(errno));
+  char head[256];
+  size_t n = std::fread(head, 1, sizeof head, file);
+  std::fclose(file);
+  if (n == 0) return "empty";
+  if (n >= 4 && std::memcmp(head, "\x7f" "ELF", 4) == 0) return "core";
+  for (size_t i = 0; i < n; ++i) {
+    if (std::isspace(static_cast<unsigned char>(head[i]))) continue;
+    return head[i] == '{' ? "snapshot" : "other";
+  }
+  return "snapshot";  // only whitespace so far: let the parser say what is wrong
+}
+
+}  // namespace
+
+bool natural_less(const std::string& a, const std::string& b) {
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (std::isdigit(static_cast<unsigned char>(a[i])) && std::isdigit(static_cast<unsigned char>(b[j]))) {
+      size_t i_end = i, j_end = j;
+      while (i_end < a.size() && std::isdigit(static_cast<unsigned char>(a[i_end]))) ++i_end;
+      while (j_end < b.size() && std::isdigit(static_cast<unsigned char>(b[j_end]))) ++j_end;
+      std::string x = a.substr(i, i_end - i), y = b.substr(j, j_end - j);
+      x.erase(0, std::min(x.find_first_not_of('0'), x.size()));
+      y.erase(0, std::min(y.find_first_not_of('0'), y.size()));
+      if (x.size() != y.size()) return x.size() < y.size();
+      if (x != y) return x < y;
+      i = i_end, j = j_end;
+      continue;
+    }
+    if (a[i] != b[j]) return a[i] < b[j];
+    ++i, ++j;
+  }
+  return a.size() - i < b.size() - j;
+}
+
+ProcessView load_snapshot_file(const std::string& path) {
+  std::string content = read_file(path);
+  nlohmann::json document;
+  try {
+    document = nlohmann::json::parse(content);
+  } catch (const nlohmann::json::exception& error) {
+    throw BadInput(path + ": corrupt snapshot: " + json_problem(error));
+  }
+  content.clear();
+  content.shrink_to_fit();
+  return summarize_state_document(document, path, "snapshot");
+}
+
+namespace {
+
+std::vector<WorkItem> expand_inputs(const LoadRequest& request, std::vector<TriageFailure>* failures) {
+  std::vector<WorkItem> items;
+  std::set<std::string> seen;
+  auto add_file = [&](const std::string& path) {
+    std::string key = canonical(path);
+    if (!seen.insert(key).second) {
+      failures->push_back({path, "file", path + ": given twice (same file as an earlier input); ignored"});
+      return;
+    }
+    items.push_back({path, path, 0});
+  };
+  for (const std::string& path : request.paths) {
+    struct stat info;
+    if (stat(path.c_str(), &info) != 0) {
+      failures->push_back({path, "file", path + ": " + std::strerror(errno)});
+      continue;
+    }
+    if (!S_ISDIR(info.st_mode)) {
+      add_file(path);
+      continue;
+    }
+    DIR* directory = opendir(path.c_str());
+    if (directory == nullptr) {
+      failures->push_back({path, "directory", path + ": " + std::strerror(errno)});
+      continue;
+    }
+    std::vector<std::string> names;
+    while (dirent* entry = readdir(directory)) {
+      std::string name = entry->d_name;
+      if (name == "." || name == ".." || !wanted_in_directory(name)) continue;
+      struct stat file_info;
+      std::string full = path + (path.back() == '/' ? "" : "/") + name;
+      if (stat(full.c_str(), &file_info) == 0 && S_ISREG(file_info.st_mode)) names.push_back(full);
+    }
+    closedir(directory);
+    if (names.empty()) {
+      failures->push_back({path, "directory", path + ": empty directory (no core*, *.core or *.json file in it)"});
+      continue;
+    }
+    std::sort(names.begin(), names.end(), natural_less);
+    for (const std::string& name : names) add_file(name);
+  }
+  for (int pid : request.pids) {
+    if (!seen.insert("pid:" + std::to_string(pid)).second) continue;
+    items.push_back({"pid " + std::to_string(pid), "", pid});
+  }
+  return items;
+}
+
+StateRequest state_request(const LoadRequest& request, const WorkItem& item) {
+  StateRequest state;
+  state.core_path = item.path;
+  state.pid = item.pid;
+  state.sysroot = request.sysroot;
+  state.solib_search_path = request.solib_search_path;
+  state.profile_path = request.profile_path;
+  state.freeze = item.pid != 0;  // stacks of a live process need its threads stopped (always resumed)
+  state.progress = false;
+  return state;
+}
+
+WorkResult load_item(const LoadRequest& request, const WorkItem& item) {
+  WorkResult result;
+  std::string kind = item.pid ? "live" : "file";
+  try {
+    if (!item.pid) kind = sniff(item.path);
+    if (kind == "empty") throw BadInput(item.path + ": empty file (neither a snapshot nor a core)");
+    if (kind == "other") throw BadInput(item.path + ": neither a JSON snapshot nor an ELF core");
+    if (kind == "snapshot") {
+      result.process = std::make_unique<ProcessView>(load_snapshot_file(item.path));
+      return result;
+    }
+    if (!request.build_state)
+      throw BadInput(item.name + ": cannot decode " + (item.pid ? "a live process" : "a core") +
+                     " in this build (no state builder)");
+    nlohmann::json document = request.build_state(state_request(request, item));
+    result.process = std::make_unique<ProcessView>(summarize_state_document(document, item.name, kind));
+  } catch (const BadInput& error) {
+    result.failure = {item.name, kind, error.what()};
+  } catch (const std::exception& error) {
+    result.failure = {item.name, kind, item.name + ": " + error.what()};
+  }
+  return result;
+}
+
+}  // namespace
+
+LoadedInputs load_triage_inputs(const LoadRequest& request) {
+  LoadedInputs loaded;
+  std::vector<WorkItem> items = expand_inputs(request, &loaded.failures);
+  std::vector<WorkResult> results(items.size());
+  unsigned jobs = request.jobs ? request.jobs : std::max(1u, std::thread::hardware_concurrency());
+  jobs = static_cast<unsigned>(std::min<size_t>(jobs, std::max<size_t>(items.size(), 1)));
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < items.size();) results[i] = load_item(request, items[i]);
+  };
+  std::vector<std::thread> threads;
+  for (unsigned t = 1; t < jobs; ++t) threads.emplace_back(worker);
+  worker();
+  for (std::thread& thread : threads) thread.join();
+  for (WorkResult& result : results) {
+    if (result.process) loaded.processes.push_back(std::move(*result.process));
+    else loaded.failures.push_back(std::move(result.failure));
+  }
+  return loaded;
+}
+
+}  // namespace nsc::triage

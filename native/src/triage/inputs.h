@@ -1,0 +1,44 @@
+// Turns the command line's inputs (files, directories, pids) into process
+// summaries: JSON snapshots are parsed here, cores and live pids go through
+// the state builder; several at once on `jobs` threads.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "snapshot/state_document.h"
+#include "triage/process_view.h"
+#include "triage/triage.h"
+
+namespace nsc::triage {
+
+using StateBuilder = std::function<nlohmann::json(const StateRequest&)>;
+
+struct LoadRequest {
+  std::vector<std::string> paths;  // files or directories
+  std::vector<int> pids;
+  std::string sysroot;
+  std::vector<std::string> solib_search_path, profile_path;
+  unsigned jobs = 0;               // 0: one per CPU
+  StateBuilder build_state;        // for cores and pids; unset: they are reported unusable
+};
+
+struct LoadedInputs {
+  std::vector<ProcessView> processes;
+  std::vector<TriageFailure> failures;
+};
+
+// One work item per file or pid, in command-line order; directories expand to
+// their core*, *.core and *.json files in natural order (rank-2 before rank-10).
+LoadedInputs load_triage_inputs(const LoadRequest& request);
+
+// Reads and summarizes one JSON snapshot file; throws nsc::BadInput naming it.
+ProcessView load_snapshot_file(const std::string& path);
+
+// Natural order of names: digit runs compare as numbers.
+bool natural_less(const std::string& a, const std::string& b);
+
+}  // namespace nsc::triage

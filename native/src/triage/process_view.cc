@@ -1,0 +1,329 @@
+#include "triage/process_view.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "util/errors.h"
+#include "util/strings.h"
+
+namespace nsc::triage {
+
+const char* const kCollectiveNames[kNumCollectives] = {"Broadcast", "Reduce", "AllGather",
+                                                       "ReduceScatter", "AllReduce"};
+
+namespace {
+
+using nlohmann::json;
+
+const json* member(const json& object, const char* key) {
+  if (!object.is_object()) return nullptr;
+  auto found = object.find(key);
+  return found == object.end() ? nullptr : &*found;
+}
+
+Maybe<int64_t> integer_at(const json& object, const char* key) {
+  const json* value = member(object, key);
+  if (value == nullptr || !value->is_number_integer()) return std::nullopt;
+  return value->get<int64_t>();
+}
+
+Maybe<int> small_integer_at(const json& object, const char* key) {
+  auto value = integer_at(object, key);
+  if (!value || *value < INT32_MIN || *value > INT32_MAX) return std::nullopt;
+  return static_cast<int>(*value);
+}
+
+Maybe<bool> boolean_at(const json& object, const char* key) {
+  const json* value = member(object, key);
+  if (value == nullptr) return std::nullopt;
+  if (value->is_boolean()) return value->get<bool>();
+  if (value->is_number_integer()) return value->get<int64_t>() != 0;
+  return std::nullopt;
+}
+
+Maybe<std::string> string_at(const json& object, const char* key) {
+  const json* value = member(object, key);
+  if (value == nullptr || !value->is_string()) return std::nullopt;
+  return value->get<std::string>();
+}
+
+std::string text_at(const json& object, const char* key) {
+  return string_at(object, key).value_or("");
+}
+
+// "ncclPatternRingTwice" -> "ringtwice"; NCCL's enum names, any version.
+std::string normalize_pattern(const std::string& raw) {
+  std::string pattern = raw;
+  const std::string prefix = "ncclPattern";
+  if (pattern.rfind(prefix, 0) == 0) pattern = pattern.substr(prefix.size());
+  std::transform(pattern.begin(), pattern.end(), pattern.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return pattern;
+}
+
+P2pDirection direction_of(const std::string& pattern, const std::string& collective) {
+  if (pattern == "send" || collective == "Send") return P2pDirection::kSend;
+  if (pattern == "recv" || collective == "Recv") return P2pDirection::kRecv;
+  return P2pDirection::kNone;
+}
+
+void read_unavailable(const json& object, const std::string& prefix,
+                      std::vector<std::pair<std::string, std::string>>* out) {
+  const json* map = member(object, "unavailable");
+  if (map == nullptr || !map->is_object()) return;
+  for (auto& [key, reason] : map->items())
+    out->emplace_back(prefix + key, reason.is_string() ? reason.get<std::string>() : reason.dump());
+}
+
+ChannelView read_channel(const json& entry) {
+  ChannelView channel;
+  channel.id = small_integer_at(entry, "id").value_or(-1);
+  if (const json* ring = member(entry, "ring")) {
+    channel.ring_prev = small_integer_at(*ring, "prev");
+    channel.ring_next = small_integer_at(*ring, "next");
+  }
+  if (const json* tree = member(entry, "tree")) {
+    channel.tree_up = small_integer_at(*tree, "up");
+    if (const json* down = member(*tree, "down"); down && down->is_array())
+      for (const json& child : *down)
+        if (child.is_number_integer() && child.get<int64_t>() >= 0)
+          channel.tree_down.push_back(child.get<int>());
+  }
+  return channel;
+}
+
+ProxyOpView read_proxy_op(const json& entry) {
+  ProxyOpView op;
+  if (auto count = integer_at(entry, "op_count")) op.op_count = static_cast<uint64_t>(*count);
+  op.collective = text_at(entry, "collective");
+  op.pattern = normalize_pattern(text_at(entry, "pattern"));
+  op.direction = direction_of(op.pattern, op.collective);
+  if (const json* subs = member(entry, "subs"); subs && subs->is_array()) {
+    for (const json& raw : *subs) {
+      ProxySubView sub;
+      sub.channel = small_integer_at(raw, "channel");
+      sub.peer = small_integer_at(raw, "peer");
+      sub.nsteps = integer_at(raw, "nsteps");
+      sub.posted = integer_at(raw, "posted");
+      sub.received = integer_at(raw, "received");
+      sub.transmitted = integer_at(raw, "transmitted");
+      sub.done = integer_at(raw, "done");
+      op.subs.push_back(sub);
+    }
+  }
+  return op;
+}
+
+void read_planned(const json& planned, CommView* comm) {
+  if (!planned.is_object()) return;
+  comm->planned_known = true;
+  comm->n_tasks_coll = integer_at(planned, "n_tasks_coll");
+  comm->n_tasks_p2p = integer_at(planned, "n_tasks_p2p");
+  comm->unlaunched_plans = integer_at(planned, "unlaunched_plans");
+  comm->in_group = boolean_at(planned, "in_group");
+  if (const json* colls = member(planned, "colls"); colls && colls->is_array())
+    for (const json& coll : *colls) comm->planned_colls.push_back(text_at(coll, "collective"));
+  if (const json* p2p = member(planned, "p2p"); p2p && p2p->is_array()) {
+    for (const json& task : *p2p) {
+      PlannedP2pView view;
+      std::string kind = text_at(task, "kind");
+      view.direction = kind == "send" ? P2pDirection::kSend
+                       : kind == "recv" ? P2pDirection::kRecv : P2pDirection::kNone;
+      view.peer = small_integer_at(task, "peer").value_or(-1);
+      comm->planned_p2p.push_back(view);
+    }
+  }
+}
+
+CommView read_comm(const json& entry, size_t position) {
+  CommView comm;
+  comm.position = position;
+  comm.comm_hash_text = text_at(entry, "comm_hash");
+  uint64_t hash = 0;
+  if (comm.comm_hash_text.empty() || !parse_u64(comm.comm_hash_text, &hash))
+    throw BadInput("communicator " + std::to_string(position) + " has no readable comm_hash");
+  comm.comm_hash = hash;
+  comm.comm_hash_text = hex(hash);  // one spelling, whatever the writer used
+  comm.address = text_at(entry, "address");
+  comm.rank = small_integer_at(entry, "rank");
+  comm.nranks = small_integer_at(entry, "nranks");
+  if (const json* seq = member(entry, "seq_launched"); seq && seq->is_object())
+    for (int c = 0; c < kNumCollectives; ++c) comm.seq_launched[c] = integer_at(*seq, kCollectiveNames[c]);
+  comm.coll_op_count = integer_at(entry, "coll_op_count");
+  if (const json* p2p = member(entry, "p2p_op_count")) {
+    comm.p2p_total = integer_at(*p2p, "total");
+    read_unavailable(*p2p, "p2p_op_count.", &comm.unavailable);
+  }
+  if (const json* health = member(entry, "health")) {
+    comm.health.async_result = string_at(*health, "async_result");
+    comm.health.init_state = string_at(*health, "init_state");
+    comm.health.abort_flag = boolean_at(*health, "abort_flag");
+    comm.health.destroy_flag = boolean_at(*health, "destroy_flag");
+    comm.health.finalize_called = boolean_at(*health, "finalize_called");
+    comm.health.revoked = boolean_at(*health, "revoked");
+  }
+  if (const json* channels = member(entry, "channels"); channels && channels->is_array())
+    for (const json& channel : *channels) comm.channels.push_back(read_channel(channel));
+  if (const json* ops = member(entry, "proxy_ops"); ops && ops->is_array()) {
+    comm.proxy_ops_known = true;
+    for (const json& op : *ops) comm.proxy_ops.push_back(read_proxy_op(op));
+  }
+  if (const json* planned = member(entry, "planned")) read_planned(*planned, &comm);
+  read_unavailable(entry, "", &comm.unavailable);
+  return comm;
+}
+
+FrameView read_frame(const json& entry) {
+  FrameView frame;
+  std::string function = text_at(entry, "function");
+  std::string module = text_at(entry, "module");
+  std::string base = module.substr(module.find_last_of('/') == std::string::npos
+                                       ? 0 : module.find_last_of('/') + 1);
+  if (!function.empty()) {
+    frame.label = function;
+  } else if (!base.empty()) {
+    auto offset = integer_at(entry, "offset");
+    frame.label = base + (offset ? "+" + hex(static_cast<uint64_t>(*offset)) : "");
+  } else {
+    frame.label = string_at(entry, "pc").value_or("??");
+  }
+  // Shared objects are libraries; anything else (the executable) is user code.
+  frame.user_code = !base.empty() && base.find(".so") == std::string::npos;
+  return frame;
+}
+
+ThreadView read_thread(const json& entry) {
+  ThreadView thread;
+  thread.tid = integer_at(entry, "tid").value_or(0);
+  thread.name = text_at(entry, "name");
+  thread.blocked_in = text_at(entry, "blocked_in");
+  if (const json* frames = member(entry, "frames"); frames && frames->is_array())
+    for (const json& frame : *frames) thread.frames.push_back(read_frame(frame));
+  return thread;
+}
+
+bool is_service_thread(const std::string& blocked_in) {
+  return blocked_in == "nccl-proxy-progress" || blocked_in == "nccl-proxy-service" ||
+         blocked_in == "nccl-bootstrap" || blocked_in == "poll/epoll";
+}
+
+// The thread that called NCCL: the main thread (tid == pid) when present,
+// else the first thread that is not an NCCL/CUDA service thread.
+int pick_principal_thread(const ProcessView& process) {
+  if (process.threads.empty()) return -1;
+  if (process.pid)
+    for (size_t t = 0; t < process.threads.size(); ++t)
+      if (process.threads[t].tid == *process.pid) return static_cast<int>(t);
+  for (size_t t = 0; t < process.threads.size(); ++t)
+    if (!is_service_thread(process.threads[t].blocked_in)) return static_cast<int>(t);
+  return 0;
+}
+
+}  // namespace
+
+std::string CommView::unavailable_reason(const std::string& field) const {
+  for (const auto& [key, reason] : unavailable)
+    if (key == field) return reason;
+  // A whole object may be unavailable ("seq_launched" covers "seq_launched.AllGather").
+  for (const auto& [key, reason] : unavailable)
+    if (field.rfind(key + ".", 0) == 0) return reason;
+  return "";
+}
+
+Maybe<int64_t> CommView::total_launched() const {
+  int64_t total = 0;
+  for (const auto& value : seq_launched) {
+    if (!value) return std::nullopt;
+    total += *value;
+  }
+  return total;
+}
+
+bool CommView::has_planned_work() const {
+  return (n_tasks_coll && *n_tasks_coll > 0) || (n_tasks_p2p && *n_tasks_p2p > 0) ||
+         (unlaunched_plans && *unlaunched_plans > 0) || !planned_colls.empty() ||
+         !planned_p2p.empty();
+}
+
+bool CommView::has_proxy_work_in_flight() const {
+  for (const ProxyOpView& op : proxy_ops)
+    for (const ProxySubView& sub : op.subs)
+      if (!sub.finished()) return true;
+  return false;
+}
+
+ProcessView summarize_state_document(const nlohmann::json& document, const std::string& input_name,
+                                     const std::string& kind) {
+  if (!document.is_object())
+    throw BadInput(input_name + ": not an ncclscope.state/1 document (top level is not an object)");
+  std::string schema = text_at(document, "schema");
+  if (schema != "ncclscope.state/1")
+    throw BadInput(input_name + ": not an ncclscope.state/1 document (schema is " +
+                   (schema.empty() ? std::string("missing") : "\"" + schema + "\"") + ")");
+  ProcessView process;
+  process.input_name = input_name;
+  process.kind = kind;
+  if (const json* target = member(document, "target")) {
+    process.pid = integer_at(*target, "pid");
+    process.executable = text_at(*target, "executable");
+  }
+  if (const json* host = member(document, "host")) process.hostname = text_at(*host, "hostname");
+  if (const json* nccl = member(document, "nccl")) {
+    process.nccl_version = text_at(*nccl, "version");
+    process.build_id_mismatch = boolean_at(*nccl, "build_id_mismatch").value_or(false);
+    process.nccl_found = !process.nccl_version.empty() || string_at(*nccl, "library").has_value();
+  }
+  const json* comms = member(document, "communicators");
+  if (comms != nullptr && !comms->is_null() && !comms->is_array())
+    throw BadInput(input_name + ": communicators is not an array");
+  if (comms != nullptr && comms->is_array()) {
+    size_t position = 0;
+    for (const json& entry : *comms) {
+      try {
+        process.comms.push_back(read_comm(entry, position++));
+      } catch (const BadInput& error) {
+        process.document_errors.push_back(error.what());
+      }
+    }
+  }
+  if (const json* threads = member(document, "threads"); threads && threads->is_array())
+    for (const json& thread : *threads) process.threads.push_back(read_thread(thread));
+  if (const json* errors = member(document, "errors"); errors && errors->is_array())
+    for (const json& error : *errors)
+      process.document_errors.push_back(error.is_object() ? text_at(error, "message") : error.dump());
+  process.principal_thread = pick_principal_thread(process);
+  return process;
+}
+
+bool is_nccl_host_call(const std::string& blocked_in) {
+  return blocked_in == "nccl-group-end" || blocked_in == "ncclCommInitRank" ||
+         blocked_in == "nccl-bootstrap";
+}
+
+bool is_gpu_wait(const std::string& blocked_in) {
+  return blocked_in == "cudaStreamSynchronize" || blocked_in == "cudaEventSynchronize" ||
+         blocked_in == "cudaDeviceSynchronize";
+}
+
+std::string describe_thread(const ThreadView& thread) {
+  std::string text;
+  if (!thread.frames.empty()) {
+    // The library function user code called (cudaStreamSynchronize, pause) says
+    // more than the innermost frame (ioctl, poll).
+    size_t user = thread.frames.size();
+    for (size_t f = 0; f < thread.frames.size(); ++f)
+      if (thread.frames[f].user_code) {
+        user = f;
+        break;
+      }
+    size_t entry = user == 0 || user == thread.frames.size() ? 0 : user - 1;
+    text = thread.frames[entry].label + "()";
+    if (user < thread.frames.size() && user != entry) text += " called from " + thread.frames[user].label + "()";
+  } else {
+    text = "no stack";
+  }
+  if (!thread.blocked_in.empty()) text += " [" + thread.blocked_in + "]";
+  return text;
+}
+
+}  // namespace nsc::triage

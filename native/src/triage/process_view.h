@@ -1,0 +1,124 @@
+// A compact, read-only summary of one `ncclscope.state/1` document: only what
+// triage needs, so 4,096 ranks fit in memory after their JSON is freed.
+// A field the snapshot could not read stays std::nullopt: never 0.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace nsc::triage {
+
+template <typename T>
+using Maybe = std::optional<T>;
+
+// seq_launched order: NCCL's ncclFunc_t order, stable since 2.0.
+constexpr int kNumCollectives = 5;
+extern const char* const kCollectiveNames[kNumCollectives];
+
+struct ChannelView {
+  int id = 0;
+  Maybe<int> ring_prev, ring_next;
+  Maybe<int> tree_up;
+  std::vector<int> tree_down;
+};
+
+enum class P2pDirection { kNone, kSend, kRecv };
+
+struct ProxySubView {
+  Maybe<int> channel, peer;
+  Maybe<int64_t> nsteps, posted, received, transmitted, done;
+  bool finished() const { return nsteps && done && *done >= *nsteps; }
+};
+
+struct ProxyOpView {
+  Maybe<uint64_t> op_count;
+  std::string collective;  // "AllReduce", "Send", ...
+  std::string pattern;     // normalised: "ring", "send", "recv", ...
+  P2pDirection direction = P2pDirection::kNone;
+  std::vector<ProxySubView> subs;
+};
+
+struct PlannedP2pView {
+  P2pDirection direction = P2pDirection::kNone;
+  int peer = -1;
+};
+
+struct HealthView {
+  Maybe<std::string> async_result, init_state;
+  Maybe<bool> abort_flag, destroy_flag, finalize_called, revoked;
+};
+
+struct CommView {
+  uint64_t comm_hash = 0;
+  std::string comm_hash_text;  // "0x6db0a96d9cb7fc37"
+  std::string address;
+  Maybe<int> rank, nranks;
+  std::array<Maybe<int64_t>, kNumCollectives> seq_launched;
+  Maybe<int64_t> coll_op_count, p2p_total;
+  HealthView health;
+  std::vector<ChannelView> channels;
+  bool proxy_ops_known = false;
+  std::vector<ProxyOpView> proxy_ops;
+  bool planned_known = false;
+  std::vector<std::string> planned_colls;
+  std::vector<PlannedP2pView> planned_p2p;
+  Maybe<int64_t> n_tasks_coll, n_tasks_p2p, unlaunched_plans;
+  Maybe<bool> in_group;
+  // field name ("seq_launched.AllGather", "health.abort_flag") -> reason.
+  std::vector<std::pair<std::string, std::string>> unavailable;
+  size_t position = 0;  // index in the document's communicators[]: registry order
+
+  std::string unavailable_reason(const std::string& field) const;
+  Maybe<int64_t> total_launched() const;  // sum of seq_launched when all are known
+  bool has_planned_work() const;          // tasks queued but not launched
+  bool has_proxy_work_in_flight() const;
+};
+
+struct FrameView {
+  std::string label;   // function, or module+0xoffset, or pc
+  bool user_code = false;  // not inside a shared library
+};
+
+struct ThreadView {
+  int64_t tid = 0;
+  std::string name;
+  std::string blocked_in;  // schema class, "" when absent
+  std::vector<FrameView> frames;  // innermost first, as the snapshot stores them
+};
+
+struct ProcessView {
+  std::string input_name;  // file path or "pid 1234"
+  std::string kind;        // "snapshot", "core", "live"
+  Maybe<int64_t> pid;
+  std::string hostname, executable, nccl_version;
+  bool build_id_mismatch = false;
+  bool nccl_found = false;  // the snapshot names a libnccl (version or library)
+  std::vector<CommView> comms;
+  std::vector<ThreadView> threads;
+  int principal_thread = -1;  // the application thread triage describes
+  std::vector<std::string> document_errors;  // the snapshot's own errors[] messages
+
+  const ThreadView* principal() const {
+    return principal_thread >= 0 ? &threads[principal_thread] : nullptr;
+  }
+};
+
+// Throws nsc::BadInput naming `input_name` when `document` is not a
+// `ncclscope.state/1` document. `kind` is what the input was ("snapshot", ...).
+ProcessView summarize_state_document(const nlohmann::json& document, const std::string& input_name,
+                                     const std::string& kind);
+
+// Host-side blocking classes that mean "inside an NCCL call, not launched yet".
+bool is_nccl_host_call(const std::string& blocked_in);
+// Classes that mean "waiting for GPU work to finish".
+bool is_gpu_wait(const std::string& blocked_in);
+
+// One line: "pause ← main (user code) [user-code]".
+std::string describe_thread(const ThreadView& thread);
+
+}  // namespace nsc::triage

@@ -1,0 +1,60 @@
+#include "triage/rank_set.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace nsc::triage {
+
+void normalize_ranks(std::vector<int>* ranks) {
+  std::sort(ranks->begin(), ranks->end());
+  ranks->erase(std::unique(ranks->begin(), ranks->end()), ranks->end());
+}
+
+std::string format_rank_set(std::vector<int> ranks) {
+  normalize_ranks(&ranks);
+  std::string text;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (!text.empty()) text += ',';
+    text += std::to_string(ranks[i]);
+    // Two neighbours read better as "3,4" than "3-4"; three or more become a range.
+    if (j == i + 1) text += "," + std::to_string(ranks[j]);
+    else if (j > i) text += "-" + std::to_string(ranks[j]);
+    i = j + 1;
+  }
+  return text;
+}
+
+std::string ranks_phrase(const std::vector<int>& ranks) {
+  std::vector<int> copy = ranks;
+  normalize_ranks(&copy);
+  if (copy.empty()) return "no rank";
+  return (copy.size() == 1 ? "rank " : "ranks ") + format_rank_set(copy);
+}
+
+bool parse_rank_set(const std::string& text, std::vector<int>* ranks) {
+  ranks->clear();
+  size_t position = 0;
+  while (position < text.size()) {
+    size_t comma = text.find(',', position);
+    std::string item = text.substr(position, comma == std::string::npos ? std::string::npos
+                                                                       : comma - position);
+    char* end = nullptr;
+    long first = std::strtol(item.c_str(), &end, 10);
+    if (end == item.c_str() || first < 0) return false;
+    long last = first;
+    if (*end == '-') {
+      const char* second = end + 1;
+      last = std::strtol(second, &end, 10);
+      if (end == second || last < first) return false;
+    }
+    if (*end != '\0') return false;
+    for (long rank = first; rank <= last; ++rank) ranks->push_back(static_cast<int>(rank));
+    if (comma == std::string::npos) break;
+    position = comma + 1;
+  }
+  return true;
+}
+
+}  // namespace nsc::triage

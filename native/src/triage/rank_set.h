@@ -1,0 +1,18 @@
+// Rank sets as people read them: "0,2-7". Used by every triage renderer.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace nsc::triage {
+
+// Sorts and de-duplicates in place.
+void normalize_ranks(std::vector<int>* ranks);
+// "0,2-7" (input need not be sorted); "" for an empty set.
+std::string format_rank_set(std::vector<int> ranks);
+// "rank 1", "ranks 0,2-7", "no rank".
+std::string ranks_phrase(const std::vector<int>& ranks);
+// Parses "0,2-7" back (for tests and scripts); false on a malformed set.
+bool parse_rank_set(const std::string& text, std::vector<int>* ranks);
+
+}  // namespace nsc::triage

@@ -1,0 +1,237 @@
+// Text and Graphviz DOT renderers of the `ncclscope.triage/1` document.
+#include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "triage/rank_set.h"
+#include "triage/triage.h"
+#include "util/strings.h"
+
+namespace nsc {
+namespace {
+
+using nlohmann::json;
+
+std::string text_of(const json& value, const std::string& fallback = "") {
+  return value.is_string() ? value.get<std::string>() : fallback;
+}
+
+// "rank 0", "ranks 0,2-7", plus labels of nodes outside the world comm.
+std::string nodes_phrase(const json& graph, const json& ids) {
+  std::vector<int> ranks;
+  std::vector<std::string> others;
+  for (const json& id : ids) {
+    const json& node = graph["nodes"][id.get<size_t>()];
+    if (node["world_rank"].is_number_integer() && node["kind"] == "process")
+      ranks.push_back(node["world_rank"].get<int>());
+    else
+      others.push_back(text_of(node["label"]));
+  }
+  std::string text = ranks.empty() ? "" : triage::ranks_phrase(ranks);
+  for (size_t i = 0; i < others.size(); ++i) {
+    if (i == 3) {
+      text += " and " + std::to_string(others.size() - 3) + " more";
+      break;
+    }
+    text += (text.empty() ? "" : ", ") + others[i];
+  }
+  return text;
+}
+
+std::string phrase_of_ranks(const json& ranks) {
+  return triage::ranks_phrase(ranks.get<std::vector<int>>());
+}
+
+void render_tree(const json& node, int depth, std::vector<std::string>* lines) {
+  // A chain of single children with the same ranks and thread count reads as one line.
+  std::string frames = text_of(node["frame"]);
+  const json* current = &node;
+  while ((*current)["children"].size() == 1) {
+    const json& child = (*current)["children"][0];
+    if (child["rank_set"] != (*current)["rank_set"] || child["threads"] != (*current)["threads"]) break;
+    frames += " > " + text_of(child["frame"]);
+    current = &child;
+  }
+  std::string set = text_of(node["rank_set"]);
+  std::string who = set.empty() ? "no rank" : (node["nranks"].get<size_t>() == 1 ? "rank " : "ranks ") + set;
+  lines->push_back(std::string(2 + 2 * depth, ' ') + who + " (" + std::to_string(node["threads"].get<size_t>()) +
+                   " thread" + (node["threads"].get<size_t>() == 1 ? "" : "s") + "): " + frames);
+  if (depth >= 40) return;  // deep trees: the top is what tells ranks apart
+  for (const json& child : (*current)["children"]) render_tree(child, depth + 1, lines);
+}
+
+std::string dot_quote(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+std::string render_triage_text(const nlohmann::json& report) {
+  std::vector<std::string> lines;
+  lines.push_back("VERDICT: " + text_of(report["verdict"], "error"));
+  lines.push_back(text_of(report["summary"]));
+  for (const json& error : report["errors"]) lines.push_back("error: " + text_of(error["message"]));
+  if (report.value("verdict", "") == "error") {
+    std::string text;
+    for (const std::string& line : lines) text += escape_for_terminal(line) + "\n";
+    return text;
+  }
+  const json& graph = report["graph"];
+  lines.push_back("");
+  lines.push_back("Communicators (" + std::to_string(report["communicators"].size()) + "):");
+  for (const json& comm : report["communicators"]) {
+    std::string nranks = comm["nranks"].is_number_integer() ? std::to_string(comm["nranks"].get<int>()) : "?";
+    std::string missing = comm["missing_ranks"].empty() ? "none" : triage::format_rank_set(comm["missing_ranks"].get<std::vector<int>>());
+    lines.push_back("  " + text_of(comm["comm_hash"]) + (comm["is_world"].get<bool>() ? " (world)" : "") + ": " +
+                    nranks + " ranks, inputs hold " + triage::format_rank_set(comm["ranks_seen"].get<std::vector<int>>()) +
+                    ", missing " + missing);
+    if (!comm["is_world"].get<bool>() && comm["ranks_seen"].size() <= 16) {
+      std::string map;
+      for (size_t i = 0; i < comm["ranks_seen"].size(); ++i)
+        if (comm["world_ranks"][i].is_number_integer())
+          map += (map.empty() ? "" : ", ") + std::to_string(comm["ranks_seen"][i].get<int>()) + "=world " +
+                 std::to_string(comm["world_ranks"][i].get<int>());
+      if (!map.empty()) lines.push_back("    ranks here are this communicator's own: " + map);
+    }
+    for (const json& duplicate : comm["duplicate_inputs"])
+      lines.push_back("    duplicate: rank " + std::to_string(duplicate["rank"].get<int>()) + " in " +
+                      text_of(duplicate["kept"]) + " and " + text_of(duplicate["ignored"]) + " (ignored)");
+    for (const json& warning : comm["warnings"]) lines.push_back("    warning: " + text_of(warning));
+    for (const json& finding : comm["findings"]) {
+      std::string head = "    [" + text_of(finding["kind"]) + "]";
+      if (finding["collective"].is_string()) head += " " + text_of(finding["collective"]);
+      if (finding["seq"].is_number_integer()) head += " #" + std::to_string(finding["seq"].get<int64_t>());
+      if (!finding["waiting_ranks"].empty()) head += ": waiting " + phrase_of_ranks(finding["waiting_ranks"]);
+      if (!finding["culprit_ranks"].empty())
+        head += std::string(finding["waiting_ranks"].empty() ? ": " : ", ") + "culprit " +
+                phrase_of_ranks(finding["culprit_ranks"]) + (finding["culprits_absent"].get<bool>() ? " (no input)" : "");
+      lines.push_back(head);
+      for (const json& evidence : finding["evidence"]) lines.push_back("      - " + text_of(evidence));
+    }
+  }
+  lines.push_back("");
+  size_t nedges = graph["edges"].size();
+  lines.push_back("Wait-for graph: " + std::to_string(graph["nodes"].size()) + " nodes, " + std::to_string(nedges) +
+                  (nedges == 1 ? " edge, " : " edges, ") +
+                  (graph["cycles"].empty() ? std::string("no cycle") : std::to_string(graph["cycles"].size()) + " cycle(s)"));
+  for (const json& edge : graph["edges"]) {
+    std::string line = "  " + nodes_phrase(graph, edge["from"]) + " -> " + nodes_phrase(graph, edge["to"]) + ": " +
+                       text_of(edge["label"]) + " on " + text_of(edge["comm_hash"]) + " (" + text_of(edge["kind"]) + ")";
+    lines.push_back(line);
+    for (const json& relation : edge["peer_relations"]) lines.push_back("      " + text_of(relation));
+  }
+  for (const json& cycle : graph["cycles"])
+    lines.push_back("  cycle (deadlock): " + nodes_phrase(graph, cycle));
+  if (graph["longest_chain"].size() > 1) {
+    std::string chain;
+    for (const json& id : graph["longest_chain"])
+      chain += (chain.empty() ? "" : " -> ") + text_of(graph["nodes"][id.get<size_t>()]["label"]);
+    lines.push_back("  longest chain: " + chain);
+  }
+  if (!graph["root_culprits"].empty())
+    lines.push_back("  chains end at: " + nodes_phrase(graph, graph["root_culprits"]));
+  lines.push_back("");
+  lines.push_back("Stack classes (each rank's application thread):");
+  for (const json& entry : report["stack_classes"]["principal"]) {
+    std::string who = entry["ranks"].empty() ? "" : phrase_of_ranks(entry["ranks"]);
+    for (const json& input : entry["inputs"]) who += (who.empty() ? "" : ", ") + text_of(input);
+    lines.push_back("  " + who + ": " + text_of(entry["description"]));
+  }
+  lines.push_back("All threads (prefix tree, outermost frame first):");
+  render_tree(report["stack_classes"]["tree"], 0, &lines);
+  lines.push_back("");
+  size_t ok = 0, failed = 0;
+  for (const json& input : report["inputs"]) (input["status"] == "ok" ? ok : failed)++;
+  lines.push_back("Inputs: " + std::to_string(ok) + " usable, " + std::to_string(failed) + " unusable");
+  std::string text;
+  for (const std::string& line : lines) text += escape_for_terminal(line) + "\n";
+  return text;
+}
+
+std::string render_triage_dot(const nlohmann::json& report, const TriageOptions& options) {
+  const json& graph = report["graph"];
+  const json& nodes = graph["nodes"];
+  const json& edges = graph["edges"];
+  std::set<int> in_cycle;
+  for (const json& cycle : graph["cycles"])
+    for (const json& id : cycle) in_cycle.insert(id.get<int>());
+  // Group alike nodes (same role, activity and edges) once there are too many to draw.
+  std::vector<std::vector<int>> out_of(nodes.size()), in_of(nodes.size());
+  for (size_t e = 0; e < edges.size(); ++e) {
+    for (const json& id : edges[e]["from"]) out_of[id.get<size_t>()].push_back(static_cast<int>(e));
+    for (const json& id : edges[e]["to"]) in_of[id.get<size_t>()].push_back(static_cast<int>(e));
+  }
+  bool grouping = nodes.size() > options.graph_group_threshold;
+  std::map<std::string, int> group_of_signature;
+  std::vector<int> group_of_node(nodes.size());
+  std::vector<std::vector<int>> members;
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    std::string signature = std::to_string(n);
+    if (grouping && nodes[n]["kind"] == "process" && nodes[n]["world_rank"].is_number_integer()) {
+      signature = text_of(nodes[n]["role"]) + "|" + text_of(nodes[n]["doing"]) + "|" + (in_cycle.count(n) ? "c" : "");
+      for (int e : out_of[n]) signature += "|o" + std::to_string(e);
+      for (int e : in_of[n]) signature += "|i" + std::to_string(e);
+    }
+    auto [it, inserted] = group_of_signature.emplace(signature, static_cast<int>(members.size()));
+    if (inserted) members.emplace_back();
+    members[it->second].push_back(static_cast<int>(n));
+    group_of_node[n] = it->second;
+  }
+  std::ostringstream dot;
+  dot << "digraph ncclscope_triage {\n"
+      << "  graph [rankdir=LR, fontname=\"Helvetica\", label=" << dot_quote("ncclscope triage: " + text_of(report["verdict"]))
+      << ", labelloc=t];\n"
+      << "  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", fillcolor=\"#ffffff\"];\n"
+      << "  edge [fontname=\"Helvetica\", fontsize=10];\n";
+  for (size_t g = 0; g < members.size(); ++g) {
+    const json& first = nodes[members[g].front()];
+    std::string role = text_of(first["role"]);
+    std::string label;
+    if (members[g].size() == 1) {
+      label = text_of(first["label"]);
+    } else {
+      std::vector<int> ranks;
+      for (int n : members[g]) ranks.push_back(nodes[n]["world_rank"].get<int>());
+      label = triage::ranks_phrase(ranks) + " (" + std::to_string(ranks.size()) + ")";
+    }
+    std::string doing = text_of(first["doing"]);
+    if (!doing.empty()) label += "\n" + doing;
+    std::string fill = role == "culprit" ? "#f4cccc" : role == "waiting" ? "#fff2cc"
+                       : role == "waiting-culprit" ? "#f9cb9c" : role == "absent" ? "#eeeeee" : "#ffffff";
+    dot << "  n" << g << " [label=" << dot_quote(escape_for_terminal(label)) << ", fillcolor=\"" << fill << "\"";
+    if (role == "absent") dot << ", style=\"rounded,dashed,filled\"";
+    if (in_cycle.count(members[g].front())) dot << ", color=\"#cc0000\", penwidth=2";
+    dot << "];\n";
+  }
+  std::set<std::tuple<int, int, size_t>> drawn;
+  for (size_t e = 0; e < edges.size(); ++e) {
+    std::string label = text_of(edges[e]["label"]) + "\n" + text_of(edges[e]["comm_hash"]);
+    // Groups first: a 2,048 x 2,048 edge draws as one arrow between two groups.
+    std::map<int, int> from_groups, to_groups;  // group -> a member node
+    for (const json& from : edges[e]["from"]) from_groups.emplace(group_of_node[from.get<size_t>()], from.get<int>());
+    for (const json& to : edges[e]["to"]) to_groups.emplace(group_of_node[to.get<size_t>()], to.get<int>());
+    for (const auto& [a, from_node] : from_groups)
+      for (const auto& [b, to_node] : to_groups) {
+        if (!drawn.insert({a, b, e}).second) continue;
+        bool cyclic = in_cycle.count(from_node) && in_cycle.count(to_node);
+        dot << "  n" << a << " -> n" << b << " [label=" << dot_quote(label);
+        if (edges[e]["kind"] == "p2p") dot << ", style=dashed";
+        if (cyclic) dot << ", color=\"#cc0000\", penwidth=2";
+        dot << "];\n";
+      }
+  }
+  dot << "}\n";
+  return dot.str();
+}
+
+}  // namespace nsc

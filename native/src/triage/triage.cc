@@ -1,0 +1,313 @@
+// Drives the triage steps and writes the `ncclscope.triage/1` document:
+// merge -> findings -> wait-for graph -> stack classes -> verdict.
+#include "triage/triage.h"
+
+#include <algorithm>
+#include <set>
+
+#include "triage/analysis.h"
+#include "triage/rank_set.h"
+#include "util/errors.h"
+
+#ifndef NCCLSCOPE_VERSION
+#define NCCLSCOPE_VERSION "0.0.0"
+#endif
+
+namespace nsc {
+namespace {
+
+using nlohmann::json;
+using triage::CommGroup;
+using triage::Finding;
+using triage::Job;
+
+json maybe_json(const triage::Maybe<int64_t>& value) { return value ? json(*value) : json(nullptr); }
+
+json finding_json(const Finding& finding) {
+  json out = {{"kind", finding.kind},
+              {"collective", finding.collective.empty() ? json(nullptr) : json(finding.collective)},
+              {"seq", maybe_json(finding.seq)},
+              {"waiting_ranks", finding.waiting},
+              {"culprit_ranks", finding.culprits},
+              {"culprits_absent", finding.culprits_absent},
+              {"explains_hang", finding.explains_hang},
+              {"evidence", finding.evidence}};
+  for (auto& [key, value] : finding.extra.items()) out[key] = value;
+  return out;
+}
+
+json communicator_json(const Job& job, size_t g) {
+  const CommGroup& group = job.comms[g];
+  json ranks_seen = json::array(), world_ranks = json::array(), inputs = json::array();
+  for (const triage::Member& member : group.members) {
+    ranks_seen.push_back(member.rank);
+    const auto& world = job.world_rank[member.process];
+    world_ranks.push_back(world ? json(*world) : json(nullptr));
+    inputs.push_back(job.processes[member.process].input_name);
+  }
+  json findings = json::array();
+  for (const Finding& finding : job.findings[g]) findings.push_back(finding_json(finding));
+  return {{"comm_hash", group.hash_text},
+          {"nranks", group.nranks ? json(*group.nranks) : json(nullptr)},
+          {"is_world", static_cast<int>(g) == job.world_comm},
+          {"ranks_seen", ranks_seen},
+          {"world_ranks", world_ranks},
+          {"inputs", inputs},
+          {"missing_ranks", group.missing_ranks},
+          {"duplicate_inputs", group.duplicates},
+          {"warnings", group.warnings},
+          {"findings", findings}};
+}
+
+// "rank 1" in the world; "world rank 1 (rank 0 of this communicator)" elsewhere.
+std::string comm_ranks_phrase(const Job& job, size_t g, const std::vector<int>& ranks, bool absent) {
+  if (static_cast<int>(g) == job.world_comm || absent || ranks.empty()) {
+    std::string text = triage::ranks_phrase(ranks);
+    return static_cast<int>(g) == job.world_comm || ranks.empty() ? text : text + " of that communicator";
+  }
+  std::vector<int> world;
+  for (int rank : ranks)
+    if (const triage::Member* member = job.comms[g].find(rank))
+      if (job.world_rank[member->process]) world.push_back(*job.world_rank[member->process]);
+  std::string text = triage::ranks_phrase(ranks) + " of that communicator";
+  if (world.size() == ranks.size()) text = "world " + triage::ranks_phrase(world) + " (" + text + ")";
+  return text;
+}
+
+std::string finding_sentence(const Job& job, size_t g, const Finding& finding) {
+  const CommGroup& group = job.comms[g];
+  std::string where = "On communicator " + group.hash_text +
+                      (group.nranks ? " (" + std::to_string(*group.nranks) + " ranks)" : "");
+  std::string culprits = comm_ranks_phrase(job, g, finding.culprits, finding.culprits_absent);
+  std::string waiting = comm_ranks_phrase(job, g, finding.waiting, false);
+  std::string op = finding.collective + (finding.seq ? " #" + std::to_string(*finding.seq) : "");
+  if (finding.kind == "missing-collective")
+    return where + ", " + culprits + " never launched " + op + ", which " + waiting + " launched and wait for.";
+  if (finding.kind == "collective-mismatch") {
+    std::string instead;
+    if (finding.extra.contains("groups") && !finding.extra["groups"].empty())
+      instead = finding.extra["groups"][0].value("collective", "");
+    return where + ", " + culprits + " launched " + (instead.empty() ? "a different collective" : instead) +
+           " where " + waiting + " launched " + op + " (same position, different collective).";
+  }
+  if (finding.kind == "p2p-unmatched")
+    return where + ", " + waiting + " wait on a " + finding.collective + " that " + culprits + " never posted.";
+  if (finding.kind == "stuck-before-launch")
+    return where + ", " + waiting + " are stuck inside an NCCL call before launch" +
+           (finding.collective.empty() ? "" : " (" + op + " planned)") + ", waiting for " + culprits +
+           ", which never made that call.";
+  if (finding.kind == "aborted-rank" || finding.kind == "errored-rank")
+    return where + ", " + culprits + (finding.kind == "aborted-rank" ? " aborted" : " failed") +
+           (finding.evidence.empty() ? "" : " (" + finding.evidence.front() + ")") +
+           (finding.waiting.empty() ? "." : "; " + waiting + " wait on it.");
+  if (finding.kind == "absent-ranks")
+    return where + ", " + culprits + " appear in no input's communicator list (aborted, destroyed or exited) while " +
+           waiting + " wait.";
+  return where + ": " + finding.kind + ".";
+}
+
+// Culprits named in the verdict: the graph's root culprits (chain ends).
+json culprits_json(const Job& job, const json& graph) {
+  json culprits = json::array();
+  for (const json& id : graph["root_culprits"]) {
+    const json& node = graph["nodes"][id.get<size_t>()];
+    culprits.push_back({{"node", id}, {"label", node["label"]}, {"world_rank", node["world_rank"]},
+                        {"input", node["input"]}, {"doing", node["doing"]}});
+  }
+  (void)job;
+  return culprits;
+}
+
+std::string describe_nodes(const json& graph, const std::vector<int>& ids) {
+  std::map<std::string, std::vector<int>> by_doing;
+  std::vector<std::string> others;
+  for (int id : ids) {
+    const json& node = graph["nodes"][id];
+    if (node["world_rank"].is_number_integer())
+      by_doing[node["doing"].get<std::string>()].push_back(node["world_rank"].get<int>());
+    else
+      others.push_back(node["label"].get<std::string>() + ": " + node["doing"].get<std::string>());
+  }
+  std::string text = triage::grouped_phrase(by_doing, 4);
+  for (size_t i = 0; i < others.size() && i < 3; ++i) text += (text.empty() ? "" : "; ") + others[i];
+  return text;
+}
+
+std::string verdict_summary(const Job& job, const std::string& verdict, const json& graph) {
+  if (verdict == "error") {
+    std::string text = "Error: nothing to triage.";
+    if (!job.errors.empty()) text = "Error: " + job.errors.front() + ".";
+    return text;
+  }
+  std::string text;
+  if (verdict == "hang") {
+    text = "Hang.";
+    for (const json& cycle : graph["cycles"]) {
+      std::vector<std::string> labels;
+      for (const json& id : cycle) labels.push_back(graph["nodes"][id.get<size_t>()]["label"]);
+      std::string members;
+      for (size_t i = 0; i < labels.size() && i < 8; ++i) members += (i ? ", " : "") + labels[i];
+      text += " Deadlock: " + members + " wait on each other in a cycle, so no rank alone is the culprit.";
+      break;
+    }
+    // Findings whose culprits end a chain come first.
+    std::set<int> roots;
+    for (const json& id : graph["root_culprits"]) roots.insert(id.get<int>());
+    std::vector<std::pair<int, std::string>> sentences;
+    for (size_t g = 0; g < job.comms.size(); ++g)
+      for (const Finding& finding : job.findings[g]) {
+        if (!finding.explains_hang) continue;
+        bool root = false;
+        for (int rank : finding.culprits)
+          if (const triage::Member* member = job.comms[g].find(rank)) root = root || roots.count(member->process);
+        int priority = (root || finding.culprits_absent ? 0 : 1) * 10 + (finding.kind == "absent-ranks" ? 1 : 0);
+        sentences.emplace_back(priority, finding_sentence(job, g, finding));
+      }
+    std::stable_sort(sentences.begin(), sentences.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (size_t s = 0; s < sentences.size() && s < 3; ++s) text += " " + sentences[s].second;
+    if (sentences.size() > 3) text += " (" + std::to_string(sentences.size() - 3) + " more findings below.)";
+    std::vector<int> root_ids;
+    for (const json& id : graph["root_culprits"]) root_ids.push_back(id.get<int>());
+    if (!root_ids.empty()) text += " Culprit: " + describe_nodes(graph, root_ids) + ".";
+    std::vector<int> waiting_ids;
+    for (const json& node : graph["nodes"])
+      if (node["role"] == "waiting") waiting_ids.push_back(node["id"].get<int>());
+    if (!waiting_ids.empty() && waiting_ids.size() <= 4096) text += " Waiting: " + describe_nodes(graph, waiting_ids) + ".";
+    return text;
+  }
+  if (verdict == "incomplete") {
+    text = "Incomplete: no culprit can be named from these inputs.";
+    for (size_t g = 0; g < job.comms.size(); ++g)
+      for (const Finding& finding : job.findings[g]) {
+        if (finding.kind == "absent-ranks" || finding.kind == "counters-unavailable" ||
+            finding.kind == "in-flight-consistent" || finding.kind == "stuck-before-launch")
+          text += " Communicator " + job.comms[g].hash_text + ": " +
+                  (finding.evidence.empty() ? finding.kind : finding.evidence.front()) +
+                  (finding.evidence.size() > 1 ? "; " + finding.evidence.back() : "") + ".";
+      }
+    std::vector<int> gpu_waiting;
+    for (size_t p = 0; p < job.processes.size(); ++p)
+      if (const triage::ThreadView* thread = job.processes[p].principal())
+        if (triage::is_gpu_wait(thread->blocked_in) || triage::is_nccl_host_call(thread->blocked_in))
+          gpu_waiting.push_back(static_cast<int>(p));
+    if (!gpu_waiting.empty())
+      text += " Host threads still wait: " + describe_nodes(graph, gpu_waiting) + ".";
+    return text;
+  }
+  return "No hang evident: on every communicator all ranks launched the same collectives, and nothing is "
+         "planned or in flight. Agreeing counters do not prove correctness (a size mismatch can complete "
+         "silently), but triage reports no hang it cannot see.";
+}
+
+std::string decide_verdict(const Job& job) {
+  if (job.unrelated_jobs || job.processes.empty()) return "error";
+  bool incomplete = false;
+  for (size_t g = 0; g < job.comms.size(); ++g)
+    for (const Finding& finding : job.findings[g]) {
+      if (finding.explains_hang) return "hang";
+      if (finding.kind == "absent-ranks" || finding.kind == "counters-unavailable" ||
+          finding.kind == "in-flight-consistent" || finding.kind == "stuck-before-launch")
+        incomplete = true;
+    }
+  for (const triage::ProcessView& process : job.processes)
+    if (const triage::ThreadView* thread = process.principal())
+      incomplete = incomplete || triage::is_gpu_wait(thread->blocked_in) ||
+                   triage::is_nccl_host_call(thread->blocked_in);
+  return incomplete ? "incomplete" : "no-hang";
+}
+
+json inputs_json(const Job& job, const std::vector<TriageFailure>& failures) {
+  json inputs = json::array();
+  for (size_t p = 0; p < job.processes.size(); ++p) {
+    const triage::ProcessView& process = job.processes[p];
+    json comms = json::array();
+    for (const triage::CommView& comm : process.comms) comms.push_back(comm.comm_hash_text);
+    inputs.push_back({{"name", process.input_name}, {"kind", process.kind}, {"status", "ok"},
+                      {"pid", maybe_json(process.pid)},
+                      {"hostname", process.hostname.empty() ? json(nullptr) : json(process.hostname)},
+                      {"world_rank", job.world_rank[p] ? json(*job.world_rank[p]) : json(nullptr)},
+                      {"nccl_version", process.nccl_version.empty() ? json(nullptr) : json(process.nccl_version)},
+                      {"build_id_mismatch", process.build_id_mismatch},
+                      {"communicators", comms}, {"snapshot_errors", process.document_errors.size()}});
+  }
+  for (const TriageFailure& failure : failures)
+    inputs.push_back({{"name", failure.name}, {"kind", failure.kind}, {"status", "error"}, {"error", failure.error}});
+  return inputs;
+}
+
+}  // namespace
+
+nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
+                                const std::vector<TriageFailure>& input_failures,
+                                const TriageOptions& options) {
+  (void)options;
+  std::vector<TriageFailure> failures = input_failures;
+  Job job;
+  for (triage::ProcessView& process : processes) {
+    if (process.comms.empty() && !process.nccl_found) {
+      failures.push_back({process.input_name, process.kind,
+                          process.input_name + ": no NCCL in this process (no libnccl, no communicator)"});
+      continue;
+    }
+    job.processes.push_back(std::move(process));
+  }
+  triage::merge_communicators(&job);
+  triage::find_unrelated_jobs(&job);
+  triage::analyze_communicators(&job);
+  json report = {{"schema", "ncclscope.triage/1"},
+                 {"tool", {{"name", "ncclscope"}, {"version", NCCLSCOPE_VERSION}}}};
+  std::string verdict = decide_verdict(job);
+  json graph = triage::build_wait_graph(job);
+  report["verdict"] = verdict;
+  report["summary"] = verdict_summary(job, verdict, graph);
+  json culprits = culprits_json(job, graph);
+  json culprit_ranks = json::array();
+  for (const json& culprit : culprits)
+    if (culprit["world_rank"].is_number_integer()) culprit_ranks.push_back(culprit["world_rank"]);
+  report["culprit_ranks"] = culprit_ranks;
+  report["culprits"] = culprits;
+  report["world_comm"] = job.world_comm >= 0 ? json(job.comms[job.world_comm].hash_text) : json(nullptr);
+  json communicators = json::array();
+  for (size_t g = 0; g < job.comms.size(); ++g) communicators.push_back(communicator_json(job, g));
+  report["communicators"] = communicators;
+  report["graph"] = std::move(graph);
+  report["stack_classes"] = triage::build_stack_classes(job);
+  report["inputs"] = inputs_json(job, failures);
+  json errors = json::array();
+  for (const TriageFailure& failure : failures)
+    errors.push_back({{"input", failure.name}, {"message", failure.error}});
+  for (const std::string& error : job.errors) errors.push_back({{"input", nullptr}, {"message", error}});
+  if (job.processes.empty() && failures.empty())
+    errors.push_back({{"input", nullptr}, {"message", "no input given"}});
+  report["errors"] = errors;
+  return report;
+}
+
+nlohmann::json triage_documents(const std::vector<TriageInput>& inputs, const TriageOptions& options) {
+  std::vector<triage::ProcessView> processes;
+  std::vector<TriageFailure> failures;
+  for (const TriageInput& input : inputs) {
+    if (!input.error.empty()) {
+      failures.push_back({input.name, input.kind, input.error});
+      continue;
+    }
+    try {
+      processes.push_back(triage::summarize_state_document(input.document, input.name, input.kind));
+    } catch (const BadInput& error) {
+      failures.push_back({input.name, input.kind, error.what()});
+    }
+  }
+  return triage_processes(std::move(processes), failures, options);
+}
+
+int triage_exit_code(const nlohmann::json& report) {
+  if (report.value("verdict", "error") == "error") return 2;
+  for (const json& input : report["inputs"])
+    if (input.value("status", "ok") != "ok") return 1;
+  for (const json& comm : report["communicators"])
+    if (!comm["duplicate_inputs"].empty()) return 1;
+  return 0;
+}
+
+}  // namespace nsc

@@ -1,0 +1,49 @@
+// Cross-rank triage of a hung NCCL job (issue 5): merges one `ncclscope.state/1`
+// document per rank into a verdict, findings per communicator, a wait-for graph
+// and stack classes: the `ncclscope.triage/1` document (docs/triage.md).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "triage/process_view.h"
+
+namespace nsc {
+
+// One rank's input: a state document, or why the input could not be used.
+struct TriageInput {
+  std::string name;         // file path or "pid 1234": how messages name the input
+  std::string kind = "snapshot";  // "snapshot", "core", "live"
+  nlohmann::json document;  // ncclscope.state/1; null when `error` is set
+  std::string error;        // one line naming the input and the problem; "" when usable
+};
+
+struct TriageOptions {
+  // DOT: above this many nodes, ranks in the same situation share one node.
+  size_t graph_group_threshold = 64;
+};
+
+// An input that could not be used, kept for the report's inputs[] and errors[].
+struct TriageFailure {
+  std::string name;
+  std::string kind;
+  std::string error;
+};
+
+nlohmann::json triage_documents(const std::vector<TriageInput>& inputs, const TriageOptions& options);
+
+// The same from summaries (the CLI's path: each document is freed once summarized).
+nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
+                                const std::vector<TriageFailure>& failures,
+                                const TriageOptions& options);
+
+// Renderers are pure functions of the triage document.
+std::string render_triage_text(const nlohmann::json& report);
+std::string render_triage_dot(const nlohmann::json& report, const TriageOptions& options);
+
+// 0 ok (any verdict), 1 partial (some inputs unusable), 2 nothing usable / error verdict.
+int triage_exit_code(const nlohmann::json& report);
+
+}  // namespace nsc
