@@ -116,5 +116,8 @@ std::optional<uint64_t> instruction_pointer_of(const ThreadInfo& thread) {
 std::optional<uint64_t> frame_pointer_of(const ThreadInfo& thread) {
   return register_at(thread, offsetof(user_regs_struct, rbp));
 }
+std::optional<uint64_t> thread_pointer_of(const ThreadInfo& thread) {
+  return register_at(thread, offsetof(user_regs_struct, fs_base));
+}
 
 }  // namespace nsc

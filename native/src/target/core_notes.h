@@ -34,5 +34,6 @@ void parse_note_segment(const uint8_t* data, size_t size, CoreNotes* notes);
 std::optional<uint64_t> stack_pointer_of(const ThreadInfo& thread);
 std::optional<uint64_t> instruction_pointer_of(const ThreadInfo& thread);
 std::optional<uint64_t> frame_pointer_of(const ThreadInfo& thread);
+std::optional<uint64_t> thread_pointer_of(const ThreadInfo& thread);  // fs_base: the TCB
 
 }  // namespace nsc

@@ -1,0 +1,165 @@
+// `ncclscope slice CORE -o SMALL.core`: a small valid core that keeps the notes,
+// thread stacks, ELF headers, the dynamic linker's list, every range the
+// decoders read, and --keep-region ranges; everything else becomes "not saved".
+#include <cstdio>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "layout/profile_store.h"
+#include "nccl/comm_decoder.h"
+#include "nccl/comm_scanner.h"
+#include "target/core_file.h"
+#include "target/core_writer.h"
+#include "target/library_resolver.h"
+#include "target/recording_target.h"
+#include "target/slice_ranges.h"
+#include "util/errors.h"
+#include "util/strings.h"
+
+namespace nsc::cli {
+namespace {
+
+const char kSliceUsage[] =
+    "usage: ncclscope slice CORE -o SMALL.core [options]\n"
+    "  -o, --output FILE          the sliced core to write\n"
+    "  --keep-region START-END    also keep this address range (0x-hex), repeatable\n"
+    "  --no-decode                keep only stacks, ELF headers and --keep-region (no NCCL pass)\n"
+    "  --exe PATH                 the executable\n"
+    "  --sysroot DIR              prefix for library paths recorded in the core\n"
+    "  --solib-search-path D:D    directories searched for libraries by name\n"
+    "  --profile-path D:D         extra directories of layout profiles\n"
+    "  --force-mismatch           use a libnccl whose build-id differs from the target's\n"
+    "  --json                     print the figures as JSON\n";
+
+struct SliceRequest {
+  std::string core_path;
+  std::string output_path;
+  std::string executable;
+  std::vector<AddressRange> extra_ranges;
+  bool decode = true;
+  LibrarySearch search;
+  std::vector<std::string> profile_path;
+};
+
+SliceRequest request_from_options(const ParsedOptions& options) {
+  SliceRequest request;
+  if (options.positional.size() != 1) throw UsageError("slice takes exactly one core file");
+  request.core_path = options.positional[0];
+  request.output_path = options.value("--output", options.value("-o"));
+  if (request.output_path.empty()) throw UsageError("missing -o SMALL.core");
+  request.executable = options.value("--exe");
+  for (const std::string& text : options.all("--keep-region")) {
+    AddressRange range;
+    if (!parse_address_range(text, &range)) throw UsageError("--keep-region " + text + ": want START-END");
+    request.extra_ranges.push_back(range);
+  }
+  request.decode = !options.has("--no-decode");
+  request.search.sysroot = options.value("--sysroot");
+  for (const auto& list : options.all("--solib-search-path"))
+    for (const auto& dir : split_path_list(list)) request.search.solib_search_path.push_back(dir);
+  for (const auto& list : options.all("--profile-path"))
+    for (const auto& dir : split_path_list(list)) request.profile_path.push_back(dir);
+  request.search.force_mismatch = options.has("--force-mismatch");
+  return request;
+}
+
+// Runs the NCCL decoders over the core through a RecordingTarget and returns
+// what they read. Mirrors build_state_document's decode steps; to be replaced by
+// a call to it once StateRequest can take a wrapped Target.
+std::vector<AddressRange> record_decoder_reads(CoreFile& core, const SliceRequest& request,
+                                               size_t* communicators) {
+  RecordingTarget recording(core);
+  ResolvedLibrary library = resolve_nccl_library(recording, request.search);
+  LayoutProfile layout = load_layout_for_library(library.local_path, library.build_id_in_target,
+                                                 request.profile_path, nullptr);
+  DiscoveryOptions discovery_options;
+  discovery_options.load_bias = library.load_bias;
+  Discovery discovery = discover_communicators(recording, layout, discovery_options);
+  nlohmann::json errors = nlohmann::json::array();
+  for (uint64_t address : discovery.addresses) decode_communicator(recording, layout, address, &errors);
+  *communicators = discovery.addresses.size();
+  return recording.recorded_ranges();
+}
+
+// Reads every kept range back from the written core: it must hold the same bytes.
+bool verify_slice(CoreFile& original, const std::string& output_path,
+                  const std::vector<AddressRange>& ranges) {
+  auto sliced = open_core_file(output_path, original.executable());
+  std::vector<uint8_t> want, got;
+  for (const AddressRange& range : ranges) {
+    want.resize(range.end - range.start);
+    got.resize(want.size());
+    if (!original.read(range.start, want.data(), want.size(), nullptr)) continue;  // never saved
+    if (!sliced->read(range.start, got.data(), got.size(), nullptr) || want != got) return false;
+  }
+  return sliced->threads().size() == original.threads().size();
+}
+
+nlohmann::json figures_json(const SliceRequest& request, const SliceStats& stats,
+                            size_t decoder_ranges, size_t communicators) {
+  return {{"core", request.core_path},          {"output", request.output_path},
+          {"input_bytes", stats.input_bytes},   {"output_bytes", stats.output_bytes},
+          {"kept_bytes", stats.kept_bytes},     {"load_segments", stats.load_segments},
+          {"note_bytes", stats.note_bytes},     {"decoder_ranges", decoder_ranges},
+          {"communicators", communicators}};
+}
+
+int slice(const SliceRequest& request, bool json_output) {
+  auto core = open_core_file(request.core_path, request.executable);
+  std::vector<AddressRange> keep = default_keep_ranges(*core, SliceKeepOptions{});
+  keep.insert(keep.end(), request.extra_ranges.begin(), request.extra_ranges.end());
+  std::vector<AddressRange> decoded;
+  size_t communicators = 0;
+  int exit_code = kExitOk;
+  if (request.decode) {
+    try {
+      decoded = record_decoder_reads(*core, request, &communicators);
+    } catch (const BadInput& error) {
+      std::fprintf(stderr, "ncclscope slice: NCCL pass skipped: %s\n", escape_for_terminal(error.what()).c_str());
+      exit_code = kExitPartial;
+    }
+    keep.insert(keep.end(), decoded.begin(), decoded.end());
+  }
+  keep = merge_ranges(std::move(keep));
+  SliceStats stats = write_sliced_core(*core, keep, request.output_path);
+  if (!verify_slice(*core, request.output_path, keep))
+    throw BadInput("slice " + request.output_path + ": verification failed (kept bytes differ)");
+  if (json_output) {
+    std::cout << figures_json(request, stats, decoded.size(), communicators).dump(2) << "\n";
+  } else {
+    std::printf("%s: %.1f MB -> %s: %.2f MB (%llu bytes of memory kept, %llu segments, %zu decoder ranges, %zu communicators)\n",
+                request.core_path.c_str(), stats.input_bytes / 1e6, request.output_path.c_str(),
+                stats.output_bytes / 1e6, static_cast<unsigned long long>(stats.kept_bytes),
+                static_cast<unsigned long long>(stats.load_segments), decoded.size(), communicators);
+  }
+  return exit_code;
+}
+
+}  // namespace
+
+int run_slice_command(const std::vector<std::string>& args) {
+  try {
+    ParsedOptions options = parse_options(
+        args, {"-o", "--output", "--keep-region", "--exe", "--sysroot", "--solib-search-path", "--profile-path"},
+        {"--no-decode", "--force-mismatch", "--json", "--help", "-h"});
+    if (options.has("--help") || options.has("-h")) {
+      std::fputs(kSliceUsage, stdout);
+      return kExitOk;
+    }
+    return slice(request_from_options(options), options.has("--json"));
+  } catch (const UsageError& error) {
+    std::fprintf(stderr, "ncclscope slice: %s\n%s", error.what(), kSliceUsage);
+    return kExitUsage;
+  } catch (const BadInput& error) {
+    std::fprintf(stderr, "ncclscope slice: %s\n", escape_for_terminal(error.what()).c_str());
+    return kExitBadInput;
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "ncclscope slice: internal error: %s\n", escape_for_terminal(error.what()).c_str());
+    return kExitBadInput;
+  }
+}
+
+}  // namespace nsc::cli

@@ -1,0 +1,164 @@
+#include "target/core_writer.h"
+
+#include <elf.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "util/errors.h"
+
+namespace nsc {
+namespace {
+
+constexpr uint64_t kPage = 4096;
+
+uint64_t page_down(uint64_t value) { return value & ~(kPage - 1); }
+uint64_t page_up(uint64_t value) { return (value + kPage - 1) & ~(kPage - 1); }
+uint64_t align_to(uint64_t value, uint64_t alignment) {
+  return (value + alignment - 1) / alignment * alignment;
+}
+
+std::vector<AddressRange> page_aligned(const std::vector<AddressRange>& ranges) {
+  std::vector<AddressRange> aligned;
+  for (const AddressRange& range : ranges)
+    aligned.push_back({page_down(range.start), page_up(range.end)});
+  return merge_ranges(std::move(aligned));
+}
+
+void add_piece(std::vector<SlicePiece>* pieces, const CoreSegment& segment, uint64_t start,
+               uint64_t end, bool saved) {
+  if (end <= start) return;
+  pieces->push_back({start, end - start, saved, segment.flags,
+                     saved ? segment.offset + (start - segment.vaddr) : 0});
+}
+
+// Output file writer that tracks the offset and pads with zeros.
+class OutputFile {
+ public:
+  explicit OutputFile(const std::string& path) : path_(path), file_(std::fopen(path.c_str(), "wb")) {
+    if (!file_) fail();
+  }
+  ~OutputFile() {
+    if (file_) std::fclose(file_);
+  }
+  void write(const void* data, size_t size) {
+    if (size && std::fwrite(data, 1, size, file_) != size) fail();
+    offset_ += size;
+  }
+  void pad_to(uint64_t offset) {
+    static const uint8_t zeros[kPage] = {};
+    while (offset_ < offset) write(zeros, std::min<uint64_t>(kPage, offset - offset_));
+  }
+  void close() {
+    if (std::fclose(file_) != 0) {
+      file_ = nullptr;
+      fail();
+    }
+    file_ = nullptr;
+  }
+  uint64_t offset() const { return offset_; }
+
+ private:
+  [[noreturn]] void fail() {
+    throw BadInput("slice " + path_ + ": cannot write: " + std::strerror(errno));
+  }
+  std::string path_;
+  FILE* file_;
+  uint64_t offset_ = 0;
+};
+
+Elf64_Ehdr output_header(const CoreFile& core, size_t phdr_count) {
+  Elf64_Ehdr header;
+  std::memcpy(&header, core.file_bytes(), sizeof header);  // ident, machine, version, flags
+  header.e_phoff = sizeof header;
+  header.e_phentsize = sizeof(Elf64_Phdr);
+  header.e_shoff = 0;
+  header.e_shentsize = sizeof(Elf64_Shdr);
+  header.e_shnum = 0;
+  header.e_shstrndx = SHN_UNDEF;
+  header.e_phnum = phdr_count < PN_XNUM ? phdr_count : PN_XNUM;
+  return header;
+}
+
+}  // namespace
+
+std::vector<SlicePiece> plan_slice(const CoreFile& core, const std::vector<AddressRange>& keep) {
+  std::vector<AddressRange> kept = page_aligned(keep);
+  std::vector<SlicePiece> pieces;
+  for (const CoreSegment& segment : core.segments()) {
+    uint64_t saved_end = segment.vaddr + segment.available;
+    uint64_t at = segment.vaddr;
+    auto range = std::upper_bound(kept.begin(), kept.end(), segment.vaddr,
+                                  [](uint64_t a, const AddressRange& r) { return a < r.end; });
+    for (; range != kept.end() && range->start < saved_end; ++range) {
+      uint64_t start = std::max(range->start, segment.vaddr), end = std::min(range->end, saved_end);
+      add_piece(&pieces, segment, at, start, false);
+      add_piece(&pieces, segment, start, end, true);
+      at = std::max(at, end);
+    }
+    add_piece(&pieces, segment, at, segment.end(), false);
+  }
+  return pieces;
+}
+
+SliceStats write_sliced_core(const CoreFile& core, const std::vector<AddressRange>& keep,
+                             const std::string& output_path) {
+  std::vector<SlicePiece> pieces = plan_slice(core, keep);
+  const auto& notes = core.note_segments();
+  size_t phdr_count = notes.size() + pieces.size();
+  bool extended_count = phdr_count >= PN_XNUM;  // real count goes in section header 0
+  Elf64_Ehdr header = output_header(core, phdr_count);
+
+  uint64_t offset = sizeof(Elf64_Ehdr) + phdr_count * sizeof(Elf64_Phdr);
+  std::vector<Elf64_Phdr> phdrs;
+  for (const auto& note : notes) {
+    offset = align_to(offset, 4);
+    phdrs.push_back({PT_NOTE, PF_R, offset, 0, 0, note.size(), 0, 4});
+    offset += note.size();
+  }
+  if (extended_count) {
+    offset = align_to(offset, 8);
+    header.e_shoff = offset;
+    header.e_shnum = 1;
+    offset += sizeof(Elf64_Shdr);
+  }
+  offset = page_up(offset);
+  SliceStats stats;
+  for (const SlicePiece& piece : pieces) {
+    uint64_t filesz = piece.saved ? piece.memsz : 0;
+    phdrs.push_back({PT_LOAD, piece.flags, piece.saved ? offset : 0, piece.vaddr, 0, filesz,
+                     piece.memsz, kPage});
+    offset = page_up(offset + filesz);  // a truncated input can end a piece mid-page
+    stats.kept_bytes += filesz;
+  }
+
+  OutputFile out(output_path);
+  out.write(&header, sizeof header);
+  out.write(phdrs.data(), phdrs.size() * sizeof(Elf64_Phdr));
+  for (size_t i = 0; i < notes.size(); ++i) {
+    out.pad_to(phdrs[i].p_offset);
+    out.write(notes[i].data(), notes[i].size());
+    stats.note_bytes += notes[i].size();
+  }
+  if (extended_count) {
+    Elf64_Shdr section0 = {};
+    section0.sh_info = static_cast<uint32_t>(phdr_count);
+    out.pad_to(header.e_shoff);
+    out.write(&section0, sizeof section0);
+  }
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const Elf64_Phdr& phdr = phdrs[notes.size() + i];
+    if (!phdr.p_filesz) continue;
+    out.pad_to(phdr.p_offset);
+    out.write(core.file_bytes() + pieces[i].input_offset, phdr.p_filesz);
+  }
+  stats.output_bytes = out.offset();
+  out.close();
+  stats.input_bytes = core.file_size();
+  stats.load_segments = pieces.size();
+  return stats;
+}
+
+}  // namespace nsc
