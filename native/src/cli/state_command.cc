@@ -68,7 +68,7 @@ int run_state_command(const std::vector<std::string>& args) {
     else std::cout << render_state_text(document);
     return state_exit_code(document);
   } catch (const UsageError& error) {
-    std::fprintf(stderr, "ncclscope state: %s\n%s", error.what(), kStateUsage);
+    std::fprintf(stderr, "ncclscope state: %s (usage: see ncclscope state --help)\n", error.what());
     return kExitUsage;
   } catch (const BadInput& error) {
     std::fprintf(stderr, "ncclscope state: %s\n", escape_for_terminal(error.what()).c_str());

@@ -72,7 +72,11 @@ void decode_proxy_ops(const ObjectView& comm, FieldSink& out) {
   while (!pending.empty()) {
     uint64_t address = pending.back();
     pending.pop_back();
-    if (address == 0 || !visited.insert(address).second) continue;
+    if (address == 0) continue;
+    if (!visited.insert(address).second) {
+      out.warn("proxy op list revisits " + hex(address) + " (cycle); each op shown once");
+      continue;
+    }
     if (visited.size() > out.scope().limits.max_list_nodes) {
       out.warn("proxy op list longer than " + std::to_string(out.scope().limits.max_list_nodes) +
                " entries (cycle or corruption); stopped");

@@ -132,6 +132,8 @@ json build_state_document(const StateRequest& request) {
     if (library.local_file_missing.empty()) throw;
     throw BadInput(std::string(error.what()) + "; " + library.local_file_missing);
   }
+  if (layout.find_struct("ncclComm") == nullptr)
+    throw BadInput(valid_utf8(layout.source) + ": layout has no struct ncclComm (not a libnccl build?)");
   document["nccl"] = {{"version", layout.nccl_version.empty() ? json(nullptr) : json(layout.nccl_version)},
                       {"library", valid_utf8(library.path_in_target)},
                       {"local_file", valid_utf8(library.local_path)},
@@ -162,7 +164,11 @@ json build_state_document(const StateRequest& request) {
 
 int state_exit_code(const nlohmann::json& document) {
   auto errors = document.find("errors");
-  return errors != document.end() && errors->is_array() && !errors->empty() ? 1 : 0;
+  if (errors != document.end() && errors->is_array() && !errors->empty()) return 1;
+  // A communicator whose fields failed sanity checks is a partial answer too.
+  for (const json& comm : document.value("communicators", json::array()))
+    if (!comm.value("warnings", json::array()).empty()) return 1;
+  return 0;
 }
 
 }  // namespace nsc

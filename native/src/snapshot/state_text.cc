@@ -1,5 +1,6 @@
 #include "snapshot/state_text.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "util/strings.h"
@@ -53,8 +54,14 @@ std::string rank_pair(const json& comm, const char* rank_key, const char* count_
 
 void render_counters(const json& comm, std::ostringstream& out) {
   out << "  launched  ";
-  for (const auto& [name, value] : field(comm, "seq_launched").items())
-    out << " " << name << " " << cell_text(value);
+  const json& launched = field(comm, "seq_launched");
+  // NCCL's ncclFunc_t order first, then anything a newer version adds.
+  static const char* const kOrder[] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce"};
+  for (const char* name : kOrder)
+    if (launched.contains(name)) out << " " << name << " " << cell_text(launched[name]);
+  for (const auto& [name, value] : launched.items())
+    if (std::find(std::begin(kOrder), std::end(kOrder), name) == std::end(kOrder))
+      out << " " << name << " " << cell_text(value);
   out << "   collOpCount " << cell_text(field(comm, "coll_op_count"))
       << "   p2p " << cell_text(field(field(comm, "p2p_op_count"), "total")) << "\n";
   const json& health = field(comm, "health");
@@ -148,9 +155,10 @@ void render_threads(const json& document, std::ostringstream& out) {
   if (!threads.is_array() || threads.empty()) return;
   out << "\nthreads (" << threads.size() << ")\n";
   for (const json& thread : threads) {
+    const json& blocked_in = field(thread, "blocked_in");
     out << "  " << cell_text(field(thread, "tid")) << " "
         << escape_for_terminal(cell_text(field(thread, "name"))) << "  "
-        << cell_text(field(thread, "blocked_in"));
+        << (blocked_in.is_null() ? "(stack not unwound: live needs --freeze)" : cell_text(blocked_in));
     const json& frames = field(thread, "frames");
     for (size_t i = 0; i < frames.size() && i < 3; ++i)
       out << (i == 0 ? "  at " : " < ") << escape_for_terminal(cell_text(field(frames[i], "function")));
