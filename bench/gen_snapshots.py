@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""Writes synthetic `ncclscope.state/1` snapshots, one file per rank, shaped like
+`ncclscope state --json` output (indent 2), for the triage bench and tests.
+
+  gen_snapshots.py --ranks 4096 --out DIR [--scenario missing-collective]
+                   [--culprit R] [--comms 2] [--channels 8] [--frames 12] [--threads 4]
+
+Scenarios: no-hang, missing-collective, collective-mismatch, p2p-cycle,
+stuck-before-launch, abort (the culprit's snapshot holds no communicator),
+split (the hang is on the second communicator, ranks reversed there),
+unrelated (a second job's snapshot is mixed in), corrupt (one file truncated).
+"""
+import argparse
+import json
+import os
+import sys
+
+WORLD_HASH = 0x6DB0A96D9CB7FC37
+SUB_HASH = 0x1234ABCD5678EF01
+NAMES = ["Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce"]
+LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
+CUDART = "/usr/local/cuda/lib64/libcudart.so.13"
+NCCL = "/usr/lib/x86_64-linux-gnu/libnccl.so.2"
+
+
+def frame(function, module, offset=16):
+    return {"pc": "0x7f%010x" % (abs(hash(function)) % (1 << 36)), "function": function,
+            "module": module, "offset": offset}
+
+
+def app_frames(depth):
+    frames = [frame("train_step_%d" % d, "/app/train") for d in range(depth)]
+    return frames + [frame("main", "/app/train"), frame("__libc_start_main", LIBC), frame("_start", "/app/train")]
+
+
+def main_thread(tid, role, depth):
+    # depth: total frames wanted; the leaf part takes 1-3 of them.
+    if role == "waiting":
+        leaf = [frame("ioctl", LIBC), frame("cuStreamSynchronize", "/usr/lib/libcuda.so.1"),
+                frame("cudaStreamSynchronize", CUDART)]
+        blocked = "cudaStreamSynchronize"
+    elif role == "group-end":
+        leaf = [frame("poll", LIBC), frame("ncclGroupEndInternal", NCCL), frame("ncclGroupEnd", NCCL)]
+        blocked = "nccl-group-end"
+    elif role == "culprit":
+        leaf = [frame("pause", LIBC)]
+        blocked = "user-code"
+    else:
+        leaf = [frame("clock_nanosleep", LIBC), frame("nanosleep", LIBC)]
+        blocked = "sleep"
+    frames = leaf + app_frames(max(0, depth - len(leaf) - 3))
+    return {"tid": tid, "name": "train", "state": "S", "frames": frames, "blocked_in": blocked}
+
+
+def service_thread(tid, name, blocked, function, depth):
+    frames = [frame("poll", LIBC), frame(function, NCCL)]
+    frames += [frame("%s_helper_%d" % (function, d), NCCL) for d in range(max(0, depth - 4))]
+    frames += [frame("start_thread", LIBC), frame("clone3", LIBC)]
+    return {"tid": tid, "name": name, "state": "S", "frames": frames, "blocked_in": blocked}
+
+
+def channels(rank, nranks, count):
+    out = []
+    for c in range(count):
+        down = [r if r < nranks else -1 for r in (2 * rank + 1, 2 * rank + 2)] + [-1]
+        out.append({"id": c,
+                    "ring": {"prev": (rank - 1) % nranks, "next": (rank + 1) % nranks, "index": rank,
+                             "user_ranks": []},
+                    "tree": {"up": -1 if rank == 0 else (rank - 1) // 2, "down": down}})
+    return out
+
+
+def communicator(hash_value, rank, nranks, counts, nchannels, address):
+    return {
+        "address": "0x%x" % address, "comm_hash": "0x%x" % hash_value, "rank": rank, "nranks": nranks,
+        "cuda_dev": rank % 8, "nvml_dev": rank % 8, "bus_id": "0000:%02x:00.0" % (0x19 + rank % 8),
+        "node": rank // 8, "nnodes": max(1, nranks // 8), "local_rank": rank % 8,
+        "local_ranks": min(8, nranks), "nchannels": nchannels,
+        "seq_launched": dict(zip(NAMES, counts)), "coll_op_count": sum(counts), "op_count": 0,
+        "p2p_op_count": {"total": 0, "per_channel": [0] * nchannels},
+        "health": {"async_result": "ncclSuccess", "abort_flag": False, "destroy_flag": False,
+                   "init_state": "ncclSuccess", "finalize_called": False, "revoked": False},
+        "channels": channels(rank, nranks, nchannels),
+        "proxy_ops": [],
+        "planned": {"colls": [], "p2p": [], "n_tasks_coll": 0, "n_tasks_p2p": 0,
+                    "unlaunched_plans": 0, "in_group": False},
+        "unavailable": {}, "warnings": []}
+
+
+def proxy_op(collective, pattern, peer, channel=0):
+    return {"address": "0x7f00000f0000", "op_count": 6, "collective": collective, "pattern": pattern,
+            "protocol": "Simple", "nsubs": 1, "done": 0,
+            "subs": [{"channel": channel, "peer": peer, "nsteps": 8, "posted": 4, "received": 0,
+                      "transmitted": 4, "done": 2}]}
+
+
+def rank_document(args, rank):
+    n, culprit, scenario = args.ranks, args.culprit, args.scenario
+    pid = 10000 + rank
+    is_culprit = rank == culprit
+    base = [0, 0, 3, 0, 7]
+    world_counts, sub_counts = list(base), list(base)
+    role = "idle"
+    comms = [communicator(WORLD_HASH, rank, n, world_counts, args.channels, 0x7f1000000000 + rank * 0x1000)]
+    if args.comms > 1:
+        comms.append(communicator(SUB_HASH, n - 1 - rank, n, sub_counts, args.channels,
+                                  0x7f2000000000 + rank * 0x1000))
+    world = comms[0]
+    if scenario in ("missing-collective", "abort"):
+        role = "culprit" if is_culprit else "waiting"
+        if not is_culprit:
+            world["seq_launched"]["AllGather"] += 1
+            world["proxy_ops"].append(proxy_op("AllGather", "ncclPatternRing", -1))
+        if scenario == "abort" and is_culprit:
+            comms = []
+    elif scenario == "collective-mismatch":
+        role = "waiting"
+        if is_culprit:
+            world["seq_launched"]["ReduceScatter"] += 1
+        else:
+            world["seq_launched"]["AllReduce"] += 1
+    elif scenario == "p2p-cycle":
+        role = "waiting"
+        world["proxy_ops"].append(proxy_op("Send", "ncclPatternSend", (rank + 1) % n))
+    elif scenario == "stuck-before-launch":
+        role = "culprit" if is_culprit else "group-end"
+        if not is_culprit:
+            world["planned"]["n_tasks_coll"] = 1
+            world["planned"]["colls"].append({"collective": "AllReduce", "count": 1024,
+                                              "datatype": "ncclFloat32", "op": "ncclSum", "root": 0})
+    elif scenario == "split" and len(comms) > 1:
+        role = "culprit" if is_culprit else "waiting"
+        if not is_culprit:
+            comms[1]["seq_launched"]["AllReduce"] += 1
+    for comm in comms:
+        comm["coll_op_count"] = sum(comm["seq_launched"].values())
+    depth = args.frames
+    threads = [main_thread(pid, role, depth)]
+    service = [("ncclProxy", "nccl-proxy-progress", "ncclProxyProgress"),
+               ("ncclProxySvc", "nccl-proxy-service", "ncclProxyService"),
+               ("ncclBootstrap", "nccl-bootstrap", "bootstrapRecv"),
+               ("cuda-EvtHandlr", "poll/epoll", "cudaEventHandler")]
+    for t in range(max(0, args.threads - 1)):
+        name, blocked, function = service[t % len(service)]
+        threads.append(service_thread(pid + 1 + t, name, blocked, function, depth))
+    return {
+        "schema": "ncclscope.state/1",
+        "tool": {"name": "ncclscope", "version": "0.1.0"},
+        "target": {"kind": "core", "path": "/cores/core.%d" % pid, "pid": pid, "executable": "/app/train"},
+        "host": {"hostname": "node%d" % (rank // 8)},
+        "nccl": {"version": "2.28.9", "library": NCCL,
+                 "build_id": "9fcf74d93a8c3605bf7718f594d0a24366e38536",
+                 "layout_source": "dwarf:" + NCCL, "build_id_mismatch": False},
+        "discovery": {"method": "registry", "regions_scanned": 0, "bytes_scanned": 0,
+                      "candidates": len(comms), "rejected": []},
+        "communicators": comms,
+        "threads": threads,
+        "errors": []}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--ranks", type=int, required=True)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--scenario", default="missing-collective")
+    parser.add_argument("--culprit", type=int, default=None, help="default: the last rank")
+    parser.add_argument("--comms", type=int, default=2)
+    parser.add_argument("--channels", type=int, default=8)
+    parser.add_argument("--frames", type=int, default=12)
+    parser.add_argument("--threads", type=int, default=4)
+    args = parser.parse_args()
+    if args.culprit is None:
+        args.culprit = args.ranks - 1
+    if args.scenario == "split":
+        args.comms = max(args.comms, 2)
+    os.makedirs(args.out, exist_ok=True)
+    for rank in range(args.ranks):
+        text = json.dumps(rank_document(args, rank), indent=2)
+        path = os.path.join(args.out, "rank-%d.json" % rank)
+        if args.scenario == "corrupt" and rank == args.culprit:
+            text = text[: len(text) // 2]
+        with open(path, "w") as out:
+            out.write(text + "\n")
+    if args.scenario == "unrelated":
+        other = rank_document(args, 0)
+        for comm in other["communicators"]:
+            comm["comm_hash"] = "0x%x" % (int(comm["comm_hash"], 16) ^ 0xFFFF)
+        with open(os.path.join(args.out, "other-job-rank-0.json"), "w") as out:
+            json.dump(other, out, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
