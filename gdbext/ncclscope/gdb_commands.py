@@ -128,6 +128,25 @@ class SnapshotParameter(gdb.Parameter):
         return "ncclscope snapshot is \"%s\"." % svalue
 
 
+class ProfilePathParameter(gdb.Parameter):
+    """Directories (DIR:DIR) holding layout profiles (<build-id>.json) for stripped libnccl builds."""
+
+    set_doc = "Set the extra directories searched for ncclscope layout profiles (DIR:DIR)."
+    show_doc = "Show the extra directories searched for ncclscope layout profiles."
+
+    def __init__(self):
+        super().__init__("ncclscope profile-path", gdb.COMMAND_DATA, gdb.PARAM_STRING)
+        self.value = ""
+
+    def get_set_string(self):
+        SESSION.profile_path = self.value or ""
+        SESSION.invalidate()
+        return ""
+
+    def get_show_string(self, svalue):
+        return "ncclscope profile-path is \"%s\"." % svalue
+
+
 class NcclCommFunction(gdb.Function):
     """$nccl_comm(I): the I-th communicator of nccl-state as a `struct ncclComm *`.
 
@@ -181,6 +200,7 @@ def register():
     DebugParameter()
     MemoryParameter()
     SnapshotParameter()
+    ProfilePathParameter()
     for spec in COMMANDS.values():
         _make_command_class(spec)()
     NcclCommFunction()

@@ -118,6 +118,7 @@ class GdbSession:
         self._document_key = None
         self.memory_mode = "auto"
         self.snapshot_path = ""
+        self.profile_path = ""  # extra layout profile directories, DIR:DIR
         self.last_note = ""
 
     # --- native library ---
@@ -144,6 +145,8 @@ class GdbSession:
                    "solib_search_path": _parameter("solib-search-path") or ""}
         if target.executable:
             request["executable"] = target.executable
+        if self.profile_path:
+            request["profile_path"] = self.profile_path
         return request
 
     def library_request(self, target):
@@ -193,7 +196,7 @@ class GdbSession:
             if target.kind == "none":
                 raise UsageError("ncclscope: no process or core: attach (gdb -p PID), open a core "
                                  "(gdb EXE CORE) or `set ncclscope snapshot FILE`")
-            key = target.key() + (self.memory_mode,)
+            key = target.key() + (self.memory_mode, self.profile_path)
         if not refresh and self._document is not None and self._document_key == key:
             return self._document
         self.last_note = ""
@@ -204,6 +207,7 @@ class GdbSession:
     def _decode(self, target):
         library = self.library()
         mode = self.choose_mode(target)
+        first_error = None
         if mode == "library":
             try:
                 document, partial = library.run(self.library_request(target), read_target_memory)
@@ -212,13 +216,15 @@ class GdbSession:
             except NativeError as error:
                 if self.memory_mode == "library" or error.kind != NSC_ERROR_BAD_INPUT:
                     raise UsageError("ncclscope: %s" % error.message)
-                # The library cannot open this target itself: let gdb supply the memory.
-                self.last_note = "reading memory through gdb (%s)" % error.message
+                # The library may be unable to open this target itself: let gdb supply the memory.
+                first_error = error
         try:
             document, partial = library.run(self.callback_request(target), read_target_memory)
         except NativeError as error:
-            raise UsageError("ncclscope: %s" % error.message)
-        self.last_note = "; ".join(note for note in (self.last_note, partial) if note)
+            # Both failed: the library's own reading names the real problem best.
+            raise UsageError("ncclscope: %s" % (first_error or error).message)
+        notes = ["memory read through gdb (%s)" % first_error.message] if first_error else []
+        self.last_note = "; ".join(notes + ([partial] if partial else []))
         return document
 
     # --- gdb expressions ---

@@ -85,3 +85,43 @@ start_fixture() {
 
 # The process state letter (S, R, t, T...) of a pid.
 process_state() { awk '{print $3}' "/proc/$1/stat" 2>/dev/null; }
+
+# --- the comm fixture (tests/fixtures/comm_fixture.cc) ---
+profile=$src/native/profiles/9fcf74d93a8c3605bf7718f594d0a24366e38536.json
+real_lib=${NCCLSCOPE_REAL_NCCL:-/usr/local/cuda-13.0/lib/libnccl.so.2}
+fake_lib=$build/fixtures/fakelib/libnccl.so.2
+comm_fixture=$build/fixtures/comm_fixture
+
+require_comm_fixture() {
+  [ -x "$comm_fixture" ] || skip "no $comm_fixture (build the comm_fixture target)"
+  [ -f "$fake_lib" ] || skip "no $fake_lib (build the fake_nccl target)"
+  [ -f "$profile" ] || skip "no $profile"
+  # The stand-in library is stripped: it needs a profile under its own build-id.
+  python3 "$src/tests/gdb/fixture_support.py" fake-profile "$profile" "$fake_lib" "$work/profiles" >/dev/null \
+    || skip "cannot make a profile for $fake_lib"
+  export XDG_CACHE_HOME=$work/cache  # no profile cached by earlier runs
+}
+
+# The libraries to run with: the stand-in always, the real 2.28.9 when installed.
+fixture_libraries() {
+  echo "$fake_lib"
+  [ -r "$real_lib" ] && echo "$real_lib"
+}
+
+# start_comm_fixture LIB [ARGS...]: sets fixture_pid and fixture_json (expected values).
+start_comm_fixture() {
+  local log=$work/comm_fixture.$RANDOM
+  "$comm_fixture" --profile "$profile" --library "$@" >"$log" 2>&1 &
+  local pid=$!
+  started_pids+=("$pid")
+  for _ in $(seq 100); do [ -s "$log" ] && break; sleep 0.05; done
+  fixture_json=$(head -n 1 "$log")
+  fixture_pid=$pid
+  expected_value() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$fixture_json" "$1"; }
+  fixture_comm=$(expected_value comm) || { fail "comm_fixture printed no JSON: $(cat "$log")"; finish; }
+}
+
+stop_fixture() { kill "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
+
+# ex_settings: the -ex arguments every fixture session needs.
+fixture_settings() { echo "set ncclscope profile-path $work/profiles"; }
