@@ -32,7 +32,8 @@ const std::string kFixture = std::string(NCCLSCOPE_BINARY_DIR) + "/fixtures/stac
 // The fixture process, killed when the test ends.
 class Fixture {
  public:
-  explicit Fixture(const std::string& program, int extra_threads = 0) {
+  explicit Fixture(const std::string& program, int extra_threads = 0,
+                   const std::vector<std::string>& more_args = {}) {
     int pipe_fds[2];
     BOOST_REQUIRE(pipe(pipe_fds) == 0);
     pid_ = fork();
@@ -40,9 +41,12 @@ class Fixture {
     if (pid_ == 0) {
       dup2(pipe_fds[1], 1);
       close(pipe_fds[0]);
-      std::string extra = std::to_string(extra_threads);
-      execl(program.c_str(), program.c_str(), "--extra-threads", extra.c_str(),
-            static_cast<char*>(nullptr));
+      std::vector<std::string> args = {program, "--extra-threads", std::to_string(extra_threads)};
+      args.insert(args.end(), more_args.begin(), more_args.end());
+      std::vector<char*> argv;
+      for (std::string& arg : args) argv.push_back(arg.data());
+      argv.push_back(nullptr);
+      execv(program.c_str(), argv.data());
       _exit(127);
     }
     close(pipe_fds[1]);
@@ -438,4 +442,53 @@ BOOST_AUTO_TEST_CASE(corrupt_and_truncated_cores_do_not_crash) {
     BOOST_TEST(thread.frames.size() <= 64u);
     BOOST_TEST(!thread.frames.empty());  // the innermost pc comes from the registers
   }
+}
+
+// Real libnccl 2.28.9 (symbols and DWARF): ncclGetUniqueId leaves NCCL's
+// bootstrap root thread waiting in accept(); no GPU is involved.
+BOOST_AUTO_TEST_CASE(real_libnccl_bootstrap_thread_live_and_core) {
+  const std::string nccl = "/usr/local/cuda-13.0/lib/libnccl.so.2";
+  if (!fs::exists(nccl)) {
+    BOOST_TEST_MESSAGE(nccl << " absent: real libnccl test skipped");
+    return;
+  }
+  Fixture fixture(kFixture, 0, {"--nccl-lib", nccl});
+  auto check = [&](const std::vector<nsc::ThreadStack>& threads, const char* how) {
+    BOOST_TEST_CONTEXT(how) {
+      BOOST_TEST(threads.size() == 4u);
+      const nsc::ThreadStack* root = nullptr;
+      for (const auto& thread : threads)
+        if (has_function(thread, "bootstrapRoot")) root = &thread;
+      BOOST_REQUIRE(root != nullptr);
+      BOOST_TEST_MESSAGE(describe(*root));
+      BOOST_TEST(root->blocked_in == "nccl-bootstrap");
+      bool saw_accept_in_nccl = false;
+      for (const auto& frame : root->frames) {
+        if (frame.function == "ncclSocketAccept(ncclSocket*, ncclSocket*)") {
+          saw_accept_in_nccl = true;
+          BOOST_TEST(frame.module == "libnccl.so.2");
+        }
+      }
+      BOOST_TEST(saw_accept_in_nccl);
+      BOOST_TEST(root->error == "");
+      BOOST_TEST(find_thread(threads, fixture.pid())->blocked_in == "sleep");
+    }
+  };
+  std::vector<std::string> warnings;
+  auto start = std::chrono::steady_clock::now();
+  auto live = nsc::unwind_live_threads(fixture.pid(), nsc::StackOptions{}, &warnings);
+  BOOST_TEST_MESSAGE("live unwind with libnccl: " << seconds_since(start) << " s");
+  check(live, "live");
+  for (const auto& thread : live)
+    BOOST_TEST(task_status_field(fixture.pid(), thread.tid, "TracerPid") == "0");
+  if (!gdb_available()) return;
+  TempDir temp;
+  std::string core = temp.path + "/nccl.core";
+  BOOST_REQUIRE(make_core(fixture.pid(), core));
+  start = std::chrono::steady_clock::now();
+  auto from_core = nsc::unwind_core_threads(core, nsc::StackOptions{}, &warnings);
+  BOOST_TEST_MESSAGE("core unwind with libnccl (" << fs::file_size(core) / 1048576
+                                                  << " MB core): " << seconds_since(start) << " s");
+  check(from_core, "core");
+  BOOST_TEST(warnings.empty());
 }
