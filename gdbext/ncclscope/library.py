@@ -73,11 +73,14 @@ def find_library(environ=None, package_dir=_PACKAGE_DIR):
     """Path of libncclscope.so; raises LibraryNotFound naming where it looked."""
     environ = os.environ if environ is None else environ
     candidates = candidate_paths(environ, package_dir)
+    if environ.get("NCCLSCOPE_LIB"):
+        # An explicit choice never falls back silently to another build.
+        if os.path.isfile(candidates[0]):
+            return candidates[0]
+        raise LibraryNotFound("NCCLSCOPE_LIB=%s: no %s there" % (environ["NCCLSCOPE_LIB"], LIBRARY_NAME))
     for path in candidates:
         if os.path.isfile(path):
             return path
-    if environ.get("NCCLSCOPE_LIB"):
-        raise LibraryNotFound("NCCLSCOPE_LIB=%s: no %s there" % (environ["NCCLSCOPE_LIB"], LIBRARY_NAME))
     found = ctypes.util.find_library("ncclscope")
     if found:
         return found
