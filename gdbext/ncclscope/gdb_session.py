@@ -210,8 +210,7 @@ class GdbSession:
         first_error = None
         if mode == "library":
             try:
-                document, partial = library.run(self.library_request(target), read_target_memory)
-                self.last_note = partial
+                document, _partial = library.run(self.library_request(target), read_target_memory)
                 return document
             except NativeError as error:
                 if self.memory_mode == "library" or error.kind != NSC_ERROR_BAD_INPUT:
@@ -219,12 +218,12 @@ class GdbSession:
                 # The library may be unable to open this target itself: let gdb supply the memory.
                 first_error = error
         try:
-            document, partial = library.run(self.callback_request(target), read_target_memory)
+            document, _partial = library.run(self.callback_request(target), read_target_memory)
         except NativeError as error:
             # Both failed: the library's own reading names the real problem best.
             raise UsageError("ncclscope: %s" % (first_error or error).message)
-        notes = ["memory read through gdb (%s)" % first_error.message] if first_error else []
-        self.last_note = "; ".join(notes + ([partial] if partial else []))
+        # A partial result needs no note: the text already counts unreadable fields.
+        self.last_note = "memory read through gdb (%s)" % first_error.message if first_error else ""
         return document
 
     # --- gdb expressions ---

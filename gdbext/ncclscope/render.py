@@ -17,6 +17,7 @@ HEALTH_OK_VALUES = {
     "finalize_called": False,
     "revoked": False,
 }
+MAX_REJECTED_SHOWN = 5
 MAX_LIST_ITEMS = 64  # long lists (user_ranks of a 2,048-rank ring) are truncated
 
 
@@ -248,9 +249,13 @@ def render_state(document, args=None):
     if errors:
         summary += "; %d read error%s" % (len(errors), "" if len(errors) == 1 else "s")
     lines.append(summary)
-    for rejected in (document.get("discovery") or {}).get("rejected") or []:
+    rejected_list = (document.get("discovery") or {}).get("rejected") or []
+    for rejected in rejected_list[:MAX_REJECTED_SHOWN]:
         lines.append("rejected candidate %s: %s" % (hex_text(rejected.get("address")),
                                                      plain(rejected.get("why"))))
+    if len(rejected_list) > MAX_REJECTED_SHOWN:
+        lines.append("... %d more rejected candidates (--json lists them)"
+                     % (len(rejected_list) - MAX_REJECTED_SHOWN))
     return "\n".join(lines) + "\n"
 
 
@@ -268,9 +273,21 @@ def ring_picture(channel_field, rank):
         items = rank_list(user_ranks)
         if len(user_ranks) <= MAX_LIST_ITEMS:
             items.append(items[0])
-        return " -> ".join(items)
+        return " -> ".join(items) + ring_disagreement(ring, user_ranks)
     return "%s -> %s -> %s" % (ring.text("prev"), plain(rank) if rank is not None else "?",
                                ring.text("next"))
+
+
+def ring_disagreement(ring, user_ranks):
+    """" (ring.next is 17)" when prev/next contradict userRanks (torn or corrupt memory)."""
+    expected = {"next": user_ranks[1] if len(user_ranks) > 1 else user_ranks[0],
+                "prev": user_ranks[-1]}
+    notes = []
+    for key in ("prev", "next"):
+        value = ring.raw(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value != expected[key]:
+            notes.append("ring.%s is %d" % (key, value))
+    return " (%s)" % ", ".join(notes) if notes else ""
 
 
 def tree_picture(channel_field):

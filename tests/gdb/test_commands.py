@@ -61,6 +61,13 @@ class CommandsTest(unittest.TestCase):
                                    "1 warning; 1 read error")
         self.assertEqual(lines[4], "rejected candidate 0x7f00dead0000: endMagic mismatch")
 
+    def test_state_caps_rejected_candidates(self):
+        self.document["discovery"]["rejected"] = [{"address": "0x%x" % (0x1000 * i), "why": "endMagic"}
+                                                  for i in range(1, 9)]
+        lines = run("nccl-state", [], self.session)[1].splitlines()
+        self.assertEqual(lines[-2], "rejected candidate 0x5000: endMagic")
+        self.assertEqual(lines[-1], "... 3 more rejected candidates (--json lists them)")
+
     def test_comm_by_index_address_hash_and_expression(self):
         by_index = select_communicators(self.document, "#1")
         self.assertEqual(by_index[0]["address"], "0x55d0c8c00000")
@@ -122,6 +129,13 @@ class CommandsTest(unittest.TestCase):
             "channels[1].ring.user_ranks": "userRanks is NULL"})
         self.assertIn("  ch1  ring: 17 -> 1 -> <unreadable 0x55d0c8c02008: short read>   tree: up 0 down [?]",
                       text.splitlines())
+
+    def test_ring_flags_prev_next_that_contradict_user_ranks(self):
+        self.document["communicators"][0]["channels"][0]["ring"]["next"] = 17
+        _data, text = run("nccl-ring", ["#0"], self.session)
+        self.assertEqual(text.splitlines()[1], "  ch0    ring: 0 -> 1 -> 0 (ring.next is 17)   tree: up -1 down [1]")
+        self.assertEqual(text.splitlines()[2], "  ch1    ring: 0 -> 1 -> 0   tree: up -1 down [1]")
+        self.assertEqual(text.splitlines()[3], "  ch2-3  ring: 0 -> 1 -> 0   tree: up 1 down []")
 
     def test_proxy(self):
         data, text = run("nccl-proxy", [], self.session)
