@@ -226,17 +226,23 @@ StackFrame symbolize(UnwindSession* session, Dwfl* dwfl, uint64_t pc, bool is_ac
   return frame;
 }
 
+// A frame as the unwinder gives it, symbolized only after the thread is let go.
+struct RawFrame {
+  uint64_t pc;
+  bool is_activation;
+};
+
 struct ThreadWalk {
   UnwindSession* session;
-  Dwfl* dwfl;
   ThreadStack* stack;
+  std::vector<RawFrame> raw_frames;
   bool truncated = false;
 };
 
 int on_frame(Dwfl_Frame* state, void* arg) {
   auto* walk = static_cast<ThreadWalk*>(arg);
   try {
-    if (walk->stack->frames.size() >= walk->session->options->max_frames) {
+    if (walk->raw_frames.size() >= walk->session->options->max_frames) {
       walk->truncated = true;
       return DWARF_CB_ABORT;
     }
@@ -246,7 +252,9 @@ int on_frame(Dwfl_Frame* state, void* arg) {
       walk->stack->error = "dwfl_frame_pc: " + dwfl_error_text();
       return DWARF_CB_ABORT;
     }
-    walk->stack->frames.push_back(symbolize(walk->session, walk->dwfl, pc, is_activation));
+    // Live threads stay stopped during this callback: loading a large symbol
+    // table here (libtorch_cuda.so) would stretch the stop, so only record.
+    walk->raw_frames.push_back({pc, is_activation});
     return DWARF_CB_OK;
   } catch (...) {  // never unwind a C++ exception through libdwfl's C frames
     walk->stack->error = "out of memory while unwinding";
@@ -290,19 +298,22 @@ int on_thread(Dwfl_Thread* thread, void* arg) {
     ThreadStack* stack = &walk->threads->back();
     stack->tid = dwfl_thread_tid(thread);
     if (walk->session->live) read_live_thread_facts(walk->pid, stack);
-    ThreadWalk thread_walk{walk->session, walk->dwfl, stack};
+    ThreadWalk thread_walk{walk->session, stack, {}};
     int result = dwfl_thread_getframes(thread, on_frame, &thread_walk);
+    std::string getframes_error = result == -1 ? dwfl_error_text() : "";
     if (walk->session->live) {
       // libdwfl leaves a thread attached when reading its registers fails after
       // attaching; detach here too (ESRCH when it is not ours: harmless).
       ptrace(PTRACE_DETACH, stack->tid, nullptr,
              reinterpret_cast<void*>(static_cast<intptr_t>(stack->state == 'T' ? SIGSTOP : 0)));
     }
+    for (const RawFrame& raw : thread_walk.raw_frames)
+      stack->frames.push_back(symbolize(walk->session, walk->dwfl, raw.pc, raw.is_activation));
     if (thread_walk.truncated) {
       stack->error = "stopped after " + std::to_string(stack->frames.size()) +
                      " frames (max_frames)";
     } else if (result == -1 && stack->error.empty()) {
-      stack->error = "dwfl_thread_getframes: " + dwfl_error_text();
+      stack->error = "dwfl_thread_getframes: " + getframes_error;
     }
     stack->blocked_in = classify_blocked_in(stack->frames, stack->name);
     return DWARF_CB_OK;
