@@ -31,7 +31,7 @@ WORK=${WORK:-/tmp/corpus}
 CORE_DIR=$WORK/cores
 HANG_TIMEOUT_S=${HANG_TIMEOUT_S:-45}
 SETTLE_S=${SETTLE_S:-2}
-PAYLOAD_BUDGET_MB=${PAYLOAD_BUDGET_MB:-60}
+PAYLOAD_BUDGET_MB=${PAYLOAD_BUDGET_MB:-62}
 XZ_LEVEL=${XZ_LEVEL:-6}
 DEVICE_INDEX=${DEVICE_INDEX:-0}
 ALL_SCENARIOS=(skip-collective abort cross-stream split-comm mismatched-collective p2p-cycle
@@ -170,41 +170,75 @@ capture_scenario() {
   log "$name: $state in $((SECONDS - t0)) s; cores: $(ls -s --block-size=1M "$dir"/*.core 2>/dev/null | tr '\n' ' ')"
 }
 
-# First core of the run: whole.  Others: page delta against it (and their scenario's rank 0).
+# One core: the run's base goes whole; any other is a page delta against the base (and its
+# scenario's rank 0), so its literal pages alone reach xz.  Writes a manifest line per core.
+pack_one() {
+  local name=$1 rank=$2 base=$3 packed=$WORK/packed
+  local core=$WORK/$name/rank$rank.core raw sha xzfull
+  raw=$(stat -c %s "$core"); sha=$(sha256sum "$core" | cut -d' ' -f1)
+  if [ "$core" = "$base" ]; then
+    xz -"$XZ_LEVEL" -T8 -c "$core" > "$packed/$name.rank$rank.core.xz"
+    xzfull=$(stat -c %s "$packed/$name.rank$rank.core.xz")
+    echo "$name rank$rank $raw $xzfull full $xzfull $sha -" > "$WORK/manifest.$name.$rank"
+    return
+  fi
+  xzfull=-  # for the record: the whole core's xz size (MEASURE_XZ=0 saves device time)
+  [ "${MEASURE_XZ:-1}" = 1 ] && xzfull=$(xz -"$XZ_LEVEL" -T2 -c "$core" | wc -c)
+  local bases=("$base") basenames="BASE"
+  if [ "$rank" = 1 ] && [ -f "$WORK/$name/rank0.core" ] && [ "$WORK/$name/rank0.core" != "$base" ]; then
+    bases+=("$WORK/$name/rank0.core"); basenames="BASE,$name.rank0"
+  fi
+  "$PY" "$REPO/tests/scenarios/core_delta.py" encode "$WORK/$name.$rank.delta" "$core" "${bases[@]}" \
+    > "$WORK/delta.$name.$rank.log"
+  xz -"$XZ_LEVEL" -T2 -c "$WORK/$name.$rank.delta" > "$packed/$name.rank$rank.delta.xz"
+  rm -f "$WORK/$name.$rank.delta"
+  echo "$name rank$rank $raw $xzfull delta $(stat -c %s "$packed/$name.rank$rank.delta.xz") $sha $basenames" \
+    > "$WORK/manifest.$name.$rank"
+}
+
+# The base must come back whole, so it is the smallest core of a scenario program: a PyTorch
+# rank core (1.5 GB, 340 MB xz) as base once made every delta of a run useless.
+choose_base() {
+  local name rank core best="" best_size=0 size
+  for pass in cpp any; do
+    for name in "${SCENARIOS[@]}"; do
+      [ $pass = cpp ] && [ "$(scenario_spec "$name" | cut -d' ' -f2)" != cpp ] && continue
+      for rank in 0 1; do
+        core=$WORK/$name/rank$rank.core
+        [ -f "$core" ] || continue
+        size=$(stat -c %s "$core")
+        if [ -z "$best" ] || [ "$size" -lt "$best_size" ]; then best=$core; best_size=$size; fi
+      done
+    done
+    [ -n "$best" ] && break
+  done
+  echo "$best"
+}
+
 pack_cores() {
-  local base="" name rank core packed=$WORK/packed
-  mkdir -p "$packed"
+  local base name rank
+  mkdir -p "$WORK/packed"
+  base=$(choose_base)
   for name in "${SCENARIOS[@]}"; do
     for rank in 0 1; do
-      core=$WORK/$name/rank$rank.core
-      [ -f "$core" ] || continue
-      local raw xzfull=""; raw=$(stat -c %s "$core")
-      local sha; sha=$(sha256sum "$core" | cut -d' ' -f1)
-      if [ -z "$base" ]; then
-        base=$core
-        xz -"$XZ_LEVEL" -T16 -c "$core" > "$packed/$name.rank$rank.core.xz"
-        xzfull=$(stat -c %s "$packed/$name.rank$rank.core.xz")
-        echo "$name rank$rank $raw $xzfull full $(stat -c %s "$packed/$name.rank$rank.core.xz") $sha -" >> "$WORK/manifest.txt"
-        continue
-      fi
-      xzfull=$(xz -"$XZ_LEVEL" -T16 -c "$core" | wc -c)
-      local bases=("$base") basenames="BASE"
-      if [ $rank = 1 ] && [ -f "$WORK/$name/rank0.core" ] && [ "$WORK/$name/rank0.core" != "$base" ]; then
-        bases+=("$WORK/$name/rank0.core"); basenames="BASE,$name.rank0"
-      fi
-      "$PY" "$REPO/tests/scenarios/core_delta.py" encode "$WORK/delta.tmp" "$core" "${bases[@]}" \
-        >> "$WORK/logs/delta.log"
-      xz -"$XZ_LEVEL" -T16 -c "$WORK/delta.tmp" > "$packed/$name.rank$rank.delta.xz"
-      rm -f "$WORK/delta.tmp"
-      echo "$name rank$rank $raw $xzfull delta $(stat -c %s "$packed/$name.rank$rank.delta.xz") $sha $basenames" >> "$WORK/manifest.txt"
+      [ -f "$WORK/$name/rank$rank.core" ] || continue
+      while [ "$(jobs -rp | wc -l)" -ge 6 ]; do sleep 0.5; done
+      pack_one "$name" "$rank" "$base" &
     done
   done
+  wait
   echo "$base" > "$WORK/base_core.txt"
+  for name in "${SCENARIOS[@]}"; do
+    for rank in 0 1; do
+      cat "$WORK/manifest.$name.$rank" >> "$WORK/manifest.txt" 2>/dev/null
+      cat "$WORK/delta.$name.$rank.log" >> "$WORK/logs/delta.log" 2>/dev/null
+    done
+  done
 }
 
 # Logs always come back; packed cores go in priority order until the budget is spent.
 ship() {
-  local dir name budget=$((PAYLOAD_BUDGET_MB * 1024 * 1024)) used=0 size f
+  local dir name budget=${PAYLOAD_BUDGET_BYTES:-$((PAYLOAD_BUDGET_MB * 1024 * 1024))} used=0 size f
   for name in "${SCENARIOS[@]}"; do
     dir=$WORK/$name; [ -d "$dir" ] || continue
     mkdir -p "$WORK/logs/$name"
@@ -213,16 +247,30 @@ ship() {
   done
   cp "$WORK/manifest.txt" "$WORK/logs/" 2>/dev/null
   mkdir -p "$WORK/ship"
+  # The base goes first; a delta goes only when every core it refers to went too.
+  local ordered=() line how bases
+  for f in "$WORK/packed"/*.core.xz; do [ -f "$f" ] && ordered+=("$f"); done
   for name in "${SCENARIOS[@]}"; do
-    for f in "$WORK/packed/$name".rank0.* "$WORK/packed/$name".rank1.*; do
-      [ -f "$f" ] || continue
-      size=$(stat -c %s "$f")
-      if [ $((used + size)) -le $budget ]; then
-        mv "$f" "$WORK/ship/"; used=$((used + size))
-      else
-        echo "left behind: $(basename "$f") $size" >> "$WORK/logs/left_behind.txt"
-      fi
+    for f in "$WORK/packed/$name".rank0.delta.xz "$WORK/packed/$name".rank1.delta.xz; do
+      [ -f "$f" ] && ordered+=("$f")
     done
+  done
+  for f in "${ordered[@]}"; do
+    size=$(stat -c %s "$f")
+    name=$(basename "$f"); name=${name%%.rank*}
+    line=$(grep "^$name rank$(basename "$f" | sed 's/.*\.rank\([01]\)\..*/\1/') " "$WORK/manifest.txt")
+    bases=$(echo "$line" | cut -d' ' -f8)
+    if [[ $bases == BASE* ]] && [ -z "$(ls "$WORK/ship"/*.core.xz 2>/dev/null)" ]; then
+      echo "left behind: $(basename "$f") $size (base did not fit)" >> "$WORK/logs/left_behind.txt"; continue
+    fi
+    if [[ $bases == *",$name.rank0" ]] && [ -z "$(ls "$WORK/ship/$name".rank0.* 2>/dev/null)" ]; then
+      echo "left behind: $(basename "$f") $size (its rank 0 did not fit)" >> "$WORK/logs/left_behind.txt"; continue
+    fi
+    if [ $((used + size)) -le $budget ]; then
+      mv "$f" "$WORK/ship/"; used=$((used + size))
+    else
+      echo "left behind: $(basename "$f") $size" >> "$WORK/logs/left_behind.txt"
+    fi
   done
   summary | tee "$WORK/logs/summary.txt"
   tar -C "$WORK" -cJf "$OUT/logs.tar.xz" logs
@@ -244,7 +292,7 @@ summary() {
       line=$(grep "^$name rank$rank " "$WORK/manifest.txt" 2>/dev/null)
       if [ -n "$line" ]; then
         read -r _ _ raw xzs how packedsz _ <<< "$line"
-        raw=$((raw / 1048576)); xzs=$(awk "BEGIN{printf \"%.1f\", $xzs/1048576}")
+        raw=$((raw / 1048576)); [ "$xzs" != - ] && xzs=$(awk "BEGIN{printf \"%.1f\", $xzs/1048576}")
         ls "$WORK/ship/$name.rank$rank".* >/dev/null 2>&1 \
           && shipped=$(awk "BEGIN{printf \"%.1f\", $packedsz/1048576}")
       fi

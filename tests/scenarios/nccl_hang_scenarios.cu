@@ -326,6 +326,19 @@ void run_p2p_cycle(Scenario& s) {
   s.role = "cycle";
   s.notes = "blocking ncclSend to the next rank (no group), recv only after the send completes";
   int next = (s.opts.rank + 1) % s.opts.nranks;
+  int prev = (s.opts.rank + s.opts.nranks - 1) % s.opts.nranks;
+  // Grouped exchanges first: NCCL connects P2P peers lazily, and an ungrouped send to a peer
+  // that never connected its receive side fails in the connection exchange (seen:
+  // "ncclSocketInit ... family 0" then ncclInternalError) instead of hanging.
+  for (int i = 0; i < s.opts.good_iters; ++i) {
+    NCCL_CHECK(ncclGroupStart());
+    NCCL_CHECK(ncclSend(s.send, s.opts.count, ncclFloat, next, world.comm, s.nccl_stream));
+    NCCL_CHECK(ncclRecv(s.recv, s.opts.count, ncclFloat, prev, world.comm, s.nccl_stream));
+    NCCL_CHECK(ncclGroupEnd());
+    world.p2p_sends++;
+    world.p2p_recvs++;
+    CUDA_CHECK(cudaStreamSynchronize(s.nccl_stream));
+  }
   // The send is large so it cannot drain into the connection's buffers alone.
   NCCL_CHECK(ncclSend(s.send, s.opts.count, ncclFloat, next, world.comm, s.nccl_stream));
   world.p2p_sends++;
@@ -346,6 +359,10 @@ __global__ void consume_kernel(const float* in, float* out, size_t n) {
 
 void run_cross_stream(Scenario& s) {
   CommRecord& world = record(s, "world");
+  // Launch the consumer once now: CUDA loads modules lazily, and a first launch while an
+  // NCCL kernel spins blocks in cudaLaunchKernel (seen), not in the stream wait we want.
+  consume_kernel<<<1, 32, 0, s.nccl_stream>>>(s.recv, s.send, 32);
+  CUDA_CHECK(cudaStreamSynchronize(s.nccl_stream));
   good_iterations(s, world, true);
   s.expected_culprit = culprit_rank(s.opts);
   s.hang_collective = "AllGather";
