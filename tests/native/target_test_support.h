@@ -3,6 +3,7 @@
 #pragma once
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,13 +28,20 @@ char process_state(int pid, int tid = 0);
 // The fixture process: started in the constructor, killed in the destructor.
 class FixtureProcess {
  public:
-  explicit FixtureProcess(const std::string& name = "memory_fixture") {
+  // working_dir: where the fixture runs (a kernel core lands there); allow_core: RLIMIT_CORE unlimited.
+  explicit FixtureProcess(const std::string& name = "memory_fixture",
+                          const std::string& working_dir = "", bool allow_core = false) {
     int pipe_fds[2];
     if (pipe(pipe_fds) != 0) throw std::runtime_error("pipe failed");
     pid_ = fork();
     if (pid_ == 0) {
       dup2(pipe_fds[1], 1);
       close(pipe_fds[0]);
+      if (!working_dir.empty() && chdir(working_dir.c_str()) != 0) _exit(126);
+      if (allow_core) {
+        rlimit unlimited{RLIM_INFINITY, RLIM_INFINITY};
+        setrlimit(RLIMIT_CORE, &unlimited);
+      }
       execl(fixture_path(name).c_str(), name.c_str(), static_cast<char*>(nullptr));
       _exit(127);
     }
@@ -46,8 +54,16 @@ class FixtureProcess {
     wait_until_sleeping();
   }
   ~FixtureProcess() {
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
+    if (pid_ > 0) kill(pid_, SIGKILL);
+    if (pid_ > 0) waitpid(pid_, nullptr, 0);
+  }
+  // Kills it with SIGABRT and waits: the kernel writes its core (if allowed).
+  bool abort_and_wait() {
+    kill(pid_, SIGABRT);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return WIFSIGNALED(status) && WCOREDUMP(status);
   }
   int pid() const { return pid_; }
   const nlohmann::json& info() const { return info_; }
@@ -87,6 +103,31 @@ inline bool make_gcore(int pid, const std::string& core_path) {
   std::string command = "gdb -nx -batch -p " + std::to_string(pid) + " -ex 'gcore " + core_path +
                         "' > /dev/null 2>&1";
   return std::system(command.c_str()) == 0 && access(core_path.c_str(), R_OK) == 0;
+}
+
+// Where the kernel writes the core of `pid` run in `dir`, when core_pattern is
+// a plain file name ("core", "core.%p", "/tmp/core.%p"); "" otherwise (piped to a handler).
+inline std::string kernel_core_path(const std::string& dir, int pid) {
+  std::ifstream pattern_file("/proc/sys/kernel/core_pattern");
+  std::string pattern;
+  std::getline(pattern_file, pattern);
+  if (pattern.empty() || pattern[0] == '|') return "";
+  std::string path;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] != '%') {
+      path += pattern[i];
+    } else if (i + 1 < pattern.size() && pattern[i + 1] == 'p') {
+      path += std::to_string(pid);
+      ++i;
+    } else {
+      return "";  // other specifiers (%e, %t, ...) are not worth guessing
+    }
+  }
+  std::ifstream uses_pid_file("/proc/sys/kernel/core_uses_pid");
+  int uses_pid = 0;
+  uses_pid_file >> uses_pid;
+  if (uses_pid && pattern.find("%p") == std::string::npos) path += "." + std::to_string(pid);
+  return path[0] == '/' ? path : dir + "/" + path;
 }
 
 inline std::string make_temp_dir() {
