@@ -11,6 +11,7 @@ split (the hang is on the second communicator, ranks reversed there),
 unrelated (a second job's snapshot is mixed in), corrupt (one file truncated).
 """
 import argparse
+import zlib
 import json
 import os
 import sys
@@ -24,7 +25,7 @@ NCCL = "/usr/lib/x86_64-linux-gnu/libnccl.so.2"
 
 
 def frame(function, module, offset=16):
-    return {"pc": "0x7f%010x" % (abs(hash(function)) % (1 << 36)), "function": function,
+    return {"pc": "0x7f%010x" % (zlib.crc32(function.encode()) % (1 << 36)), "function": function,
             "module": module, "offset": offset}
 
 

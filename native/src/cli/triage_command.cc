@@ -167,7 +167,7 @@ int run_triage_command(const std::vector<std::string>& args) {
     for (const auto& error : report["errors"])
       std::fprintf(stderr, "ncclscope triage: %s\n",
                    escape_for_terminal(error["message"].get<std::string>()).c_str());
-  if (parsed.json) std::cout << report.dump(2) << "\n";
+  if (parsed.json) std::cout << report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   else if (!error_verdict) std::cout << render_triage_text(report);
   if (!error_verdict && (!parsed.dot_path.empty() || !parsed.svg_path.empty())) {
     std::string dot = render_triage_dot(report, options);

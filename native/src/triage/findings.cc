@@ -391,7 +391,7 @@ class CommAnalyzer {
     }
     if (finding.waiting.empty()) return;
     finding.evidence.push_back("launched counters agree on every rank present; " + ranks_phrase(finding.waiting) +
-                               " sit inside an NCCL call on the host without launching: " +
+                               " " + verb_for(finding.waiting, "sits", "sit") + " inside an NCCL call on the host without launching: " +
                                grouped_phrase(planned_by_text));
     finding.edge_kind = "host-call";
     if (!idle.empty()) {
@@ -403,7 +403,7 @@ class CommAnalyzer {
       finding.culprits = group_.missing_ranks;
       finding.culprits_absent = true;
       finding.evidence.push_back("every rank present is inside the call; " + ranks_phrase(group_.missing_ranks) +
-                                 " have no input and may be the ones that never made it");
+                                 " " + verb_for(group_.missing_ranks, "has", "have") + " no input and may be the one(s) that never made it");
     } else {
       finding.evidence.push_back("every rank is inside the call and none is missing: the hang is in NCCL's "
                                  "own setup (bootstrap/proxy threads, network); see the stack classes");
@@ -423,13 +423,13 @@ class CommAnalyzer {
       if (states_[m].waiting()) finding.waiting.push_back(rank_at(m));
     finding.evidence.push_back("nranks is " + std::to_string(*group_.nranks) + "; inputs hold " +
                                (group_.members.empty() ? std::string("no rank") : ranks_phrase(ranks_present())) +
-                               "; " + ranks_phrase(group_.missing_ranks) + " have no input holding this communicator");
+                               "; " + ranks_phrase(group_.missing_ranks) + " " + verb_for(group_.missing_ranks, "has", "have") + " no input holding this communicator");
     size_t commless = job_.commless_processes.size();
     if (commless > 0) {
       std::string names;
       for (size_t i = 0; i < commless && i < 4; ++i)
         names += (i ? ", " : "") + job_.processes[job_.commless_processes[i]].input_name;
-      finding.evidence.push_back(plural(commless, "input") + " hold no communicator at all (" + names +
+      finding.evidence.push_back(plural(commless, "input") + (commless == 1 ? " holds" : " hold") + " no communicator at all (" + names +
                                  "): such a process aborted or destroyed its communicators, or never created them");
       finding.extra["possibly_inputs"] = nlohmann::json::array();
       for (int p : job_.commless_processes) finding.extra["possibly_inputs"].push_back(job_.processes[p].input_name);
@@ -479,7 +479,7 @@ class CommAnalyzer {
       Finding finding{"in-flight-consistent"};
       finding.waiting = proxy_busy;
       finding.evidence.push_back("launched counters agree (" + agreed + ") but " + ranks_phrase(proxy_busy) +
-                                 " have proxy operations in flight");
+                                 " " + verb_for(proxy_busy, "has", "have") + " proxy operations in flight");
       finding.evidence.push_back("no culprit is visible in host state: a count, datatype or root mismatch at the "
                                  "same position can hang or complete silently; device step counters "
                                  "(cuda-gdb) or the network tell more");
@@ -491,7 +491,7 @@ class CommAnalyzer {
     finding.evidence.push_back("every rank present agrees: " + agreed + "; nothing planned and no proxy "
                                "operation in flight on this communicator");
     if (!gpu_waiting.empty())
-      finding.evidence.push_back(ranks_phrase(gpu_waiting) + " wait on the GPU (" +
+      finding.evidence.push_back(ranks_phrase(gpu_waiting) + " " + verb_for(gpu_waiting, "waits", "wait") + " on the GPU (" +
                                  doing_phrase(gpu_waiting) + "), perhaps for another communicator or for "
                                  "their own kernels");
     finding.evidence.push_back("agreeing counters are not proof of correctness: a size mismatch can complete "

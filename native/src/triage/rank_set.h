@@ -12,6 +12,10 @@ void normalize_ranks(std::vector<int>* ranks);
 std::string format_rank_set(std::vector<int> ranks);
 // "rank 1", "ranks 0,2-7", "no rank".
 std::string ranks_phrase(const std::vector<int>& ranks);
+// Verb agreeing with a rank set: verb_for(ranks, "waits", "wait").
+inline const char* verb_for(const std::vector<int>& ranks, const char* singular, const char* plural) {
+  return ranks.size() == 1 ? singular : plural;
+}
 // Parses "0,2-7" back (for tests and scripts); false on a malformed set.
 bool parse_rank_set(const std::string& text, std::vector<int>* ranks);
 

@@ -132,7 +132,7 @@ std::string render_triage_text(const nlohmann::json& report) {
   }
   for (const json& cycle : graph["cycles"])
     lines.push_back("  cycle (deadlock): " + nodes_phrase(graph, cycle));
-  if (graph["longest_chain"].size() > 1) {
+  if (graph["longest_chain"].size() > 2) {
     std::string chain;
     for (const json& id : graph["longest_chain"])
       chain += (chain.empty() ? "" : " -> ") + text_of(graph["nodes"][id.get<size_t>()]["label"]);
@@ -204,11 +204,12 @@ std::string render_triage_dot(const nlohmann::json& report, const TriageOptions&
       for (int n : members[g]) ranks.push_back(nodes[n]["world_rank"].get<int>());
       label = triage::ranks_phrase(ranks) + " (" + std::to_string(ranks.size()) + ")";
     }
+    label = escape_for_terminal(label);
     std::string doing = text_of(first["doing"]);
-    if (!doing.empty()) label += "\n" + doing;
+    if (!doing.empty()) label += "\n" + escape_for_terminal(doing);
     std::string fill = role == "culprit" ? "#f4cccc" : role == "waiting" ? "#fff2cc"
                        : role == "waiting-culprit" ? "#f9cb9c" : role == "absent" ? "#eeeeee" : "#ffffff";
-    dot << "  n" << g << " [label=" << dot_quote(escape_for_terminal(label)) << ", fillcolor=\"" << fill << "\"";
+    dot << "  n" << g << " [label=" << dot_quote(label) << ", fillcolor=\"" << fill << "\"";
     if (role == "absent") dot << ", style=\"rounded,dashed,filled\"";
     if (in_cycle.count(members[g].front())) dot << ", color=\"#cc0000\", penwidth=2";
     dot << "];\n";

@@ -82,7 +82,8 @@ std::string finding_sentence(const Job& job, size_t g, const Finding& finding) {
   std::string waiting = comm_ranks_phrase(job, g, finding.waiting, false);
   std::string op = finding.collective + (finding.seq ? " #" + std::to_string(*finding.seq) : "");
   if (finding.kind == "missing-collective")
-    return where + ", " + culprits + " never launched " + op + ", which " + waiting + " launched and wait for.";
+    return where + ", " + culprits + " never launched " + op + ", which " + waiting + " launched and " +
+           triage::verb_for(finding.waiting, "waits", "wait") + " for.";
   if (finding.kind == "collective-mismatch") {
     std::string instead;
     if (finding.extra.contains("groups") && !finding.extra["groups"].empty())
@@ -90,19 +91,23 @@ std::string finding_sentence(const Job& job, size_t g, const Finding& finding) {
     return where + ", " + culprits + " launched " + (instead.empty() ? "a different collective" : instead) +
            " where " + waiting + " launched " + op + " (same position, different collective).";
   }
-  if (finding.kind == "p2p-unmatched")
-    return where + ", " + waiting + " wait on a " + finding.collective + " that " + culprits + " never posted.";
+  if (finding.kind == "p2p-unmatched") {
+    std::string matching = finding.collective == "Send" ? "Recv" : finding.collective == "Recv" ? "Send" : "Send/Recv";
+    return where + ", " + waiting + " " + triage::verb_for(finding.waiting, "waits", "wait") + " in " +
+           finding.collective + " for a matching " + matching + " that " + culprits + " never posted.";
+  }
   if (finding.kind == "stuck-before-launch")
-    return where + ", " + waiting + " are stuck inside an NCCL call before launch" +
+    return where + ", " + waiting + " " + triage::verb_for(finding.waiting, "is", "are") + " stuck inside an NCCL call before launch" +
            (finding.collective.empty() ? "" : " (" + op + " planned)") + ", waiting for " + culprits +
            ", which never made that call.";
   if (finding.kind == "aborted-rank" || finding.kind == "errored-rank")
     return where + ", " + culprits + (finding.kind == "aborted-rank" ? " aborted" : " failed") +
            (finding.evidence.empty() ? "" : " (" + finding.evidence.front() + ")") +
-           (finding.waiting.empty() ? "." : "; " + waiting + " wait on it.");
+           (finding.waiting.empty() ? "." : "; " + waiting + " " + triage::verb_for(finding.waiting, "waits", "wait") + " on it.");
   if (finding.kind == "absent-ranks")
-    return where + ", " + culprits + " appear in no input's communicator list (aborted, destroyed or exited) while " +
-           waiting + " wait.";
+    return where + ", " + culprits + " " + triage::verb_for(finding.culprits, "appears", "appear") +
+           " in no input's communicator list (aborted, destroyed or exited) while " + waiting + " " +
+           triage::verb_for(finding.waiting, "waits", "wait") + ".";
   return where + ": " + finding.kind + ".";
 }
 
@@ -143,11 +148,15 @@ std::string verdict_summary(const Job& job, const std::string& verdict, const js
   if (verdict == "hang") {
     text = "Hang.";
     for (const json& cycle : graph["cycles"]) {
-      std::vector<std::string> labels;
-      for (const json& id : cycle) labels.push_back(graph["nodes"][id.get<size_t>()]["label"]);
-      std::string members;
-      for (size_t i = 0; i < labels.size() && i < 8; ++i) members += (i ? ", " : "") + labels[i];
-      text += " Deadlock: " + members + " wait on each other in a cycle, so no rank alone is the culprit.";
+      std::vector<int> ranks;
+      std::string others;
+      for (const json& id : cycle) {
+        const json& node = graph["nodes"][id.get<size_t>()];
+        if (node["world_rank"].is_number_integer()) ranks.push_back(node["world_rank"].get<int>());
+        else others += ", " + node["label"].get<std::string>();
+      }
+      text += " Deadlock: " + triage::ranks_phrase(ranks) + others +
+              " wait on each other in a cycle, so no rank alone is the culprit.";
       break;
     }
     // Findings whose culprits end a chain come first.

@@ -218,10 +218,21 @@ class GraphBuilder {
       nodes.push_back({{"id", n}, {"label", label}, {"kind", "absent"},
                        {"world_rank", world ? json(rank) : json(nullptr)}, {"input", nullptr},
                        {"comm_hash", comm->hash_text}, {"comm_rank", rank}, {"role", "absent"},
-                       {"blocked_in", nullptr}, {"doing", "no input holds this rank"},
+                       {"blocked_in", nullptr}, {"doing", absent_doing()},
                        {"waits_in", json::array()}});
     }
     return nodes;
+  }
+
+  // An absent rank may be a given process that lost its communicators (ncclCommAbort).
+  std::string absent_doing() const {
+    if (job_.commless_processes.empty()) return "no input holds this rank";
+    int p = job_.commless_processes.front();
+    std::string text = "no input holds this rank; " + job_.processes[p].input_name +
+                       " holds no communicator and may be it: " + process_doing(job_, p);
+    if (job_.commless_processes.size() > 1)
+      text += " (and " + std::to_string(job_.commless_processes.size() - 1) + " more such inputs)";
+    return text;
   }
 
   // "ring: rank 0 receives from rank 1 on channels 0-1" for small edges.
