@@ -166,6 +166,18 @@ BOOST_AUTO_TEST_CASE(fallbacks_user_code_and_unknown) {
                                                frame("worker_main", "app")})) == "user-code");
   // A thread a library started, nothing symbolized: unknown.
   BOOST_TEST(nsc::classify_blocked_in(pthread({frame("", "libcuda.so.1")})) == "unknown");
+  // Seen in a real core whose program file was rebuilt: the waiter's main thread is in
+  // unsymbolized libcuda under unsymbolized program frames. Not "user-code": that would
+  // make the waiting rank look like a culprit that never entered CUDA.
+  const std::string wrong_exe =
+      "nccl_hang_scenarios (build-id mismatch: core 4888d1bfb6ff..., file 955601c1ec26...)";
+  BOOST_TEST(nsc::classify_blocked_in(main_thread({frame("", "libcuda.so.580.159.04"),
+                                                   frame("", "libcuda.so.580.159.04"),
+                                                   frame("", wrong_exe), frame("", wrong_exe)},
+                                                  wrong_exe)) == "unknown");
+  // A stripped libnccl thread (no name, no symbol, no waiting syscall named).
+  BOOST_TEST(nsc::classify_blocked_in(pthread({frame("", "libc.so.6"),
+                                               frame("", "libnccl.so.2")})) == "unknown");
   BOOST_TEST(nsc::classify_blocked_in({}) == "unknown");
   BOOST_TEST(nsc::classify_blocked_in({frame("", "")}) == "unknown");
   BOOST_TEST(nsc::innermost_user_frame(pthread({frame("", "libcuda.so.1")})) == nullptr);

@@ -96,7 +96,16 @@ bool is_runtime_module(const std::string& module) {
          starts_with(module, "[vdso");
 }
 
+// CUDA and NCCL libraries: a thread inside one whose function is not named
+// waits in a call we cannot name; "user-code" would wrongly say "not in CUDA/NCCL".
+bool is_cuda_or_nccl_module(const std::string& module) {
+  return starts_with(module, "libcuda.so") || starts_with(module, "libcudart.so") ||
+         starts_with(module, "libnccl.so") || starts_with(module, "libnccl-net");
+}
+
 std::string classify_by_outermost_code(const std::vector<StackFrame>& frames) {
+  for (const StackFrame& frame : frames)
+    if (is_cuda_or_nccl_module(frame.module)) return "unknown";
   for (auto it = frames.rbegin(); it != frames.rend(); ++it) {
     if (it->module.empty() || is_runtime_module(it->module)) continue;
     return is_shared_object_module(it->module) ? "unknown" : "user-code";

@@ -313,7 +313,13 @@ int on_thread(Dwfl_Thread* thread, void* arg) {
       stack->error = "stopped after " + std::to_string(stack->frames.size()) +
                      " frames (max_frames)";
     } else if (result == -1 && stack->error.empty()) {
+      // Say where it stopped: usually a module without its file (no CFI there).
       stack->error = "dwfl_thread_getframes: " + getframes_error;
+      if (!stack->frames.empty()) {
+        const StackFrame& last = stack->frames.back();
+        stack->error += " (after frame #" + std::to_string(stack->frames.size() - 1) + " in " +
+                        (last.module.empty() ? std::string("unmapped code") : last.module) + ")";
+      }
     }
     stack->blocked_in = classify_blocked_in(stack->frames, stack->name);
     return DWARF_CB_OK;

@@ -73,8 +73,11 @@ std::vector<ThreadStack> unwind_live_threads(int pid, const StackOptions& option
 //      ncclProxyService* -> "nccl-proxy-service", bootstrap* -> "nccl-bootstrap";
 //   4. a waiting system call: poll/ppoll/epoll_wait/select -> "poll/epoll";
 //      nanosleep/clock_nanosleep/sleep/usleep/pause/sigsuspend -> "sleep";
-//   5. "user-code" when the outermost frame outside libc/ld.so is in the
-//      executable (not a shared object), else "unknown".
+//   5. "unknown" when a frame lies in libcuda/libcudart/libnccl (inside CUDA or
+//      NCCL, in a call no symbol names: libcuda is unsymbolized, the program or
+//      libnccl may be stripped or have a mismatched build-id); else "user-code" when
+//      the outermost frame outside libc/ld.so is in the executable (not a shared
+//      object); else "unknown".
 // Within a level the innermost match wins. Decision: pause() or sleep() called
 // from the program's own code is "sleep", not "user-code": the label says
 // what the thread waits in, the frames say who called it (see
