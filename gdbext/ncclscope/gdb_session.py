@@ -5,8 +5,11 @@ are only switched to for unwinding and the selection is restored; nothing is
 ever written, resumed or stopped.
 """
 
+import contextlib
+import functools
 import json
 import os
+import re
 
 import gdb  # noqa: E402 - only importable inside gdb
 
@@ -16,6 +19,7 @@ from .registry import UsageError
 from .text import escape_for_terminal
 
 MEMORY_MODES = ["auto", "library", "callback"]
+REMOTE_CONNECTIONS = ("remote", "extended-remote")
 MAX_REGIONS = 100000
 
 
@@ -37,6 +41,7 @@ def _execute(command):
     return gdb.execute(command, to_string=True)
 
 
+@functools.lru_cache(maxsize=1)
 def is_cuda_gdb():
     try:
         return "cuda-gdb" in _execute("show version").lower()
@@ -72,9 +77,46 @@ def describe_target():
         return TargetInfo("core", inferior.pid, _core_path(inferior), executable, connection)
     if inferior.pid <= 0:
         return TargetInfo("none", 0, None, executable, connection)
-    if connection == "native":
+    if connection == "native" or (is_cuda_gdb() and connection not in REMOTE_CONNECTIONS):
         return TargetInfo("live", inferior.pid, None, executable, connection)
     return TargetInfo("remote", inferior.pid, None, executable, connection)
+
+
+def _cuda_device_focus():
+    """cuda-gdb's focus as a `cuda ...` switch command when it is on a GPU thread, else None."""
+    try:
+        text = _execute("cuda kernel block thread")
+    except gdb.error:
+        return None  # host focus ("Focus not set on any active CUDA kernel") or not cuda-gdb
+    return gdbparse.cuda_focus_command(text)
+
+
+@contextlib.contextmanager
+def host_focus():
+    """Host memory and host threads need cuda-gdb's focus on a host thread; put it back after.
+
+    Under device focus, inferior.read_memory reads the GPU's address space and
+    `info proc mappings` is not the host's: switch to the host thread gdb has
+    selected, and restore the exact kernel/block/thread focus afterwards.
+    """
+    device_focus = _cuda_device_focus() if is_cuda_gdb() else None
+    if device_focus is None:
+        yield
+        return
+    host_thread = gdb.selected_thread()
+    if host_thread is None:
+        threads = sorted(gdb.selected_inferior().threads(), key=lambda thread: thread.num)
+        host_thread = threads[0] if threads else None
+    try:
+        if host_thread is not None:
+            _execute("thread %d" % host_thread.num)
+        yield
+    finally:
+        try:
+            _execute(device_focus)
+        except gdb.error as error:
+            gdb.write("ncclscope: could not restore CUDA focus (%s): %s\n" % (device_focus, error),
+                      gdb.STDERR)
 
 
 def read_target_memory(address, length):
@@ -200,7 +242,11 @@ class GdbSession:
         if not refresh and self._document is not None and self._document_key == key:
             return self._document
         self.last_note = ""
-        document = self._load_snapshot() if self.snapshot_path else self._decode(target)
+        if self.snapshot_path:
+            document = self._load_snapshot()
+        else:
+            with host_focus():
+                document = self._decode(target)
         self._document, self._document_key = document, key
         return document
 
@@ -241,7 +287,8 @@ class GdbSession:
         threads = list(inferior.threads())
         if not threads:
             return None
-        return collect_gdb_threads(threads, max_frames)
+        with host_focus():
+            return collect_gdb_threads(threads, max_frames)
 
 
 def _frame_record(frame):

@@ -120,3 +120,18 @@ def merge_core_regions(load_sections, file_mappings):
         regions.append(extra)
     regions.sort(key=lambda region: int(region["start"], 16))
     return regions
+
+
+_FOCUS_PARTS = {name: re.compile(r"\b%s\s+(\d+|\([\d,\s]+\))" % name)
+                for name in ("kernel", "block", "thread")}
+
+
+def cuda_focus_command(text):
+    """`cuda kernel K block (x,y,z) thread (x,y,z)` from `cuda kernel block thread` output."""
+    parts = []
+    for name, pattern in _FOCUS_PARTS.items():
+        match = pattern.search(text or "")
+        if not match:
+            return None
+        parts.append("%s %s" % (name, match.group(1).replace(" ", "")))
+    return "cuda " + " ".join(parts)

@@ -49,6 +49,8 @@ for rank in 0 1; do
   timeout 200 cuda-gdb -nx -batch -p "$pid" \
     -ex 'python import sys; print("python", sys.version.split()[0])' \
     -ex "source $REPO/gdbext/ncclscope-gdb.py" \
+    -ex 'python print("connection", gdb.selected_inferior().connection.type)' \
+    -ex 'echo (gdb) cuda kernel block thread\n' -ex 'cuda kernel block thread' \
     -ex 'python import time; t0 = time.time()' \
     -ex 'echo (gdb) nccl-state\n' -ex 'nccl-state' \
     -ex 'python print("[nccl-state took %.2f s, memory %s]" % (time.time() - t0, gdb.parameter("ncclscope memory")))' \
@@ -56,6 +58,9 @@ for rank in 0 1; do
     -ex 'echo (gdb) nccl-ring\n' -ex 'nccl-ring' \
     -ex 'echo (gdb) nccl-proxy\n' -ex 'nccl-proxy' \
     -ex 'echo (gdb) nccl-threads --frames 4\n' -ex 'nccl-threads --frames 4' \
+    -ex 'echo (gdb) cuda kernel block thread\n' -ex 'cuda kernel block thread' \
+    -ex 'echo (gdb) p $nccl_comm(0)->rank\n' -ex 'p $nccl_comm(0)->rank' \
+    -ex 'echo (gdb) thread 1\n' -ex 'thread 1' \
     -ex 'echo (gdb) p $nccl_comm(0)->rank\n' -ex 'p $nccl_comm(0)->rank' \
     -ex 'echo (gdb) p $nccl_comm(0)->seqNumber\n' -ex 'p $nccl_comm(0)->seqNumber' \
     -ex 'echo (gdb) info cuda kernels\n' -ex 'info cuda kernels' \

@@ -101,6 +101,14 @@ class ParseTest(unittest.TestCase):
                          ("free_derivation", 0, "/l.so"))
         self.assertIsNone(gdbparse.parse_info_symbol("No symbol matches 0.\n"))
 
+    def test_cuda_focus_command(self):
+        self.assertEqual(gdbparse.cuda_focus_command("kernel 0, block (0,0,0), thread (0,0,0)\n"),
+                         "cuda kernel 0 block (0,0,0) thread (0,0,0)")
+        self.assertEqual(gdbparse.cuda_focus_command(
+            "kernel 3, grid 6, cluster (0,0,0), block (1, 2, 0), thread (31,0,0)"),
+            "cuda kernel 3 block (1,2,0) thread (31,0,0)")
+        self.assertIsNone(gdbparse.cuda_focus_command("Focus not set on any active CUDA kernel."))
+
     def test_sysroot(self):
         self.assertEqual(gdbparse.normalise_sysroot("target:"), "")
         self.assertEqual(gdbparse.normalise_sysroot("target:/srv/root"), "/srv/root")
