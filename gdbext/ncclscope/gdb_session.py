@@ -109,7 +109,9 @@ def host_focus():
         host_thread = threads[0] if threads else None
     try:
         if host_thread is not None:
-            _execute("thread %d" % host_thread.num)
+            host_thread.switch()  # quiet; the `thread N` command prints a frame
+            if _cuda_device_focus() is not None:
+                _execute("thread %d" % host_thread.num)
         yield
     finally:
         try:

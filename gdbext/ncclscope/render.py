@@ -479,7 +479,9 @@ def comm_detail_lines(comm, expand=False):
         p2p_field = field.child("p2p_op_count")
         per_channel = p2p.get("per_channel")
         p2p_text = p2p_field.text("total")
-        if isinstance(per_channel, list):
+        if isinstance(per_channel, list) and len(per_channel) > 4 and len(set(map(str, per_channel))) == 1:
+            p2p_text += " (per channel: %d x %s)" % (len(per_channel), plain(per_channel[0]))
+        elif isinstance(per_channel, list):
             p2p_text += " (per channel: %s)" % " ".join(rank_list(per_channel))
     else:
         p2p_text = field.text("p2p_op_count")

@@ -110,6 +110,9 @@ class CommandsTest(unittest.TestCase):
         self.assertIn("      channel  peer  nsteps  posted  received  transmitted  done", lines)
         self.assertIn("      0        1     8       4       0         4            2", lines)
         self.assertIn("  coll_op_count 8  op_count 0  p2p_op_count 0 (per channel: 0 0 0 0)", lines)
+        self.document["communicators"][0]["p2p_op_count"]["per_channel"] = [0] * 32
+        lines = run("nccl-comm", ["#0"], self.session)[1].splitlines()
+        self.assertIn("  coll_op_count 8  op_count 0  p2p_op_count 0 (per channel: 32 x 0)", lines)
 
     def test_ring_grouped_and_expanded(self):
         data, text = run("nccl-ring", ["0x6db0a96d9cb7fc37"], self.session)
