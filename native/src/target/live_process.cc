@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <algorithm>
 #include <cstring>
 
 #include "target/proc_maps.h"
@@ -65,7 +66,10 @@ LiveProcess::~LiveProcess() {
   if (mem_fd_ >= 0) close(mem_fd_);
 }
 
-void LiveProcess::resume() { freezer_.reset(); }
+void LiveProcess::resume() {
+  freezer_.reset();
+  drop_page_cache();  // the process runs again: cached pages go stale
+}
 
 void LiveProcess::check_exists() const {
   if (pid_ <= 0) throw BadInput("pid " + std::to_string(pid_) + ": not a valid process id");
@@ -98,8 +102,49 @@ void LiveProcess::probe_access() {
   }
 }
 
+namespace {
+constexpr uint64_t kPageSize = 4096;
+constexpr size_t kCacheSlots = 1024;              // 4 MiB of cached pages
+constexpr size_t kLargestCachedRead = 4 * kPageSize;
+}  // namespace
+
 bool LiveProcess::read(uint64_t addr, void* buf, size_t len, ReadError* error) {
   if (len == 0) return true;
+  if (page_cache_enabled_ && len <= kLargestCachedRead && read_through_page_cache(addr, buf, len))
+    return true;
+  return read_uncached(addr, buf, len, error);  // also gives the exact failure
+}
+
+bool LiveProcess::read_through_page_cache(uint64_t addr, void* buf, size_t len) {
+  uint8_t* out = static_cast<uint8_t*>(buf);
+  while (len > 0) {
+    uint64_t page = addr & ~(kPageSize - 1);
+    const uint8_t* bytes = cached_page(page);
+    if (!bytes) return false;
+    size_t chunk = std::min<uint64_t>(len, page + kPageSize - addr);
+    std::memcpy(out, bytes + (addr - page), chunk);
+    out += chunk;
+    addr += chunk;
+    len -= chunk;
+  }
+  return true;
+}
+
+const uint8_t* LiveProcess::cached_page(uint64_t page) {
+  if (page_tags_.empty()) {
+    page_tags_.assign(kCacheSlots, kNoPage);
+    page_bytes_.resize(kCacheSlots * kPageSize);
+  }
+  size_t slot = (page / kPageSize) % kCacheSlots;
+  uint8_t* bytes = page_bytes_.data() + slot * kPageSize;
+  if (page_tags_[slot] == page) return bytes;
+  page_tags_[slot] = kNoPage;
+  if (!read_uncached(page, bytes, kPageSize, nullptr)) return nullptr;
+  page_tags_[slot] = page;
+  return bytes;
+}
+
+bool LiveProcess::read_uncached(uint64_t addr, void* buf, size_t len, ReadError* error) {
   if (!use_proc_mem_ && read_with_vm_readv(addr, buf, len, error)) return true;
   if (!use_proc_mem_) return false;
   return read_with_proc_mem(addr, buf, len, error);

@@ -32,11 +32,18 @@ class LiveProcess : public Target {
   void resume();  // ends the freeze early (the destructor does it otherwise)
   // Reads through /proc/PID/mem even where process_vm_readv works (tests the fallback).
   void set_use_proc_mem(bool use) { use_proc_mem_ = use; }
+  // Small reads go through a cache of whole pages (a syscall costs microseconds;
+  // decoders read neighbouring fields). Drop it to see fresh memory.
+  void set_page_cache(bool enabled) { page_cache_enabled_ = enabled; drop_page_cache(); }
+  void drop_page_cache() { page_tags_.assign(page_tags_.size(), kNoPage); }
 
  private:
   void check_exists() const;
   void load_maps();
   void probe_access();
+  bool read_uncached(uint64_t addr, void* buf, size_t len, ReadError* error);
+  bool read_through_page_cache(uint64_t addr, void* buf, size_t len);
+  const uint8_t* cached_page(uint64_t page);
   bool read_with_vm_readv(uint64_t addr, void* buf, size_t len, ReadError* error);
   bool read_with_proc_mem(uint64_t addr, void* buf, size_t len, ReadError* error);
   ReadError classify_failure(uint64_t fail_addr, size_t bytes_done, int error_number) const;
@@ -50,6 +57,10 @@ class LiveProcess : public Target {
   std::string executable_;
   std::vector<std::string> warnings_;
   std::unique_ptr<ThreadFreezer> freezer_;
+  static constexpr uint64_t kNoPage = ~0ull;
+  bool page_cache_enabled_ = true;
+  std::vector<uint64_t> page_tags_;   // direct-mapped: slot -> page address cached there
+  std::vector<uint8_t> page_bytes_;   // slot * 4096 -> that page's bytes
 };
 
 std::unique_ptr<Target> open_live(int pid, bool freeze);
