@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Scale of `ncclscope triage`: generates N ranks' snapshots (2 communicators,
+# 8 channels, 4 threads of 12 frames each, one culprit), times
+# `ncclscope triage DIR --json` and records wall time and peak RSS
+# (/usr/bin/time -v) for 1, 64, 512 and 4096 ranks.
+#
+#   bench/triage_scale.sh [--build DIR] [--runs N] [--ranks "1 64 512 4096"] [--no-docs]
+#
+# With docs on (default), the table between the bench markers in
+# docs/triage.md is replaced by the new figures.
+set -euo pipefail
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${NCCLSCOPE_BUILD:-$SRC/build}
+RUNS=3
+RANKS="1 64 512 4096"
+WRITE_DOCS=1
+while [ $# -gt 0 ]; do
+  case $1 in
+    --build) BUILD=$2; shift 2 ;;
+    --runs) RUNS=$2; shift 2 ;;
+    --ranks) RANKS=$2; shift 2 ;;
+    --no-docs) WRITE_DOCS=0; shift ;;
+    *) echo "usage: $0 [--build DIR] [--runs N] [--ranks LIST] [--no-docs]" >&2; exit 64 ;;
+  esac
+done
+NSC=$BUILD/bin/ncclscope
+[ -x "$NSC" ] || { echo "$NSC not built" >&2; exit 2; }
+[ -x /usr/bin/time ] || { echo "/usr/bin/time (GNU time) is needed for peak RSS" >&2; exit 2; }
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+
+rows=()
+for n in $RANKS; do
+  dir=$WORK/ranks-$n
+  python3 "$SRC/bench/gen_snapshots.py" --ranks "$n" --out "$dir" --scenario missing-collective \
+    --comms 2 --channels 8 --frames 12 --threads 4
+  bytes=$(du -sb "$dir" | cut -f1)
+  best_wall=""; best_rss=""; best_cpu=""
+  for run in $(seq "$RUNS"); do
+    /usr/bin/time -v "$NSC" triage "$dir" --json >"$WORK/out.json" 2>"$WORK/time.txt" || true
+    verdict=$(python3 -c "import json; r=json.load(open('$WORK/out.json')); print(r['verdict'], r['culprit_ranks'])")
+    wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {split($2, t, ":"); s = 0; for (i = 1; i <= length(t); i++) s = s * 60 + t[i]; print s}' "$WORK/time.txt")
+    user=$(awk -F': ' '/User time/ {print $2}' "$WORK/time.txt")
+    sys=$(awk -F': ' '/System time/ {print $2}' "$WORK/time.txt")
+    rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$WORK/time.txt")
+    cpu=$(python3 -c "print(round($user + $sys, 2))")
+    if [ -z "$best_wall" ] || python3 -c "import sys; sys.exit(0 if $wall < $best_wall else 1)"; then
+      best_wall=$wall; best_rss=$rss; best_cpu=$cpu
+    fi
+  done
+  mib=$(python3 -c "print(round($bytes / 1048576, 1))")
+  rss_mib=$(python3 -c "print(round($best_rss / 1024, 1))")
+  echo "ranks=$n input=${mib}MiB wall=${best_wall}s cpu=${best_cpu}s peak_rss=${rss_mib}MiB verdict: $verdict"
+  rows+=("| $n | $mib | $best_wall | $best_cpu | $rss_mib | $verdict |")
+done
+
+if [ "$WRITE_DOCS" = 1 ]; then
+  doc=$SRC/docs/triage.md
+  table=$WORK/table.md
+  {
+    echo "<!-- bench:triage-scale:begin (written by bench/triage_scale.sh) -->"
+    echo "Measured $(date -u +%Y-%m-%d) on $(nproc) CPUs (load average $(cut -d' ' -f1-3 /proc/loadavg) while measuring), best of $RUNS runs:"
+    echo
+    echo "| ranks | snapshots (MiB) | wall (s) | CPU user+sys (s) | peak RSS (MiB) | verdict, culprit |"
+    echo "|------:|----------------:|---------:|-----------------:|---------------:|------------------|"
+    printf '%s\n' "${rows[@]}"
+    echo "<!-- bench:triage-scale:end -->"
+  } >"$table"
+  if [ -f "$doc" ] && grep -q "bench:triage-scale:begin" "$doc"; then
+    python3 - "$doc" "$table" <<'PY'
+import re, sys
+doc, table = sys.argv[1], open(sys.argv[2]).read().rstrip("\n")
+text = open(doc).read()
+text = re.sub(r"<!-- bench:triage-scale:begin.*?<!-- bench:triage-scale:end -->", lambda m: table, text, flags=re.S)
+open(doc, "w").write(text)
+PY
+    echo "updated $doc"
+  else
+    cat "$table"
+  fi
+fi
