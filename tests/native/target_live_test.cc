@@ -53,6 +53,13 @@ int cycle_length(Target& target, uint64_t head) {
   return -1;
 }
 
+// State once the thread stops running (up to 2 s): 'S' after a resume, 't' if left stopped.
+char settled_state(int pid, int tid) {
+  char state = process_state(pid, tid);
+  for (int i = 0; i < 2000 && state == 'R'; ++i, state = process_state(pid, tid)) usleep(1000);
+  return state;
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(reads_patterns_without_stopping_the_process) {
@@ -92,8 +99,9 @@ BOOST_AUTO_TEST_CASE(freeze_stops_every_thread_and_always_resumes) {
     BOOST_REQUIRE_EQUAL(threads.size(), 2u);
     BOOST_TEST(threads[1].prstatus.size() == 336u);  // NT_PRSTATUS-shaped registers
   }
-  BOOST_TEST(process_state(fixture.pid(), fixture.pid()) == 'S');
-  BOOST_TEST(process_state(fixture.pid(), worker) == 'S');
+  // Resumed threads run briefly (R) back into pause(): wait for them to sleep again.
+  BOOST_TEST(settled_state(fixture.pid(), fixture.pid()) == 'S');
+  BOOST_TEST(settled_state(fixture.pid(), worker) == 'S');
   // Still alive and unchanged: read again without freezing.
   auto again = open_live(fixture.pid(), false);
   check_patterns(*again, fixture);
@@ -177,4 +185,40 @@ BOOST_AUTO_TEST_CASE(missing_pid_is_bad_input) {
     BOOST_TEST(error.what() == "pid " + std::to_string(child) + ": no such process");
   }
   BOOST_CHECK_THROW(open_live(-5, false), BadInput);
+}
+
+// As another (unprivileged) user the process may not be traced: one line with a hint.
+BOOST_AUTO_TEST_CASE(other_users_process_is_bad_input_with_a_hint) {
+  if (getuid() != 0) {
+    BOOST_TEST_MESSAGE("skipped: needs root to switch to an unprivileged user");
+    return;
+  }
+  FixtureProcess fixture;
+  int pipe_fds[2];
+  BOOST_REQUIRE(pipe(pipe_fds) == 0);
+  pid_t child = fork();
+  if (child == 0) {
+    close(pipe_fds[0]);
+    std::string message = "(no error)";
+    if (setgid(65534) == 0 && setuid(65534) == 0) {
+      try {
+        open_live(fixture.pid(), false);
+      } catch (const BadInput& error) {
+        message = error.what();
+      }
+    }
+    ssize_t ignored = write(pipe_fds[1], message.data(), message.size());
+    (void)ignored;
+    _exit(0);
+  }
+  close(pipe_fds[1]);
+  char buffer[1024] = {0};
+  ssize_t n = read(pipe_fds[0], buffer, sizeof buffer - 1);
+  close(pipe_fds[0]);
+  waitpid(child, nullptr, 0);
+  std::string message(buffer, n > 0 ? n : 0);
+  BOOST_TEST(message.find("pid " + std::to_string(fixture.pid()) + ": may not trace (") == 0u);
+  BOOST_TEST(message.find("process uid 0 differs from ours (65534)") != std::string::npos);
+  BOOST_TEST(message.find("run as the same user or root, or set ptrace_scope to 0") != std::string::npos);
+  BOOST_TEST(process_state(fixture.pid()) == 'S');
 }
