@@ -6,6 +6,7 @@ a fake in the unit tests. It offers:
   cached_document()       -> the last document, or None (never decodes)
   evaluate_number(text)   -> int value of a gdb expression (raises UsageError)
   debugger_threads(frames) -> thread dicts from the debugger, or None
+  target_kind()           -> "live", "core", "remote", "none" or "snapshot"
 Pure Python (no gdb import).
 """
 
@@ -154,14 +155,23 @@ def merge_thread_names(threads, document_threads):
     return threads
 
 
+def _document_has_stacks(session):
+    try:
+        threads = session.document().get("threads") or []
+    except UsageError:
+        return False  # no NCCL, no library: gdb's threads are all there is
+    return any(thread.get("frames") for thread in threads)
+
+
 @nccl_command(
     "nccl-threads", "Show host threads with their top frames and what each is blocked in.",
     render=render_threads,
     arguments=[argument("--frames", type=int, default=6, metavar="N",
                         help="frames shown per thread (default 6)"),
                argument("--source", choices=["auto", "gdb", "document"], default="auto",
-                        help="gdb: unwind with the debugger (default when it has threads); "
-                             "document: the threads the native library recorded")],
+                        help="gdb: unwind with the debugger; document: the threads the "
+                             "native library unwound (auto: document for a core when it "
+                             "has stacks, else gdb)")],
     description="blocked_in: cudaStreamSynchronize, cudaEventSynchronize, cudaDeviceSynchronize, "
                 "ncclCommInitRank, nccl-group-end, nccl-proxy-progress, nccl-proxy-service, "
                 "nccl-bootstrap, poll/epoll, sleep, user-code, unknown.\nSwitching threads to "
@@ -171,6 +181,10 @@ def collect_threads(session, args):
     if args.frames is not None and args.frames < 0:
         raise UsageError("nccl-threads: --frames must be 0 or more")
     threads = None
+    if args.source == "auto" and session.target_kind() == "core" and _document_has_stacks(session):
+        # Cores: the library unwinds with build-id checks; gdb would use the host's
+        # libraries without a matching sysroot and print plausible nonsense.
+        args.source = "document"
     if args.source in ("auto", "gdb"):
         # Unwinding needs more frames than are shown: the class may sit deeper.
         threads = session.debugger_threads(max(args.frames, 32))

@@ -274,6 +274,9 @@ class GdbSession:
         self.last_note = "memory read through gdb (%s)" % first_error.message if first_error else ""
         return document
 
+    def target_kind(self):
+        return "snapshot" if self.snapshot_path else describe_target().kind
+
     # --- gdb expressions ---
     def evaluate_number(self, text):
         try:

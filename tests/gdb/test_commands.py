@@ -13,7 +13,8 @@ DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "state_t
 class FakeSession:
     """What gdb_session.GdbSession offers, over a fixed document."""
 
-    def __init__(self, document, threads=None, expressions=None):
+    def __init__(self, document, threads=None, expressions=None, kind="live"):
+        self._kind = kind
         self._document = document
         self._threads = threads
         self._expressions = expressions or {}
@@ -31,6 +32,9 @@ class FakeSession:
 
     def debugger_threads(self, max_frames):
         return copy.deepcopy(self._threads)
+
+    def target_kind(self):
+        return self._kind
 
 
 def run(name, argv, session):
@@ -173,6 +177,20 @@ class CommandsTest(unittest.TestCase):
         self.assertEqual(len(thread["frames"]), 3)
         self.assertEqual(thread["name"], "train")  # merged from the document (same tid)
         self.assertEqual(text.splitlines()[0], '[1] thread 4242 "train" [S] blocked in cudaStreamSynchronize')
+
+    def test_cores_prefer_the_library_stacks(self):
+        threads = [{"tid": 4242, "gdb_num": 1, "name": None, "state": None,
+                    "frames": [{"pc": "0x1", "function": "wcsxfrm_l"}]}]
+        data, _text = run("nccl-threads", [], FakeSession(self.document, threads=threads, kind="core"))
+        self.assertEqual(data["source"], "document")
+        self.assertEqual(data["threads"][0]["blocked_in"], "cudaStreamSynchronize")
+        data, _text = run("nccl-threads", ["--source", "gdb"],
+                          FakeSession(self.document, threads=threads, kind="core"))
+        self.assertEqual(data["source"], "gdb")
+        # A core whose document has no stacks: gdb's.
+        self.document["threads"] = []
+        data, _text = run("nccl-threads", [], FakeSession(self.document, threads=threads, kind="core"))
+        self.assertEqual(data["source"], "gdb")
 
     def test_threads_without_debugger_threads_fall_back_to_document(self):
         data, _text = run("nccl-threads", [], self.session)
