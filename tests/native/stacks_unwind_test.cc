@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -55,7 +56,8 @@ class Fixture {
     while (std::fgets(line, sizeof line, output_) != nullptr) {
       std::string text(line);
       if (text == "ready\n") {
-        wait_until_all_threads_sleep();
+        if (std::find(more_args.begin(), more_args.end(), "--churn") == more_args.end())
+          wait_until_all_threads_sleep();
         return;
       }
       // "tid NAME TID": NAME may hold spaces? No: fixture names have none.
@@ -441,6 +443,35 @@ BOOST_AUTO_TEST_CASE(corrupt_and_truncated_cores_do_not_crash) {
     BOOST_TEST_MESSAGE(describe(thread));
     BOOST_TEST(thread.frames.size() <= 64u);
     BOOST_TEST(!thread.frames.empty());  // the innermost pc comes from the registers
+  }
+}
+
+// Threads start and end while the unwinder walks the process: no crash, every
+// thread that existed is reported or skipped, and nothing is left stopped or traced.
+BOOST_AUTO_TEST_CASE(live_unwind_while_threads_come_and_go) {
+  Fixture fixture(kFixture, 0, {"--churn"});
+  size_t unwinds_with_errors = 0;
+  for (int round = 0; round < 30; ++round) {
+    std::vector<std::string> warnings;
+    auto threads = nsc::unwind_live_threads(fixture.pid(), nsc::StackOptions{}, &warnings);
+    BOOST_TEST(threads.size() >= 4u);  // main, poller, evil, churn (+ a short-lived one)
+    BOOST_TEST(find_thread(threads, fixture.tid("fx-poller")) != nullptr);
+    for (const auto& thread : threads) {
+      if (thread.error.empty()) continue;
+      if (unwinds_with_errors++ == 0)
+        BOOST_TEST_MESSAGE("first error: " << describe(thread));
+    }
+  }
+  BOOST_TEST_MESSAGE("30 live unwinds under thread churn; threads with errors: "
+                     << unwinds_with_errors);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  for (const auto& entry :
+       fs::directory_iterator("/proc/" + std::to_string(fixture.pid()) + "/task")) {
+    int tid = std::stoi(entry.path().filename().string());
+    std::string tracer = task_status_field(fixture.pid(), tid, "TracerPid");
+    BOOST_TEST((tracer.empty() || tracer == "0"));  // empty: the thread has ended since
+    std::string state = task_status_field(fixture.pid(), tid, "State");
+    BOOST_TEST((state.empty() || (state[0] != 't' && state[0] != 'T')));
   }
 }
 

@@ -279,6 +279,11 @@ void read_live_thread_facts(int pid, ThreadStack* stack) {
   }
 }
 
+bool thread_has_ended(int pid, int tid) {
+  std::string task = "/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid);
+  return access(task.c_str(), F_OK) != 0 && errno == ENOENT;
+}
+
 struct ProcessWalk {
   UnwindSession* session;
   Dwfl* dwfl;
@@ -320,6 +325,10 @@ int on_thread(Dwfl_Thread* thread, void* arg) {
         stack->error += " (after frame #" + std::to_string(stack->frames.size() - 1) + " in " +
                         (last.module.empty() ? std::string("unmapped code") : last.module) + ")";
       }
+    }
+    if (walk->session->live && stack->frames.empty() && thread_has_ended(walk->pid, stack->tid)) {
+      walk->threads->pop_back();  // ended between the listing and the attach: not part of the state
+      return DWARF_CB_OK;
     }
     stack->blocked_in = classify_blocked_in(stack->frames, stack->name);
     return DWARF_CB_OK;
