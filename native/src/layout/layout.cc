@@ -65,6 +65,9 @@ const std::vector<std::string>& required_struct_names() {
       "ncclTaskColl", "ncclTaskP2p", "ncclKernelPlan", "ncclPeerInfo", "ncclStrongStream",
       "ncclCudaStreamList", "ncclGroupJob", "ncclCommCallback", "ncclDevComm", "ncclDevChannel",
       "ncclKernelComm", "ncclDevCommAndChannels", "ncclWorkList",
+      // CUDA resources NCCL holds (nccl_cuda_decoder.cc).
+      "ncclReg", "ncclIpcRegInfo", "ncclCommEventCallback", "ncclStrongStreamCapture",
+      "ncclCudaContext",
   };
   return names;
 }
