@@ -128,8 +128,9 @@ SliceStats write_sliced_core(const CoreFile& core, const std::vector<AddressRang
   SliceStats stats;
   for (const SlicePiece& piece : pieces) {
     uint64_t filesz = piece.saved ? piece.memsz : 0;
-    phdrs.push_back({PT_LOAD, piece.flags, piece.saved ? offset : 0, piece.vaddr, 0, filesz,
-                     piece.memsz, kPage});
+    // Unsaved pieces get the running offset too, as the kernel writes them:
+    // libdwfl treats file offsets as monotonic when it joins segments.
+    phdrs.push_back({PT_LOAD, piece.flags, offset, piece.vaddr, 0, filesz, piece.memsz, kPage});
     offset = page_up(offset + filesz);  // a truncated input can end a piece mid-page
     stats.kept_bytes += filesz;
   }
