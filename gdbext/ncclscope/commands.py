@@ -197,10 +197,14 @@ def collect_threads(session, args):
         # Names/states only from a document already decoded: never decode just for them.
         document_threads = (session.cached_document() or {}).get("threads")
         return {"source": "gdb", "threads": merge_thread_names(threads, document_threads)}
-    threads = [dict(thread) for thread in session.document().get("threads") or []]
+    document = session.document()
+    threads = [dict(thread) for thread in document.get("threads") or []]
     for thread in threads:
         if not thread.get("blocked_in") and thread.get("frames") is not None:
             thread["blocked_in"] = classify_blocked_in(thread.get("frames"))
         if isinstance(thread.get("frames"), list):
             thread["frames"] = thread["frames"][:args.frames]
-    return {"source": "document", "threads": threads}
+    # What the library could not symbolize (build-id mismatch, missing files) says how far to trust the frames.
+    stack_errors = [error for error in document.get("errors") or []
+                    if isinstance(error, dict) and error.get("kind") == "stacks"]
+    return {"source": "document", "threads": threads, "errors": stack_errors}

@@ -247,7 +247,12 @@ def render_state(document, args=None):
         summary += "; %d warning%s" % (warnings, "" if warnings == 1 else "s")
     errors = document.get("errors") or []
     if errors:
-        summary += "; %d read error%s" % (len(errors), "" if len(errors) == 1 else "s")
+        kinds = {}
+        for error in errors:
+            kind = error.get("kind", "other") if isinstance(error, dict) else "other"
+            kinds[kind] = kinds.get(kind, 0) + 1
+        summary += "; %d error%s (%s)" % (len(errors), "" if len(errors) == 1 else "s", ", ".join(
+            "%s %d" % (escape_for_terminal(kind), count) for kind, count in sorted(kinds.items())))
     lines.append(summary)
     rejected_list = (document.get("discovery") or {}).get("rejected") or []
     for rejected in rejected_list[:MAX_REJECTED_SHOWN]:
@@ -559,6 +564,8 @@ def render_threads(data, args=None):
             lines.append("    #%d %s" % (index, frame_text(frame)))
         if len(shown) < len(frames):
             lines.append("    ... %d more frame(s)" % (len(frames) - len(shown)))
+    for error in data.get("errors") or []:
+        lines.append("note: %s" % plain(error.get("reason") if isinstance(error, dict) else error))
     source = data.get("source")
     summary = "%d thread%s" % (len(threads), "" if len(threads) == 1 else "s")
     if source:

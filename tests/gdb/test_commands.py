@@ -62,7 +62,7 @@ class CommandsTest(unittest.TestCase):
         self.assertTrue(lines[2].endswith("health async_result=ncclSystemError, "
                                           "abort_flag <unreadable 0x7f3a30000040: not saved in core>"))
         self.assertEqual(lines[3], "2 communicators; 6 unreadable fields (nccl-comm ADDR for detail); "
-                                   "1 warning; 1 read error")
+                                   "1 warning; 1 error (read 1)")
         self.assertEqual(lines[4], "rejected candidate 0x7f00dead0000: endMagic mismatch")
 
     def test_state_caps_rejected_candidates(self):
@@ -162,6 +162,15 @@ class CommandsTest(unittest.TestCase):
         self.assertEqual(lines[3], 'thread 4250 "evil\\x1b[2Jname" [S] blocked in nccl-proxy-service')
         self.assertEqual(lines[-1], "2 threads (from document)")
         self.assertNotIn("\x1b", text)
+
+    def test_document_threads_carry_the_stack_notes(self):
+        self.document["errors"].append({"kind": "stacks", "subject": "core x",
+                                        "reason": "stacks: libc.so.6: build-id mismatch"})
+        data, text = run("nccl-threads", ["--source", "document"], self.session)
+        self.assertEqual(len(data["errors"]), 1)
+        self.assertEqual(text.splitlines()[-2], "note: stacks: libc.so.6: build-id mismatch")
+        state_text = run("nccl-state", [], self.session)[1]
+        self.assertIn("; 2 errors (read 1, stacks 1)", state_text)
 
     def test_threads_from_the_debugger_are_classified(self):
         frames = [{"pc": "0x%x" % (0x1000 + i), "function": name, "module": "m", "offset": 1}
