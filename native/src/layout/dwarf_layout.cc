@@ -12,7 +12,9 @@
 #include <utility>
 
 #include "layout/elf_file.h"
+#include "layout/layout_profile.h"
 #include "util/errors.h"
+#include "util/strings.h"
 
 namespace nsc {
 
@@ -30,9 +32,10 @@ bool is_qualifier_tag(int tag) {
          tag == DW_TAG_restrict_type || tag == DW_TAG_atomic_type;
 }
 
+// Names end up in JSON: corrupt DWARF must not smuggle invalid UTF-8 in.
 std::string die_name(Dwarf_Die* die) {
   const char* name = dwarf_diename(die);
-  return name != nullptr ? name : "";
+  return name != nullptr ? valid_utf8(name) : "";
 }
 
 bool has_true_flag(Dwarf_Die* die, unsigned attribute) {
@@ -296,7 +299,20 @@ class DwarfWalker {
     layout.is_union = dwarf_tag(die) == DW_TAG_union_type;
     register_nested_types(die, name);
     append_members_of(die, 0, name, &layout.members, 0);
+    for (MemberLayout& member : layout.members)
+      if (member.bit_size != 0 && member.offset + member.size > layout.size)
+        shrink_bitfield_storage(&member);
     return layout;
+  }
+
+  // A bitfield whose declared storage unit overhangs the struct (packed
+  // structs): describe it by the bytes that hold its bits instead.
+  static void shrink_bitfield_storage(MemberLayout* member) {
+    uint64_t bit_position = member->offset * 8 + member->bit_offset;
+    member->offset = bit_position / 8;
+    member->bit_offset = static_cast<uint32_t>(bit_position % 8);
+    member->size = (member->bit_offset + member->bit_size + 7) / 8;
+    member->element_size = member->size;
   }
 
   // Names nested types before members refer to them ("ncclMemoryStack::Hunk").
@@ -593,6 +609,20 @@ void fill_symbols(const ElfFile& file, LayoutProfile* profile) {
   }
 }
 
+// Corrupt DWARF can describe members outside their struct; such a layout
+// must fail here, as the profile reader would reject it, not mislead decoders.
+void check_consistency(const std::string& library_path, const LayoutProfile& profile) {
+  std::string origin = "dwarf:" + library_path;
+  try {
+    layout_profile_from_json(layout_profile_to_json(profile), origin);
+  } catch (const BadInput& error) {
+    std::string detail = error.what();
+    std::string prefix = "layout profile " + origin + ": ";
+    if (detail.rfind(prefix, 0) == 0) detail = detail.substr(prefix.size());
+    throw BadInput("layout " + library_path + ": inconsistent DWARF: " + detail);
+  }
+}
+
 }  // namespace
 
 LayoutProfile extract_layout_from_dwarf(const std::string& library_path,
@@ -618,6 +648,7 @@ LayoutProfile extract_layout_from_dwarf(const std::string& library_path,
   dwarf_end(dwarf);
   fill_symbols(file, &profile);
   fill_constants(&profile);
+  check_consistency(library_path, profile);
   return profile;
 }
 

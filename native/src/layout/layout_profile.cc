@@ -15,6 +15,12 @@ using nlohmann::json;
 
 namespace {
 
+// Invalid UTF-8 (only possible in hand-made profiles) becomes U+FFFD instead of throwing.
+template <typename Json>
+std::string dump_compact(const Json& value) {
+  return value.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
 constexpr uint64_t kMaxOffsetOrSize = uint64_t{1} << 32;  // no NCCL struct comes near 4 GiB
 constexpr size_t kMaxArrayRank = 8;
 constexpr size_t kMaxMembers = 1 << 16;
@@ -290,19 +296,19 @@ json layout_profile_to_json(const LayoutProfile& profile) {
 
 std::string format_layout_profile(const LayoutProfile& profile) {
   std::ostringstream out;
-  out << "{\"schema\":" << json(kLayoutProfileSchema).dump() << ",\n"
-      << "\"build_id\":" << json(profile.build_id).dump() << ",\n"
-      << "\"nccl_version\":" << json(profile.nccl_version).dump() << ",\n"
-      << "\"library\":" << json(profile.library).dump() << ",\n"
+  out << "{\"schema\":" << dump_compact(json(kLayoutProfileSchema)) << ",\n"
+      << "\"build_id\":" << dump_compact(json(profile.build_id)) << ",\n"
+      << "\"nccl_version\":" << dump_compact(json(profile.nccl_version)) << ",\n"
+      << "\"library\":" << dump_compact(json(profile.library)) << ",\n"
       << "\"structs\":{";
   const char* struct_separator = "\n";
   for (const auto& [name, layout] : profile.structs) {
-    std::string header = struct_header_to_json<nlohmann::ordered_json>(layout).dump();
+    std::string header = dump_compact(struct_header_to_json<nlohmann::ordered_json>(layout));
     header.pop_back();  // reopen the object to append the members array
-    out << struct_separator << json(name).dump() << ":" << header << ",\"members\":[";
+    out << struct_separator << dump_compact(json(name)) << ":" << header << ",\"members\":[";
     const char* member_separator = "\n ";
     for (const MemberLayout& member : layout.members) {
-      out << member_separator << member_to_json<nlohmann::ordered_json>(member).dump();
+      out << member_separator << dump_compact(member_to_json<nlohmann::ordered_json>(member));
       member_separator = ",\n ";
     }
     out << "]}";
@@ -311,11 +317,11 @@ std::string format_layout_profile(const LayoutProfile& profile) {
   out << "},\n\"enums\":{";
   const char* enum_separator = "\n";
   for (const auto& [name, layout] : profile.enums) {
-    out << enum_separator << json(name).dump() << ":" << enum_to_json(layout).dump();
+    out << enum_separator << dump_compact(json(name)) << ":" << dump_compact(enum_to_json(layout));
     enum_separator = ",\n";
   }
-  out << "},\n\"symbols\":" << json(profile.symbols).dump() << ",\n"
-      << "\"constants\":" << json(profile.constants).dump() << "}\n";
+  out << "},\n\"symbols\":" << dump_compact(json(profile.symbols)) << ",\n"
+      << "\"constants\":" << dump_compact(json(profile.constants)) << "}\n";
   return out.str();
 }
 
