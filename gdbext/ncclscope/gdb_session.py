@@ -188,12 +188,17 @@ class GdbSession:
                    "sysroot": gdbparse.normalise_sysroot(_parameter("sysroot")),
                    "solib_search_path": _parameter("solib-search-path") or ""}
         if target.executable:
-            request["executable"] = target.executable
+            # gdb names files on the target's filesystem "target:/path" (remote targets).
+            request["executable"] = gdbparse.normalise_sysroot(target.executable)
         if self.profile_path:
             request["profile_path"] = self.profile_path
         return request
 
     def library_request(self, target):
+        if target.kind == "remote":
+            # Its pid names a process on another machine (or namespace): never open a local one.
+            raise UsageError("ncclscope: the target is remote (%s): the library cannot open it; "
+                             "use `set ncclscope memory auto` or `callback`" % (target.connection or "remote"))
         request = self.base_request(target)
         if target.kind == "core":
             if not target.core_path:

@@ -188,7 +188,9 @@ def target_line(document):
     elif kind == "live":
         where = "live pid %s" % target.text("pid")
     elif kind == "callback":
-        where = "gdb-supplied memory of pid %s" % target.text("pid")
+        where = "gdb-supplied memory"
+        if target.raw("pid"):
+            where += " of pid %s" % target.text("pid")
     elif kind == "snapshot":
         where = "snapshot %s" % target.text("path")
     else:

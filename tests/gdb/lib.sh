@@ -125,3 +125,28 @@ stop_fixture() { kill "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
 
 # ex_settings: the -ex arguments every fixture session needs.
 fixture_settings() { echo "set ncclscope profile-path $work/profiles"; }
+
+# The values comm_fixture.cc writes: rank 1 of 2, AllGather 1, AllReduce 7, one proxy op.
+comm_checks='
+comms = doc["communicators"]
+assert len(comms) == 1, len(comms)
+c = comms[0]
+assert c["address"] == EXPECTED["comm"], (c["address"], EXPECTED["comm"])
+assert c["comm_hash"] == "0x6db0a96d9cb7fc37"
+assert (c["rank"], c["nranks"], c["cuda_dev"], c["nvml_dev"]) == (1, 2, 1, 3)
+assert c["seq_launched"]["AllGather"] == 1 and c["seq_launched"]["AllReduce"] == 7
+assert c["coll_op_count"] == 8 and c["p2p_op_count"]["per_channel"] == [0, 3]
+assert c["health"]["abort_flag"] is False and c["health"]["async_result"] == "ncclSuccess"
+assert [ch["ring"]["user_ranks"] for ch in c["channels"]] == [[1, 0], [1, 0]]
+op = c["proxy_ops"][0]
+assert op["address"] == EXPECTED["proxy_args"] and op["op_count"] == 42
+assert (op["subs"][0]["posted"], op["subs"][0]["transmitted"], op["subs"][0]["done"]) == (4, 4, 2)
+'
+
+check_state() {  # check_state OUT SECTION KIND [METHOD] [PID (default: the fixture's)]
+  check_json "$1" "$2" "EXPECTED = $fixture_json
+$comm_checks
+assert doc[\"target\"][\"kind\"] == \"$3\", doc[\"target\"]
+assert doc[\"target\"][\"pid\"] == ${5:-EXPECTED[\"pid\"]}, doc[\"target\"]
+assert \"${4:-}\" == \"\" or doc[\"discovery\"][\"method\"] == \"${4:-}\", doc[\"discovery\"]"
+}
