@@ -56,6 +56,8 @@ for m in measured:
         assert c['seq_launched'][collective] == count, ('$name', collective, c['seq_launched'], count)
 assert doc['target']['kind'] == 'core' and doc['target']['path'] == '$core', doc['target']
 assert doc['nccl']['version'] == '2.28.9', doc['nccl']
+# Found through gdb's solib-search-path (the core names /opt/torch/.../libnccl.so.2).
+assert not os.path.exists('$real_lib') or doc['nccl']['local_file'] == '$real_lib', doc['nccl']
 "
     section_of "$out" text > "$work/text.txt"
     count=$(python3 -c 'import json,sys; print(sum(m.get("endMagic") == "0x0280028002800280" for m in json.load(open(sys.argv[1]))["comms"]))' "$truth")

@@ -38,6 +38,11 @@ expect "$work/text.txt" '^    #1 0x[0-9a-f]+ fixture_poll_loop\+[0-9]+ in stack_
 expect "$work/text.txt" '^4 threads \(from gdb\)$'
 expect_not "$work/text.txt" $'\x1b' "a raw escape character reached the terminal"
 expect "$out" '^SELECTED 2 1$' "nccl-threads did not restore thread 2 / frame 1"
+# No native library: threads still work; the decoding commands say why in one line.
+NCCLSCOPE_LIB=/nonexistent/libncclscope.so gdb_run "$work/nolib.out" -p "$pid" -ex 'nccl-state' \
+  -ex 'nccl-threads --frames 1'
+expect "$work/nolib.out" '^ncclscope: NCCLSCOPE_LIB=/nonexistent/libncclscope.so: no libncclscope.so there$'
+expect "$work/nolib.out" '^4 threads \(from gdb\)$'
 state=$(process_state "$pid")
 [ "$state" = S ] || fail "fixture left in state '$state' after gdb detached (expected S)"
 
