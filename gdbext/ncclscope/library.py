@@ -9,6 +9,7 @@ import ctypes.util
 import glob
 import json
 import os
+import threading
 
 LIBRARY_NAME = "libncclscope.so"
 ERROR_KINDS = {1: "partial", 2: "bad input", 64: "usage"}
@@ -123,7 +124,8 @@ class NativeLibrary:
 
         reader(address, length) -> bytes of exactly length, or raises ReadFailed(reason).
         """
-        callback = READ_MEMORY_FN(make_read_callback(reader)) if reader else READ_MEMORY_FN()
+        callback = (READ_MEMORY_FN(make_read_callback(reader, threading.get_ident())) if reader
+                    else READ_MEMORY_FN())
         out = ctypes.c_void_p()
         encoded = json.dumps(request).encode("utf-8")
         error = self._lib.nsc_run_json(encoded, callback, None, ctypes.byref(out))
@@ -154,9 +156,16 @@ def _write_reason(why, why_size, reason):
     ctypes.memmove(why, encoded, len(encoded))
 
 
-def make_read_callback(reader):
-    """The C callback around reader; no Python exception may cross into C."""
+def make_read_callback(reader, owner_thread=None):
+    """The C callback around reader; no Python exception may cross into C.
+
+    gdb's API may only be used from gdb's own thread: a call from any other
+    thread than owner_thread (the one running nsc_run_json) fails with a reason.
+    """
     def read_memory(_context, address, buffer, length, why, why_size):
+        if owner_thread is not None and threading.get_ident() != owner_thread:
+            _write_reason(why, why_size, "read_memory called from another thread")
+            return 1
         try:
             data = reader(address, length)
             if len(data) != length:

@@ -49,6 +49,19 @@ class CallbackTest(unittest.TestCase):
         self.assertEqual(status, 1)
         self.assertEqual(why, b"Cannot access memory at address")  # 31 bytes + NUL
 
+    def test_calls_from_another_thread_are_refused(self):
+        import threading
+        callback = library.READ_MEMORY_FN(library.make_read_callback(lambda a, n: b"x" * n, owner_thread=-1))
+        buffer = ctypes.create_string_buffer(4)
+        why = ctypes.create_string_buffer(64)
+        result = []
+        worker = threading.Thread(target=lambda: result.append(
+            callback(None, 0, ctypes.addressof(buffer), 4, ctypes.addressof(why), 64)))
+        worker.start()
+        worker.join()
+        self.assertEqual(result, [1])
+        self.assertEqual(why.value, b"read_memory called from another thread")
+
     def test_short_reads_and_exceptions_never_cross_into_c(self):
         status, _data, why = self.call(lambda address, length: b"ab", 0, 4)
         self.assertEqual((status, why), (1, b"short read (2 of 4 bytes)"))
