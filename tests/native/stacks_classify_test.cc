@@ -89,6 +89,35 @@ BOOST_AUTO_TEST_CASE(driver_level_waits) {
              "cudaDeviceSynchronize");
 }
 
+BOOST_AUTO_TEST_CASE(other_cuda_calls) {
+  // From the cross-stream corpus core: a kernel launch blocked by lazy module loading.
+  auto launch = main_thread(
+      {frame("", "libcuda.so.580.159.04"), frame("", "libcuda.so.580.159.04"),
+       frame("libcudart_static_4d8b33a106dceb3c07a56e26de61f2d53bb62a68", "nccl_hang_scenarios"),
+       frame("cudaLaunchKernel", "nccl_hang_scenarios"),
+       frame("__device_stub__ZN51_GLOBAL__N__consume_kernelEPKfPfm(float const*, float*, "
+             "unsigned long)",
+             "nccl_hang_scenarios"),
+       frame("(anonymous namespace)::run_cross_stream((anonymous namespace)::Scenario&)",
+             "nccl_hang_scenarios")},
+      "nccl_hang_scenarios");
+  BOOST_TEST(nsc::classify_blocked_in(launch) == "cuda-call");
+  BOOST_TEST(nsc::classify_blocked_in(main_thread(
+                 {frame("ioctl", "libc.so.6"), frame("cuMemFree_v2", "libcuda.so.1")}, "app")) ==
+             "cuda-call");
+  // A sync call still names itself, and NCCL's threads keep their class while calling CUDA.
+  BOOST_TEST(nsc::classify_blocked_in(main_thread({frame("cuMemcpyDtoH_v2", "libcuda.so.1"),
+                                                   frame("cudaStreamSynchronize", "app")},
+                                                  "app")) == "cudaStreamSynchronize");
+  BOOST_TEST(nsc::classify_blocked_in(pthread({frame("cuEventQuery", "libcuda.so.1"),
+                                               frame("ncclProxyProgress(void*)",
+                                                     "libnccl.so.2")})) == "nccl-proxy-progress");
+  // Not API names: "cudart::..." internals alone, "cuda_helper", "curl_easy_perform".
+  BOOST_TEST(nsc::classify_blocked_in(main_thread({frame("cuda_helper", "app"),
+                                                   frame("curl_easy_perform", "libcurl.so.4")},
+                                                  "app")) == "user-code");
+}
+
 BOOST_AUTO_TEST_CASE(nccl_api_call_beats_the_wait_inside_it) {
   // Init blocked on the bootstrap socket: the user called ncclCommInitRank.
   auto init = main_thread({frame("__GI___poll", "libc.so.6"),

@@ -79,13 +79,29 @@ constexpr std::array<NameClass, 33> kNameClasses{{
     {"nanosleep64", true, "sleep", 4},
 }};
 
+// Any other CUDA API entry point (cudaLaunchKernel, cudaMemcpy, cuMemFree_v2...):
+// they block too (lazy module loading behind a spinning NCCL kernel, implicit syncs).
+// Below NCCL's own threads, which call CUDA as part of their loop.
+constexpr NameClass kOtherCudaCall{"", false, "cuda-call", 3};
+constexpr int kOtherCudaCallRank = 35;  // between level 3 (30) and level 4 (40)
+
+bool is_cuda_api_name(const std::string& bare) {
+  auto upper_at = [&](size_t i) { return bare.size() > i && bare[i] >= 'A' && bare[i] <= 'Z'; };
+  return (starts_with(bare, "cuda") && upper_at(4)) || (starts_with(bare, "cu") && upper_at(2));
+}
+
 const NameClass* match_name_class(const std::string& bare) {
   if (bare.empty()) return nullptr;
   for (const NameClass& name_class : kNameClasses) {
     if (name_class.exact ? bare == name_class.prefix : starts_with(bare, name_class.prefix))
       return &name_class;
   }
+  if (is_cuda_api_name(bare)) return &kOtherCudaCall;
   return nullptr;
+}
+
+int preference_rank(const NameClass* name_class) {
+  return name_class == &kOtherCudaCall ? kOtherCudaCallRank : name_class->level * 10;
 }
 
 // glibc and the dynamic loader: frames there say nothing about who runs the thread.
@@ -149,7 +165,8 @@ std::string classify_blocked_in(const std::vector<StackFrame>& frames) {
   const NameClass* best = nullptr;
   for (const StackFrame& frame : frames) {
     const NameClass* name_class = match_name_class(bare_function_name(frame.function));
-    if (name_class != nullptr && (best == nullptr || name_class->level < best->level))
+    if (name_class != nullptr &&
+        (best == nullptr || preference_rank(name_class) < preference_rank(best)))
       best = name_class;
   }
   if (best != nullptr) return best->blocked_in;

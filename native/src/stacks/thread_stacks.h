@@ -71,6 +71,9 @@ std::vector<ThreadStack> unwind_live_threads(int pid, const StackOptions& option
 //      "cudaEventSynchronize", "cudaDeviceSynchronize" (also cuCtxSynchronize);
 //   3. an NCCL thread body: ncclProxyProgress/progressOps -> "nccl-proxy-progress",
 //      ncclProxyService* -> "nccl-proxy-service", bootstrap* -> "nccl-bootstrap";
+//   3b. any other CUDA API call (cudaLaunchKernel, cudaMemcpy, cuMemFree...) ->
+//      "cuda-call" (seen for real: a first cudaLaunchKernel blocked by lazy module
+//      loading behind a spinning NCCL kernel);
 //   4. a waiting system call: poll/ppoll/epoll_wait/select -> "poll/epoll";
 //      nanosleep/clock_nanosleep/sleep/usleep/pause/sigsuspend -> "sleep";
 //   5. "unknown" when a frame lies in libcuda/libcudart/libnccl (inside CUDA or
