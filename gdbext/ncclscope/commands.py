@@ -7,6 +7,7 @@ a fake in the unit tests. It offers:
   evaluate_number(text)   -> int value of a gdb expression (raises UsageError)
   debugger_threads(frames) -> thread dicts from the debugger, or None
   target_kind()           -> "live", "core", "remote", "none" or "snapshot"
+  cuda_kernels()          -> rows of cuda-gdb's `info cuda kernels`, or None outside cuda-gdb
 Pure Python (no gdb import).
 """
 
@@ -14,7 +15,8 @@ import re
 
 from .blocking import classify_blocked_in
 from .registry import UsageError, argument, nccl_command
-from .render import render_comm, render_proxy, render_ring, render_state, render_threads
+from .gdbparse import decode_nccl_kernel_name
+from .render import render_comm, render_kernels, render_proxy, render_ring, render_state, render_threads
 from .text import escape_for_terminal, parse_number
 
 COMM_IDENTITY_KEYS = ["address", "comm_hash", "rank", "nranks"]
@@ -208,3 +210,32 @@ def collect_threads(session, args):
     stack_errors = [error for error in document.get("errors") or []
                     if isinstance(error, dict) and error.get("kind") == "stacks"]
     return {"source": "document", "threads": threads, "errors": stack_errors}
+
+
+@nccl_command(
+    "nccl-kernels", "List the NCCL kernels resident on the GPUs (cuda-gdb only), with their communicators.",
+    render=render_kernels,
+    arguments=[argument("--all", action="store_true", help="also kernels that are not NCCL's")],
+    description="From `info cuda kernels`: the collective, reduction op, type, algorithm and "
+                "protocol encoded in the kernel name (ncclDevKernel_<Coll>_<Op>_<type>_<ALGO>_<PROTO>), "
+                "the grid (one block per channel) and SMs, and the communicators of this process "
+                "on that device.\nWith --json: {\"kernels\": [...]}.")
+def collect_kernels(session, args):
+    kernels = session.cuda_kernels()
+    if kernels is None:
+        raise UsageError("nccl-kernels: needs cuda-gdb (GPU kernels are not visible to gdb)")
+    try:
+        communicators = communicators_of(session.document())
+    except UsageError:
+        communicators = []  # the kernels are still worth listing
+    listed = []
+    for kernel in kernels:
+        nccl = decode_nccl_kernel_name(kernel.get("invocation"))
+        if nccl is None and not args.all:
+            continue
+        entry = dict(kernel)
+        entry["nccl"] = nccl
+        entry["communicators"] = [_identity(comm) for comm in communicators
+                                  if nccl is not None and comm.get("cuda_dev") == kernel.get("device")]
+        listed.append(entry)
+    return {"kernels": listed, "total_kernels": len(kernels)}

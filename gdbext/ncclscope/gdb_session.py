@@ -279,6 +279,14 @@ class GdbSession:
         self.last_note = "memory read through gdb (%s)" % first_error.message if first_error else ""
         return document
 
+    def cuda_kernels(self):
+        if not is_cuda_gdb():
+            return None
+        try:
+            return gdbparse.parse_cuda_kernels(_execute("info cuda kernels"))
+        except gdb.error:
+            return []
+
     def target_kind(self):
         return "snapshot" if self.snapshot_path else describe_target().kind
 

@@ -135,3 +135,45 @@ def cuda_focus_command(text):
             return None
         parts.append("%s %s" % (name, match.group(1).replace(" ", "")))
     return "cuda " + " ".join(parts)
+
+
+_CUDA_KERNEL_LINE = re.compile(
+    r"^\s*(\*?)\s*(\d+)\s+(\S+)\s+(\d+)\s+(\d+)\s+(\w+)\s+(0x[0-9a-fA-F]+)\s+"
+    r"(\([\d,\s]+\))\s+(\([\d,\s]+\))\s+(.*?)\s*$")
+
+
+def parse_cuda_kernels(text):
+    """Rows of cuda-gdb's `info cuda kernels` as dicts (focus, kernel, device, grid dims...)."""
+    kernels = []
+    for line in (text or "").splitlines():
+        match = _CUDA_KERNEL_LINE.match(line)
+        if not match:
+            continue
+        focus, kernel, parent, device, grid, status, sms_mask, grid_dim, block_dim, invocation = match.groups()
+        kernels.append({"kernel": int(kernel), "parent": None if parent == "-" else parent,
+                        "device": int(device), "grid": int(grid), "status": status,
+                        "sms_mask": sms_mask.lower(), "sms": bin(int(sms_mask, 16)).count("1"),
+                        "grid_dim": grid_dim.replace(" ", ""), "block_dim": block_dim.replace(" ", ""),
+                        "invocation": invocation, "focus": focus == "*"})
+    return kernels
+
+
+def decode_nccl_kernel_name(invocation):
+    """{"collective", "op", "datatype", "algorithm", "protocol"} from an NCCL kernel name, or None.
+
+    NCCL names its kernels ncclDevKernel_<Coll>_<Op>_<type>_<ALGO>_<PROTO>
+    (e.g. ncclDevKernel_AllReduce_Sum_f32_RING_LL); SendRecv and generic
+    kernels carry fewer parts.
+    """
+    name = (invocation or "").split("(", 1)[0].split("<", 1)[0].strip()
+    if not name.startswith("ncclDevKernel_"):
+        return None
+    parts = name[len("ncclDevKernel_"):].split("_")
+    keys = ["collective", "op", "datatype", "algorithm", "protocol"]
+    decoded = {"kernel_name": name}
+    if len(parts) == len(keys):
+        decoded.update(zip(keys, parts))
+    else:
+        decoded["collective"] = parts[0]
+        decoded["detail"] = "_".join(parts[1:])
+    return decoded

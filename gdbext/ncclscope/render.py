@@ -574,3 +574,30 @@ def render_threads(data, args=None):
         summary += " (from %s)" % source
     lines.append(summary)
     return "\n".join(lines) + "\n"
+
+
+# --- nccl-kernels --------------------------------------------------------
+
+def render_kernels(data, args=None):
+    lines = []
+    for kernel in data.get("kernels") or []:
+        field = Field(kernel)
+        nccl = kernel.get("nccl")
+        if nccl:
+            what = " ".join(escape_for_terminal(nccl.get(key)) for key in
+                            ("collective", "op", "datatype", "algorithm", "protocol", "detail")
+                            if nccl.get(key))
+        else:
+            what = escape_for_terminal(kernel.get("invocation"))
+        lines.append("kernel %s on device %s (grid %s, %s%s): %s" % (
+            field.text("kernel"), field.text("device"), field.text("grid"), field.text("status"),
+            ", focus" if kernel.get("focus") else "", what))
+        lines.append("    %s blocks x %s threads on %s SMs" % (
+            field.text("grid_dim"), field.text("block_dim"), field.text("sms")))
+        for comm in kernel.get("communicators") or []:
+            lines.append("    " + comm_title(comm))
+    total = data.get("total_kernels", 0)
+    shown = len(data.get("kernels") or [])
+    lines.append("%d NCCL kernel%s (%d kernel%s resident)" % (
+        shown, "" if shown == 1 else "s", total, "" if total == 1 else "s"))
+    return "\n".join(lines) + "\n"

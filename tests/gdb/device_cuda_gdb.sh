@@ -64,6 +64,8 @@ for rank in 0 1; do
     -ex 'echo (gdb) p $nccl_comm(0)->rank\n' -ex 'p $nccl_comm(0)->rank' \
     -ex 'echo (gdb) p $nccl_comm(0)->seqNumber\n' -ex 'p $nccl_comm(0)->seqNumber' \
     -ex 'echo (gdb) info cuda kernels\n' -ex 'info cuda kernels' \
+    -ex 'echo (gdb) nccl-kernels\n' -ex 'nccl-kernels' \
+    -ex 'echo (gdb) nccl-kernels --json\n' -ex 'nccl-kernels --json' \
     -ex 'echo (gdb) set ncclscope memory library\n' -ex 'set ncclscope memory library' \
     -ex 'python t0 = time.time()' \
     -ex 'echo (gdb) nccl-state\n' -ex 'nccl-state' \

@@ -17,7 +17,7 @@ gdb_run "$out" -ex "set ncclscope snapshot $data" \
   -ex "$(begin proxy-json)" -ex 'nccl-proxy --json' -ex "$(end proxy-json)" \
   -ex "$(begin threads)" -ex 'nccl-threads' -ex "$(end threads)" \
   -ex "$(begin errors)" -ex 'nccl-comm 0x1234' -ex 'nccl-ring --bogus' -ex 'nccl-comm' \
-  -ex 'p $nccl_comm(5)' -ex 'p $nccl_comm(0)' -ex "$(end errors)" \
+  -ex 'p $nccl_comm(5)' -ex 'p $nccl_comm(0)' -ex 'nccl-kernels' -ex "$(end errors)" \
   -ex "$(begin help)" -ex 'help nccl-proxy' -ex 'nccl-threads --help' -ex "$(end help)"
 
 section_of "$out" state > "$work/state.txt"
@@ -54,6 +54,7 @@ expect "$work/errors.txt" '^nccl-ring: unrecognized arguments: --bogus \(try ncc
 expect "$work/errors.txt" '^nccl-comm: the following arguments are required: ADDR\|HASH\|#INDEX'
 expect "$work/errors.txt" '^\$nccl_comm: no communicator 5 \(2 known; nccl-state lists them\)$'
 expect "$work/errors.txt" '^\$nccl_comm: no DWARF for struct ncclComm in this session'
+expect "$work/errors.txt" '^nccl-kernels: needs cuda-gdb \(GPU kernels are not visible to gdb\)$'
 expect_not "$work/errors.txt" 'Traceback|Python Exception'
 section_of "$out" help > "$work/help.txt"
 expect "$work/help.txt" '^List the proxy operations in flight'

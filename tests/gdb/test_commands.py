@@ -13,8 +13,9 @@ DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "state_t
 class FakeSession:
     """What gdb_session.GdbSession offers, over a fixed document."""
 
-    def __init__(self, document, threads=None, expressions=None, kind="live"):
+    def __init__(self, document, threads=None, expressions=None, kind="live", kernels=None):
         self._kind = kind
+        self._kernels = kernels
         self._document = document
         self._threads = threads
         self._expressions = expressions or {}
@@ -35,6 +36,9 @@ class FakeSession:
 
     def target_kind(self):
         return self._kind
+
+    def cuda_kernels(self):
+        return copy.deepcopy(self._kernels)
 
 
 def run(name, argv, session):
@@ -206,6 +210,29 @@ class CommandsTest(unittest.TestCase):
         self.assertEqual(data["source"], "document")
         with self.assertRaises(UsageError):
             run("nccl-threads", ["--source", "gdb"], self.session)
+
+    def test_kernels_need_cuda_gdb(self):
+        with self.assertRaises(UsageError) as caught:
+            run("nccl-kernels", [], self.session)
+        self.assertEqual(str(caught.exception),
+                         "nccl-kernels: needs cuda-gdb (GPU kernels are not visible to gdb)")
+
+    def test_kernels_are_decoded_and_matched_to_communicators_by_device(self):
+        from ncclscope import gdbparse
+        from test_gdbparse import CUDA_KERNELS
+        session = FakeSession(self.document, kernels=gdbparse.parse_cuda_kernels(CUDA_KERNELS))
+        data, text = run("nccl-kernels", [], session)
+        self.assertEqual(len(data["kernels"]), 1)  # myKernel is not NCCL's
+        self.assertEqual(data["kernels"][0]["nccl"]["protocol"], "LL")
+        self.assertEqual([c["address"] for c in data["kernels"][0]["communicators"]], ["0x55d0c8a1b2c0"])
+        self.assertEqual(text.splitlines(), [
+            "kernel 0 on device 0 (grid 6, Active, focus): AllReduce Sum f32 RING LL",
+            "    (24,1,1) blocks x (544,1,1) threads on 24 SMs",
+            "    comm 0x6db0a96d9cb7fc37 rank 0/2 (0x55d0c8a1b2c0)",
+            "1 NCCL kernel (2 kernels resident)"])
+        data, _text = run("nccl-kernels", ["--all"], session)
+        self.assertEqual(len(data["kernels"]), 2)
+        self.assertEqual(data["kernels"][1]["communicators"], [])
 
     def test_non_dict_garbage_does_not_crash_renderers(self):
         document = {"schema": "ncclscope.state/1", "communicators": [

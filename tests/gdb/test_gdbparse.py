@@ -48,6 +48,13 @@ Local exec file:
 """
 
 
+# cuda-gdb 13.0 on an H200, rank 0 of a hung 2-rank AllReduce (tests/gdb/device_cuda_gdb.sh).
+CUDA_KERNELS = """  Kernel Parent Dev Grid Status                             SMs Mask  GridDim  BlockDim Invocation                                
+*      0      -   0    6 Active 0x000000000000000000000000000fff0fff (24,1,1) (544,1,1) ncclDevKernel_AllReduce_Sum_f32_RING_LL() 
+       1      -   1    9 Active 0x00000000000000000000000000000000ff (8,1,1) (256,1,1) myKernel(float*, int) 
+"""
+
+
 class ParseTest(unittest.TestCase):
     def test_live_mappings_have_permissions(self):
         regions = gdbparse.parse_proc_mappings(LIVE_MAPPINGS)
@@ -108,6 +115,24 @@ class ParseTest(unittest.TestCase):
             "kernel 3, grid 6, cluster (0,0,0), block (1, 2, 0), thread (31,0,0)"),
             "cuda kernel 3 block (1,2,0) thread (31,0,0)")
         self.assertIsNone(gdbparse.cuda_focus_command("Focus not set on any active CUDA kernel."))
+
+    def test_cuda_kernels(self):
+        kernels = gdbparse.parse_cuda_kernels(CUDA_KERNELS)
+        self.assertEqual(len(kernels), 2)
+        first = kernels[0]
+        self.assertEqual((first["kernel"], first["device"], first["grid"], first["status"]), (0, 0, 6, "Active"))
+        self.assertEqual((first["grid_dim"], first["block_dim"], first["sms"]), ("(24,1,1)", "(544,1,1)", 24))
+        self.assertTrue(first["focus"])
+        self.assertFalse(kernels[1]["focus"])
+        self.assertEqual(kernels[1]["invocation"], "myKernel(float*, int)")
+        self.assertEqual(gdbparse.parse_cuda_kernels("No CUDA kernels.\n"), [])
+
+    def test_nccl_kernel_names(self):
+        self.assertEqual(gdbparse.decode_nccl_kernel_name("ncclDevKernel_AllReduce_Sum_f32_RING_LL()"),
+                         {"kernel_name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "collective": "AllReduce",
+                          "op": "Sum", "datatype": "f32", "algorithm": "RING", "protocol": "LL"})
+        self.assertEqual(gdbparse.decode_nccl_kernel_name("ncclDevKernel_SendRecv()")["collective"], "SendRecv")
+        self.assertIsNone(gdbparse.decode_nccl_kernel_name("myKernel(float*, int)"))
 
     def test_sysroot(self):
         self.assertEqual(gdbparse.normalise_sysroot("target:"), "")

@@ -3,7 +3,7 @@ import unittest
 
 from ncclscope.registry import COMMANDS, HelpShown, UsageError, split_arguments
 
-EXPECTED_COMMANDS = ["nccl-state", "nccl-comm", "nccl-ring", "nccl-proxy", "nccl-threads"]
+EXPECTED_COMMANDS = ["nccl-state", "nccl-comm", "nccl-ring", "nccl-proxy", "nccl-threads", "nccl-kernels"]
 
 
 class RegistryTest(unittest.TestCase):
