@@ -74,7 +74,15 @@ def _with_unavailable(subset, comm, prefixes):
     return subset
 
 
+def _joined(words):
+    """An expression given in several words (`nccl-comm (struct ncclComm *) p`) is one selector."""
+    if isinstance(words, list):
+        return " ".join(words) if words else None
+    return words
+
+
 def _filtered(document, selector, session, command):
+    selector = _joined(selector)
     if selector:
         return select_communicators(document, selector, session=session, command=command)
     return communicators_of(document)
@@ -95,7 +103,7 @@ def collect_state(session, args):
 @nccl_command(
     "nccl-comm", "Show one communicator in full: identity, counters, health, channels, proxy ops.",
     render=render_comm,
-    arguments=[argument("selector", metavar="ADDR|HASH|#INDEX",
+    arguments=[argument("selector", metavar="ADDR|HASH|#INDEX", nargs="+",
                         help="communicator address, comm hash, #index from nccl-state, "
                              "or a gdb expression giving the address"),
                argument("--rank", type=int, help="only the communicator with this rank"),
@@ -104,13 +112,13 @@ def collect_state(session, args):
     description="A hash shared by several communicators of this process (one process driving "
                 "several GPUs) shows them all.\nWith --json: a list of communicator objects.")
 def collect_comm(session, args):
-    return select_communicators(session.document(), args.selector, args.rank, session)
+    return select_communicators(session.document(), _joined(args.selector), args.rank, session)
 
 
 @nccl_command(
     "nccl-ring", "Draw the ring and tree of every channel, per communicator.",
     render=render_ring,
-    arguments=[argument("selector", nargs="?", metavar="HASH",
+    arguments=[argument("selector", nargs="*", metavar="HASH",
                         help="only this communicator (hash, address or #index)"),
                argument("--expand", action="store_true",
                         help="one line per channel (identical neighbours are grouped otherwise)")],
@@ -130,7 +138,7 @@ def collect_ring(session, args):
 @nccl_command(
     "nccl-proxy", "List the proxy operations in flight, with posted/received/transmitted/done steps.",
     render=render_proxy,
-    arguments=[argument("selector", nargs="?", metavar="HASH",
+    arguments=[argument("selector", nargs="*", metavar="HASH",
                         help="only this communicator (hash, address or #index)")],
     description="From proxyState->progressState.active (host memory: available in cores).\n"
                 "With --json: {\"communicators\": [{address, comm_hash, rank, nranks, proxy_ops}]}.")

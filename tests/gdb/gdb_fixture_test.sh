@@ -21,6 +21,8 @@ for lib in $(fixture_libraries); do
     -ex "$(begin state-json)" -ex 'nccl-state --json' -ex "$(end state-json)" \
     -ex "$(begin comm)" -ex "nccl-comm $fixture_comm" -ex "$(end comm)" \
     -ex "$(begin comm-hash-json)" -ex 'nccl-comm 0x6db0a96d9cb7fc37 --json' -ex "$(end comm-hash-json)" \
+    -ex "set \$fixture_comm = (char *) $fixture_comm" \
+    -ex "$(begin comm-expr-json)" -ex 'nccl-comm (void *) $fixture_comm --json' -ex "$(end comm-expr-json)" \
     -ex "$(begin ring)" -ex 'nccl-ring' -ex "$(end ring)" \
     -ex "$(begin proxy)" -ex 'nccl-proxy' -ex "$(end proxy)" \
     -ex 'set ncclscope memory callback' \
@@ -31,6 +33,7 @@ for lib in $(fixture_libraries); do
   check_state "$out" state-json live scan
   check_state "$out" callback-json callback
   check_json "$out" comm-hash-json "assert [c['rank'] for c in doc] == [1]"
+  check_json "$out" comm-expr-json "assert [c['address'] for c in doc] == ['$fixture_comm']"
   section_of "$out" state > "$work/state.txt"
   expect "$work/state.txt" "^NCCL 2\\.28\\.9 in live pid $pid "
   expect "$work/state.txt" "^#0  $fixture_comm  hash 0x6db0a96d9cb7fc37  rank 1/2  dev 1 \\(0000:19:00\\.0\\)  launched AllGather=1 AllReduce=7  health ok$"

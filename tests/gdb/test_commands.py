@@ -87,6 +87,11 @@ class CommandsTest(unittest.TestCase):
         by_expression = select_communicators(self.document, "comm", session=session)
         self.assertEqual(by_expression[0]["nranks"], 4)
 
+    def test_comm_expression_in_several_words(self):
+        session = FakeSession(self.document, expressions={"(struct ncclComm *) comm": 0x55D0C8C00000})
+        data, _text = run("nccl-comm", ["(struct", "ncclComm", "*)", "comm"], session)
+        self.assertEqual(data[0]["address"], "0x55d0c8c00000")
+
     def test_comm_selection_errors_are_one_line(self):
         with self.assertRaises(UsageError) as caught:
             select_communicators(self.document, "0x1234")

@@ -21,10 +21,10 @@ class RegistryTest(unittest.TestCase):
 
     def test_positional_and_options(self):
         args = COMMANDS["nccl-comm"].parse(["0x6db0a96d9cb7fc37", "--rank", "1", "--json"])
-        self.assertEqual(args.selector, "0x6db0a96d9cb7fc37")
+        self.assertEqual(args.selector, ["0x6db0a96d9cb7fc37"])
         self.assertEqual(args.rank, 1)
         self.assertTrue(args.json)
-        self.assertIsNone(COMMANDS["nccl-ring"].parse([]).selector)
+        self.assertEqual(COMMANDS["nccl-ring"].parse([]).selector, [])
         self.assertEqual(COMMANDS["nccl-threads"].parse([]).frames, 6)
 
     def test_usage_errors_are_one_line_exceptions(self):
@@ -43,7 +43,7 @@ class RegistryTest(unittest.TestCase):
     def test_help_does_not_exit(self):
         with self.assertRaises(HelpShown) as caught:
             COMMANDS["nccl-ring"].parse(["--help"])
-        self.assertIn("usage: nccl-ring [-h] [--json] [--expand] [HASH]", str(caught.exception))
+        self.assertIn("usage: nccl-ring [-h] [--json] [--expand] [HASH ...]", str(caught.exception))
 
     def test_split_arguments(self):
         self.assertEqual(split_arguments('#1 --rank 2 "a b"'), ["#1", "--rank", "2", "a b"])
