@@ -69,6 +69,9 @@ BOOST_AUTO_TEST_CASE(identity_of_the_build) {
   BOOST_TEST(profile_2_28_9().nccl_version == "2.28.9");
   BOOST_TEST(profile_2_28_9().constants.at("MAXCHANNELS") == 64);
   BOOST_TEST(profile_2_28_9().constants.at("NCCL_VERSION_CODE") == 22809);
+  // Stamped with the current roots (a stale committed profile fails here).
+  BOOST_TEST(profile_2_28_9().constants.at(nsc::kRootsFingerprintConstant) ==
+             nsc::required_roots_fingerprint());
 }
 
 BOOST_AUTO_TEST_CASE(ncclComm_members_match_gdb) {

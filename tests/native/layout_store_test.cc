@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "layout/dwarf_layout.h"
 #include "layout/elf_file.h"
 #include "layout/layout_profile.h"
 #include "layout/profile_store.h"
@@ -53,6 +54,7 @@ nsc::LayoutProfile tiny_profile(const std::string& build_id) {
   layout.size = 24;
   layout.members = {{"prev", 0, 4, nsc::ValueKind::kSigned, "int", 4, {}, 0, 0}};
   profile.structs["ncclRing"] = layout;
+  profile.constants[nsc::kRootsFingerprintConstant] = nsc::required_roots_fingerprint();
   return profile;
 }
 
@@ -184,6 +186,31 @@ BOOST_AUTO_TEST_CASE(caller_and_environment_directories_come_first) {
   std::string upper = build_id;
   for (char& c : upper) c = static_cast<char>(std::toupper(c));
   BOOST_TEST(nsc::load_layout_for_library("", upper, {caller}, &why).build_id == build_id);
+}
+
+BOOST_AUTO_TEST_CASE(profile_made_for_older_roots_yields_to_dwarf) {
+  Scratch scratch;
+  setenv("NCCLSCOPE_NO_PROFILE_CACHE", "1", 1);
+  std::string fixture = fixture_path();
+  BOOST_REQUIRE(file_exists(fixture));
+  std::string build_id = nsc::read_build_id(fixture).value_or("");
+  std::string dir = scratch.make_dir("old");
+  nsc::LayoutProfile old = tiny_profile(build_id);
+  old.constants[nsc::kRootsFingerprintConstant] = nsc::required_roots_fingerprint() ^ 1;
+  std::string path = dir + "/" + build_id + ".json";
+  nsc::write_layout_profile(old, path);
+  std::string why;
+  nsc::LayoutProfile fresh = nsc::load_layout_for_library(fixture, "", {dir}, &why);
+  BOOST_TEST(fresh.source == "dwarf:" + fixture);
+  BOOST_TEST(why == "DWARF of " + fixture + "; re-extracted: " + path +
+                        " was made for older layout roots");
+  BOOST_TEST(fresh.constants.at(nsc::kRootsFingerprintConstant) == nsc::required_roots_fingerprint());
+  // Without DWARF the old profile is still the best there is.
+  std::string stripped = scratch.dir + "/stripped_fixture";
+  if (std::system(("objcopy --strip-debug '" + fixture + "' '" + stripped + "'").c_str()) != 0) return;
+  nsc::LayoutProfile kept = nsc::load_layout_for_library(stripped, "", {dir}, &why);
+  BOOST_TEST(kept.source == "profile:" + path);
+  BOOST_TEST(why == "profile " + path + " (made for older layout roots)");
 }
 
 BOOST_AUTO_TEST_CASE(nothing_to_go_on) {

@@ -593,6 +593,12 @@ std::optional<int64_t> version_code(const std::string& version) {
   return major * 10000 + minor * 100 + patch;
 }
 
+bool covers(const std::vector<std::string>& requested, const std::vector<std::string>& required) {
+  return std::all_of(required.begin(), required.end(), [&](const std::string& name) {
+    return std::find(requested.begin(), requested.end(), name) != requested.end();
+  });
+}
+
 void fill_constants(LayoutProfile* profile) {
   if (const StructLayout* comm = profile->find_struct("ncclComm"))
     if (const MemberLayout* channels = comm->find("channels"))
@@ -648,8 +654,23 @@ LayoutProfile extract_layout_from_dwarf(const std::string& library_path,
   dwarf_end(dwarf);
   fill_symbols(file, &profile);
   fill_constants(&profile);
+  if (covers(struct_roots, required_struct_names()) && covers(enum_roots, required_enum_names()))
+    profile.constants[kRootsFingerprintConstant] = required_roots_fingerprint();
   check_consistency(library_path, profile);
   return profile;
+}
+
+int64_t required_roots_fingerprint() {
+  // FNV-1a over the root names, kept below 2^31 so the JSON value is small and positive.
+  uint32_t hash = 2166136261u;
+  auto mix = [&hash](const std::string& text) {
+    for (unsigned char c : text) hash = (hash ^ c) * 16777619u;
+    hash = (hash ^ '\n') * 16777619u;
+  };
+  for (const std::string& name : required_struct_names()) mix(name);
+  mix("--enums--");
+  for (const std::string& name : required_enum_names()) mix(name);
+  return static_cast<int64_t>(hash & 0x7fffffffu);
 }
 
 LayoutProfile extract_layout_from_dwarf(const std::string& library_path) {

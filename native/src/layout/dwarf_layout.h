@@ -26,4 +26,10 @@ LayoutProfile extract_layout_from_dwarf(const std::string& library_path,
 // Suffix of TLS symbols in LayoutProfile::symbols.
 constexpr const char* kTlsSymbolSuffix = "@tls";
 
+// LayoutProfile::constants key stamped on extractions that cover every
+// required root; its value is required_roots_fingerprint() at extraction time,
+// so a profile made before roots were added is recognised as incomplete.
+constexpr const char* kRootsFingerprintConstant = "NCCLSCOPE_LAYOUT_ROOTS";
+int64_t required_roots_fingerprint();
+
 }  // namespace nsc

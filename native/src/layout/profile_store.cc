@@ -65,6 +65,11 @@ std::string join(const std::vector<std::string>& parts, const char* separator) {
   return joined;
 }
 
+bool covers_current_roots(const LayoutProfile& profile) {
+  auto stamp = profile.constants.find(kRootsFingerprintConstant);
+  return stamp != profile.constants.end() && stamp->second == required_roots_fingerprint();
+}
+
 bool caching_disabled() { return !environment("NCCLSCOPE_NO_PROFILE_CACHE").empty(); }
 
 // Extracts from DWARF and caches the result; notes say what happened.
@@ -192,8 +197,17 @@ LayoutProfile load_layout_for_library(const std::string& library_path,
 
   std::vector<std::string> dirs = profile_search_dirs(search_path);
   if (auto profile = load_profile_by_build_id(build_id, dirs, &notes)) {
-    notes.insert(notes.begin(), "profile " + profile->source.substr(std::strlen("profile:")));
-    return finish(std::move(*profile));
+    std::string path = profile->source.substr(std::strlen("profile:"));
+    if (covers_current_roots(*profile)) {
+      notes.insert(notes.begin(), "profile " + path);
+      return finish(std::move(*profile));
+    }
+    // Made before the decoders needed more types: fresh DWARF beats it when there is some.
+    if (!library_readable || !has_debug_info(library_path)) {
+      notes.insert(notes.begin(), "profile " + path + " (made for older layout roots)");
+      return finish(std::move(*profile));
+    }
+    notes.push_back("re-extracted: " + path + " was made for older layout roots");
   }
   if (!library_readable) throw BadInput(no_layout_message(library_path, build_id, dirs));
   // A different file was accepted upstream (--force-mismatch): its own DWARF is the best we have.
