@@ -29,19 +29,38 @@ thread_local uint32_t t_next_slot = 0;
 
 EventSlot* next_slot() { return &t_slots[t_next_slot++ % kSlotsPerThread]; }
 
-NcclFunc parse_func(const char* name) {
+// NCCL passes pointers to its own static strings: remember the last few by address.
+template <typename Id, typename Parse>
+Id cached_lookup(const char* name, const char* (&keys)[8], Id (&ids)[8], Parse parse) {
+  size_t bucket = (reinterpret_cast<uintptr_t>(name) >> 3) & 7;
+  if (keys[bucket] == name && name != nullptr) return ids[bucket];
+  Id id = parse(name);
+  keys[bucket] = name;
+  ids[bucket] = id;
+  return id;
+}
+
+NcclFunc parse_func_slow(const char* name) {
   if (name == nullptr) return NcclFunc::kUnknown;
   for (uint8_t id = 0; id <= uint8_t(NcclFunc::kAllGatherV); ++id)
     if (strcmp(name, nccl_func_name(NcclFunc(id))) == 0) return NcclFunc(id);
   return NcclFunc::kUnknown;
 }
 
-NcclType parse_type(const char* name) {
+NcclType parse_type_slow(const char* name) {
   if (name == nullptr) return NcclType::kUnknown;
   for (uint8_t id = 0; id <= uint8_t(NcclType::kFloat8e5m2); ++id)
     if (strcmp(name, nccl_type_name(NcclType(id))) == 0) return NcclType(id);
   return NcclType::kUnknown;
 }
+
+thread_local const char* t_func_keys[8];
+thread_local NcclFunc t_func_ids[8];
+thread_local const char* t_type_keys[8];
+thread_local NcclType t_type_ids[8];
+
+NcclFunc parse_func(const char* name) { return cached_lookup(name, t_func_keys, t_func_ids, parse_func_slow); }
+NcclType parse_type(const char* name) { return cached_lookup(name, t_type_keys, t_type_ids, parse_type_slow); }
 
 template <size_t N>
 uint8_t parse_name(const char* name, const char* const (&names)[N]) {
@@ -51,14 +70,25 @@ uint8_t parse_name(const char* name, const char* const (&names)[N]) {
   return kUnknownId;
 }
 
+thread_local const char* t_algorithm_keys[8];
+thread_local uint8_t t_algorithm_ids[8];
+thread_local const char* t_protocol_keys[8];
+thread_local uint8_t t_protocol_ids[8];
+
+uint8_t parse_algorithm(const char* name) {
+  return cached_lookup(name, t_algorithm_keys, t_algorithm_ids, [](const char* n) { return parse_name(n, kAlgorithmNames); });
+}
+uint8_t parse_protocol(const char* name) {
+  return cached_lookup(name, t_protocol_keys, t_protocol_ids, [](const char* n) { return parse_name(n, kProtocolNames); });
+}
+
 uint64_t hash_of(const CommEntry* comm) { return comm ? comm->comm_hash : 0; }
 uint64_t pointer_value(const void* pointer) { return reinterpret_cast<uint64_t>(pointer); }
 
 // Stream of the API event that parents a Coll/P2p event (the user's stream).
+// NCCL passes back only handles we returned (we return none for groups).
 uint64_t parent_stream(void* parent) {
-  for (uint32_t i = 0; i < kSlotsPerThread; ++i)
-    if (parent == &t_slots[i]) return t_slots[i].stream;
-  return 0;  // parented on another thread or by a group: stream not known here
+  return parent != nullptr ? static_cast<const EventSlot*>(parent)->stream : 0;
 }
 
 NcclResult plugin_init(void** context, uint64_t comm_id, int* activation_mask, const char* comm_name,
@@ -97,8 +127,8 @@ NcclResult plugin_start_event(void* context, void** handle, EventDescriptorV5* e
       *slot = EventSlot{comm, RecordKind::kNcclColl, coll.root, coll.seq, coll.count,
                         parent_stream(event->parent),
                         pack_nccl_details(parse_func(coll.func), parse_type(coll.datatype),
-                                          coll.nchannels, parse_name(coll.algorithm, kAlgorithmNames),
-                                          parse_name(coll.protocol, kProtocolNames), false)};
+                                          coll.nchannels, parse_algorithm(coll.algorithm),
+                                          parse_protocol(coll.protocol), false)};
       break;
     }
     case kProfileP2p: {

@@ -1,6 +1,8 @@
 #include "recorder.h"
 
+#include <cpuid.h>
 #include <sys/mman.h>
+#include <x86intrin.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -29,6 +31,40 @@ uint64_t realtime_ns() {
   timespec now;
   clock_gettime(CLOCK_REALTIME, &now);
   return uint64_t(now.tv_sec) * 1000000000ull + uint64_t(now.tv_nsec);
+}
+
+// Invariant TSC (CPUID 0x80000007 EDX bit 8): constant rate, synchronised across cores.
+bool invariant_tsc() {
+  unsigned eax, ebx, ecx, edx;
+  if (!__get_cpuid(0x80000000, &eax, &ebx, &ecx, &edx) || eax < 0x80000007) return false;
+  __get_cpuid(0x80000007, &eax, &ebx, &ecx, &edx);
+  return (edx & (1u << 8)) != 0 && getenv("NCCLSCOPE_RECORDER_NO_TSC") == nullptr;
+}
+
+bool g_use_tsc = false;
+
+inline uint64_t timestamp() { return g_use_tsc ? __rdtsc() : monotonic_ns(); }
+
+// Sets the header's clock fields; with the TSC, measures its rate over ~2 ms once at load.
+void choose_clock(RecorderHeader* header) {
+  header->start_monotonic_ns = monotonic_ns();
+  g_use_tsc = invariant_tsc();
+  if (!g_use_tsc) {
+    header->clock = kClockMonotonic;
+    header->start_ticks = header->start_monotonic_ns;
+    header->ticks_per_second = 1000000000ull;
+    return;
+  }
+  uint64_t ns0 = monotonic_ns(), tsc0 = __rdtsc();
+  uint64_t ns1 = ns0, tsc1 = tsc0;
+  while (ns1 - ns0 < 2000000) {
+    ns1 = monotonic_ns();
+    tsc1 = __rdtsc();
+  }
+  header->clock = kClockTsc;
+  header->start_monotonic_ns = ns0;
+  header->start_ticks = tsc0;
+  header->ticks_per_second = uint64_t((long double)(tsc1 - tsc0) * 1e9L / (long double)(ns1 - ns0));
 }
 
 uint32_t env_count(const char* name, uint32_t fallback, uint32_t limit) {
@@ -64,7 +100,7 @@ __attribute__((constructor)) void map_region() {
   header->self_address = reinterpret_cast<uint64_t>(memory);
   header->pid = getpid();
   header->start_realtime_ns = realtime_ns();
-  header->start_monotonic_ns = monotonic_ns();
+  choose_clock(header);
   g_mask = records - 1;
   // The magic goes in last: a reader that finds it sees a complete header.
   __atomic_thread_fence(__ATOMIC_RELEASE);
@@ -110,7 +146,7 @@ void record(RecordKind kind, RecordPhase phase, RecordApi api, int32_t aux, uint
   // Invalidate the slot first so a reader never pairs a new body with an old sequence.
   __atomic_store_n(&slot->sequence, 0, __ATOMIC_RELAXED);
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
-  slot->time_ns = monotonic_ns();
+  slot->time = timestamp();
   slot->kind = kind;
   slot->phase = phase;
   slot->api = api;

@@ -147,7 +147,7 @@ nlohmann::json describe_nccl_op(const Record& record, int tid) {
                        {"datatype", nccl_type_name(type)},
                        {"stream", record.args[3] ? nlohmann::json(hex(record.args[3])) : nullptr},
                        {"tid", tid},
-                       {"time_ns", record.time_ns}};
+                       {"time_ns", record.time}};
   if (record.kind == RecordKind::kNcclColl) {
     op["seq"] = record.args[1];
     op["root"] = record.aux;
@@ -175,7 +175,7 @@ nlohmann::json describe_record(const TimedRecord& timed) {
   }
   nlohmann::json entry = {{"record", kind_name(record.kind)}, {"phase", phase_name(record.phase)},
                           {"api", api_name(record.api)}, {"tid", timed.tid},
-                          {"time_ns", record.time_ns}};
+                          {"time_ns", record.time}};
   const uint64_t* a = record.args;
   switch (record.kind) {
     case RecordKind::kEventRecord: entry["event"] = hex(a[0]); entry["stream"] = hex(a[1]); break;
@@ -201,6 +201,13 @@ nlohmann::json describe_record(const TimedRecord& timed) {
       record.kind != RecordKind::kMemMap)
     entry["result"] = a[3];
   return entry;
+}
+
+// A record's clock ticks as CLOCK_MONOTONIC nanoseconds of the recorded process.
+uint64_t ticks_to_ns(const RecorderHeader& header, uint64_t ticks) {
+  if (header.clock == kClockMonotonic || header.ticks_per_second == 0) return ticks;
+  long double delta = (long double)(int64_t)(ticks - header.start_ticks);
+  return header.start_monotonic_ns + (int64_t)(delta * 1e9L / (long double)header.ticks_per_second);
 }
 
 bool read_exact(Target& target, uint64_t address, void* buffer, size_t size, std::string* why) {
@@ -310,6 +317,7 @@ Timeline read_rings(Target& target, uint64_t address, const RecorderHeader& head
         continue;
       }
       timeline.records.push_back({record, ring.tid, index});
+      timeline.records.back().record.time = ticks_to_ns(header, record.time);
       ++summary.kept;
     }
     if (summary.torn > 1)
@@ -318,7 +326,7 @@ Timeline read_rings(Target& target, uint64_t address, const RecorderHeader& head
     timeline.rings.push_back(summary);
   }
   std::stable_sort(timeline.records.begin(), timeline.records.end(),
-                   [](const TimedRecord& a, const TimedRecord& b) { return a.record.time_ns < b.record.time_ns; });
+                   [](const TimedRecord& a, const TimedRecord& b) { return a.record.time < b.record.time; });
   return timeline;
 }
 
@@ -377,7 +385,7 @@ void replay(const Timeline& timeline, const RecorderHeader& header, const Record
       if (r.kind == RecordKind::kNcclColl || r.kind == RecordKind::kNcclP2p)
         state.last_nccl_op = describe_nccl_op(r, timed.tid);
       if (r.kind == RecordKind::kStreamWaitEvent) {
-        nlohmann::json wait = {{"event", hex(r.args[1])}, {"tid", timed.tid}, {"time_ns", r.time_ns}};
+        nlohmann::json wait = {{"event", hex(r.args[1])}, {"tid", timed.tid}, {"time_ns", r.time}};
         auto event = events.find(r.args[1]);
         if (event != events.end()) {
           wait["event_recorded_on"] = hex(event->second.stream);
@@ -396,7 +404,7 @@ void replay(const Timeline& timeline, const RecorderHeader& header, const Record
       case RecordKind::kEventRecord: {
         EventState& event = events[r.args[0]];
         event.stream = r.args[1];
-        event.time_ns = r.time_ns;
+        event.time_ns = r.time;
         auto on = streams.find(r.args[1]);
         event.after_nccl_op = on != streams.end() ? on->second.last_nccl_op : nlohmann::json(nullptr);
         break;
@@ -422,7 +430,7 @@ void replay(const Timeline& timeline, const RecorderHeader& header, const Record
         if (r.args[3] == 0)
           ipc_exported.push_back({{"kind", r.kind == RecordKind::kIpcGetMemHandle ? "cuda_ipc_mem" : "cuda_ipc_event"},
                                   {"address", hex(r.args[0])}, {"handle_fingerprint", hex(r.args[1])},
-                                  {"owner_pid", header.pid}, {"tid", timed.tid}, {"time_ns", r.time_ns}});
+                                  {"owner_pid", header.pid}, {"tid", timed.tid}, {"time_ns", r.time}});
         break;
       case RecordKind::kIpcOpenMemHandle: case RecordKind::kIpcOpenEventHandle:
         if (r.args[3] == 0) {
@@ -430,7 +438,7 @@ void replay(const Timeline& timeline, const RecorderHeader& header, const Record
           ipc_imported.push_back({{"kind", memory ? "cuda_ipc_mem" : "cuda_ipc_event"},
                                   {"address", hex(r.args[0])}, {"handle_fingerprint", hex(r.args[1])},
                                   {"importer_pid", header.pid}, {"tid", timed.tid},
-                                  {"time_ns", r.time_ns}, {"closed", memory ? nlohmann::json(false) : nlohmann::json(nullptr)}});
+                                  {"time_ns", r.time}, {"closed", memory ? nlohmann::json(false) : nlohmann::json(nullptr)}});
           if (memory) open_imports[r.args[0]] = ipc_imported.size() - 1;
         }
         break;
@@ -438,31 +446,31 @@ void replay(const Timeline& timeline, const RecorderHeader& header, const Record
         auto open = open_imports.find(r.args[0]);
         if (open != open_imports.end()) {
           ipc_imported[open->second]["closed"] = true;
-          ipc_imported[open->second]["closed_ns"] = r.time_ns;
+          ipc_imported[open->second]["closed_ns"] = r.time;
           open_imports.erase(open);
         }
         break;
       }
       case RecordKind::kMemCreate:
         if (r.args[3] == 0)
-          cumem["created"].push_back({{"handle", hex(r.args[0])}, {"size", r.args[1]}, {"tid", timed.tid}, {"time_ns", r.time_ns}});
+          cumem["created"].push_back({{"handle", hex(r.args[0])}, {"size", r.args[1]}, {"tid", timed.tid}, {"time_ns", r.time}});
         break;
       case RecordKind::kMemExport:
         if (r.args[3] == 0)
           cumem["exported"].push_back({{"handle", hex(r.args[0])}, {"handle_type", r.args[1]},
                                        {"shareable", r.args[1] == 1 ? nlohmann::json(r.args[2]) : nlohmann::json(hex(r.args[2]))},
-                                       {"owner_pid", header.pid}, {"tid", timed.tid}, {"time_ns", r.time_ns}});
+                                       {"owner_pid", header.pid}, {"tid", timed.tid}, {"time_ns", r.time}});
         break;
       case RecordKind::kMemImport:
         if (r.args[3] == 0)
           cumem["imported"].push_back({{"handle", hex(r.args[0])}, {"handle_type", r.args[1]},
                                        {"shareable", r.args[1] == 1 ? nlohmann::json(r.args[2]) : nlohmann::json(hex(r.args[2]))},
-                                       {"importer_pid", header.pid}, {"released", false}, {"tid", timed.tid}, {"time_ns", r.time_ns}});
+                                       {"importer_pid", header.pid}, {"released", false}, {"tid", timed.tid}, {"time_ns", r.time}});
         break;
       case RecordKind::kMemMap:
         if (r.args[3] == 0) {
           cumem["mapped"].push_back({{"address", hex(r.args[0])}, {"size", r.args[1]}, {"offset", r.args[2]},
-                                     {"handle", hex(r.args[4])}, {"unmapped", false}, {"tid", timed.tid}, {"time_ns", r.time_ns}});
+                                     {"handle", hex(r.args[4])}, {"unmapped", false}, {"tid", timed.tid}, {"time_ns", r.time}});
           live_maps[r.args[0]] = cumem["mapped"].size() - 1;
         }
         break;
@@ -478,7 +486,7 @@ void replay(const Timeline& timeline, const RecorderHeader& header, const Record
         if (r.args[3] == 0) released_handles.insert(r.args[0]);
         break;
       case RecordKind::kContextCreate:
-        contexts.push_back({{"context", hex(r.args[0])}, {"destroyed", false}, {"time_ns", r.time_ns}});
+        contexts.push_back({{"context", hex(r.args[0])}, {"destroyed", false}, {"time_ns", r.time}});
         break;
       case RecordKind::kContextDestroy:
         for (auto& context : contexts)
@@ -500,7 +508,7 @@ void replay(const Timeline& timeline, const RecorderHeader& header, const Record
     auto open = open_syncs.find(ring.tid);
     if (open != open_syncs.end()) {
       const Record& r = open->second->record;
-      nlohmann::json blocked = {{"call", blocking_call_name(r.kind, r.api)}, {"since_ns", r.time_ns}};
+      nlohmann::json blocked = {{"call", blocking_call_name(r.kind, r.api)}, {"since_ns", r.time}};
       if (r.kind == RecordKind::kStreamSynchronize) {
         blocked["stream"] = hex(r.args[0]);
         streams[r.args[0]].blocked_threads.push_back(ring.tid);
@@ -586,6 +594,8 @@ nlohmann::json decode_recorder(Target& target, nlohmann::json* errors, const Rec
   section["sources"] = sources_of(header.sources);
   section["start_realtime_ns"] = header.start_realtime_ns;
   section["start_monotonic_ns"] = header.start_monotonic_ns;
+  section["clock"] = header.clock == kClockTsc ? "tsc" : "monotonic";
+  section["ticks_per_second"] = header.ticks_per_second;
   section["records_per_ring"] = header.records_per_ring;
   section["max_threads"] = header.max_threads;
   section["threads_dropped"] = header.dropped_threads;
@@ -593,7 +603,7 @@ nlohmann::json decode_recorder(Target& target, nlohmann::json* errors, const Rec
     warnings.push_back(std::to_string(header.dropped_threads) + " threads found no free ring and were not recorded");
   Timeline timeline = read_rings(target, address, header, options, warnings, errors);
   section["last_record_ns"] = timeline.records.empty() ? nlohmann::json(nullptr)
-                                                       : nlohmann::json(timeline.records.back().record.time_ns);
+                                                       : nlohmann::json(timeline.records.back().record.time);
   replay(timeline, header, options, section);
   section["chains"] = build_stream_chains(section);
   if (options.include_records) {

@@ -42,8 +42,15 @@ struct RecorderHeader {
   uint32_t threads_claimed;    // rings handed out (may exceed max_threads: the excess dropped)
   uint64_t dropped_threads;    // threads that found no free ring
   uint32_t comms_claimed;
-  uint32_t reserved;
+  uint32_t clock;              // RecorderClock: what Record::time holds
+  uint64_t start_ticks;        // the clock's value at start_monotonic_ns
+  uint64_t ticks_per_second;   // kClockTsc: measured at init; kClockMonotonic: 1e9
   CommEntry comms[kMaxComms];
+};
+
+enum RecorderClock : uint32_t {
+  kClockMonotonic = 0,  // Record::time is CLOCK_MONOTONIC ns
+  kClockTsc = 1,        // Record::time is the invariant TSC (cheaper to read than the vDSO clock)
 };
 
 enum RecorderSource : uint32_t {
@@ -100,7 +107,7 @@ enum class NcclType : uint8_t {
 // when its sequence matches the index it expects (no torn or stale records).
 struct Record {
   uint64_t sequence;
-  uint64_t time_ns;      // CLOCK_MONOTONIC
+  uint64_t time;         // RecorderHeader::clock ticks; the decoder converts to ns
   RecordKind kind;
   RecordPhase phase;
   RecordApi api;
