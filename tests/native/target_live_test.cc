@@ -222,3 +222,22 @@ BOOST_AUTO_TEST_CASE(other_users_process_is_bad_input_with_a_hint) {
   BOOST_TEST(message.find("run as the same user or root, or set ptrace_scope to 0") != std::string::npos);
   BOOST_TEST(process_state(fixture.pid()) == 'S');
 }
+
+// Ctrl-C while frozen: the handler detaches every thread, then the signal still
+// ends the tool (re-raised with the previous disposition).
+BOOST_AUTO_TEST_CASE(sigint_while_frozen_resumes_and_still_terminates) {
+  FixtureProcess fixture;
+  pid_t tool = fork();
+  if (tool == 0) {
+    auto target = open_live(fixture.pid(), true);
+    if (process_state(fixture.pid()) != 't') _exit(3);  // not frozen: fail loudly
+    raise(SIGINT);
+    _exit(4);  // the handler swallowed the signal
+  }
+  int status = 0;
+  waitpid(tool, &status, 0);
+  BOOST_TEST(WIFSIGNALED(status));
+  BOOST_TEST((WIFSIGNALED(status) ? WTERMSIG(status) : -WEXITSTATUS(status)) == SIGINT);
+  BOOST_TEST(settled_state(fixture.pid(), fixture.pid()) == 'S');
+  BOOST_TEST(settled_state(fixture.pid(), fixture.info()["worker_tid"].get<int>()) == 'S');
+}
