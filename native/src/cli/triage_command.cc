@@ -32,6 +32,7 @@ const char kUsage[] =
     "  --dot FILE                write the wait-for graph as Graphviz DOT\n"
     "  --svg FILE                render the graph to SVG with Graphviz `dot`\n"
     "  --jobs N                  inputs decoded in parallel (default: one per CPU)\n"
+    "  --exe PATH                the ranks' executable (for cores; default: from the core)\n"
     "  --sysroot DIR             like gdb's `set sysroot` (for cores)\n"
     "  --solib-search-path DIRS  colon-separated, like gdb's solib-search-path\n"
     "  --profile-path DIRS       extra layout profile directories\n"
@@ -77,6 +78,7 @@ TriageArgs parse_args(const std::vector<std::string>& args) {
       if (!parse_u64(text, &number) || number == 0 || number > 1024) throw UsageError("--jobs " + text + ": not a count");
       parsed.load.jobs = static_cast<unsigned>(number);
     } else if (arg == "--sysroot") parsed.load.sysroot = value();
+    else if (arg == "--exe" || arg == "--executable") parsed.load.executable = value();
     else if (arg == "--solib-search-path") parsed.load.solib_search_path = split_colons(value());
     else if (arg == "--profile-path") parsed.load.profile_path = split_colons(value());
     else if (arg == "--") {

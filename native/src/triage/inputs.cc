@@ -23,6 +23,7 @@ struct WorkItem {
   std::string name;   // how messages name it
   std::string path;   // "" for a pid
   int pid = 0;
+  bool from_directory = false;  // found by listing a directory, not named by the user
 };
 
 struct WorkResult {
@@ -103,17 +104,17 @@ bool natural_less(const std::string& a, const std::string& b) {
   return a.size() - i < b.size() - j;
 }
 
-ProcessView load_snapshot_file(const std::string& path) {
+nlohmann::json parse_snapshot_file(const std::string& path) {
   std::string content = read_file(path);
-  nlohmann::json document;
   try {
-    document = nlohmann::json::parse(content);
+    return nlohmann::json::parse(content);
   } catch (const nlohmann::json::exception& error) {
     throw BadInput(path + ": corrupt snapshot: " + json_problem(error));
   }
-  content.clear();
-  content.shrink_to_fit();
-  return summarize_state_document(document, path, "snapshot");
+}
+
+ProcessView load_snapshot_file(const std::string& path) {
+  return summarize_state_document(parse_snapshot_file(path), path, "snapshot");
 }
 
 namespace {
@@ -121,13 +122,13 @@ namespace {
 std::vector<WorkItem> expand_inputs(const LoadRequest& request, std::vector<TriageFailure>* failures) {
   std::vector<WorkItem> items;
   std::set<std::string> seen;
-  auto add_file = [&](const std::string& path) {
+  auto add_file = [&](const std::string& path, bool from_directory) {
     std::string key = canonical(path);
     if (!seen.insert(key).second) {
       failures->push_back({path, "file", path + ": given twice (same file as an earlier input); ignored"});
       return;
     }
-    items.push_back({path, path, 0});
+    items.push_back({path, path, 0, from_directory});
   };
   for (const std::string& path : request.paths) {
     struct stat info;
@@ -136,7 +137,7 @@ std::vector<WorkItem> expand_inputs(const LoadRequest& request, std::vector<Tria
       continue;
     }
     if (!S_ISDIR(info.st_mode)) {
-      add_file(path);
+      add_file(path, false);
       continue;
     }
     DIR* directory = opendir(path.c_str());
@@ -158,11 +159,11 @@ std::vector<WorkItem> expand_inputs(const LoadRequest& request, std::vector<Tria
       continue;
     }
     std::sort(names.begin(), names.end(), natural_less);
-    for (const std::string& name : names) add_file(name);
+    for (const std::string& name : names) add_file(name, true);
   }
   for (int pid : request.pids) {
     if (!seen.insert("pid:" + std::to_string(pid)).second) continue;
-    items.push_back({"pid " + std::to_string(pid), "", pid});
+    items.push_back({"pid " + std::to_string(pid), "", pid, false});
   }
   return items;
 }
@@ -170,6 +171,7 @@ std::vector<WorkItem> expand_inputs(const LoadRequest& request, std::vector<Tria
 StateRequest state_request(const LoadRequest& request, const WorkItem& item) {
   StateRequest state;
   state.core_path = item.path;
+  state.executable = request.executable;
   state.pid = item.pid;
   state.sysroot = request.sysroot;
   state.solib_search_path = request.solib_search_path;
@@ -187,7 +189,15 @@ WorkResult load_item(const LoadRequest& request, const WorkItem& item) {
     if (kind == "empty") throw BadInput(item.path + ": empty file (neither a snapshot nor a core)");
     if (kind == "other") throw BadInput(item.path + ": neither a JSON snapshot nor an ELF core");
     if (kind == "snapshot") {
-      result.process = std::make_unique<ProcessView>(load_snapshot_file(item.path));
+      nlohmann::json document = parse_snapshot_file(item.path);
+      // A directory may hold other JSON (ground truth, notes): skip it, say so, no error.
+      if (item.from_directory && document.is_object() && document.value("schema", "") != "ncclscope.state/1") {
+        result.failure = {item.name, "file", item.name + ": not a snapshot (schema " +
+                                                 document.value("schema", std::string("missing")) + "); ignored",
+                          "ignored"};
+        return result;
+      }
+      result.process = std::make_unique<ProcessView>(summarize_state_document(document, item.path, "snapshot"));
       return result;
     }
     if (!request.build_state)

@@ -21,6 +21,7 @@ struct LoadRequest {
   std::vector<std::string> paths;  // files or directories
   std::vector<int> pids;
   std::string sysroot;
+  std::string executable;          // the ranks' executable, for cores (optional)
   std::vector<std::string> solib_search_path, profile_path;
   unsigned jobs = 0;               // 0: one per CPU
   StateBuilder build_state;        // for cores and pids; unset: they are reported unusable
@@ -37,6 +38,8 @@ LoadedInputs load_triage_inputs(const LoadRequest& request);
 
 // Reads and summarizes one JSON snapshot file; throws nsc::BadInput naming it.
 ProcessView load_snapshot_file(const std::string& path);
+// Reads and parses one JSON file; throws nsc::BadInput naming it ("corrupt snapshot: ...").
+nlohmann::json parse_snapshot_file(const std::string& path);
 
 // Natural order of names: digit runs compare as numbers.
 bool natural_less(const std::string& a, const std::string& b);

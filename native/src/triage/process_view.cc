@@ -173,10 +173,23 @@ CommView read_comm(const json& entry, size_t position) {
   return comm;
 }
 
-FrameView read_frame(const json& entry) {
+bool is_runtime_function(const std::string& name) {
+  for (const char* prefix : {"cuda", "nccl", "libcudart_static", "pthread_", "__", "std::"})
+    if (name.rfind(prefix, 0) == 0) return true;
+  // Driver API: cuStreamSynchronize, cuLaunchKernel.
+  return name.size() > 2 && name[0] == 'c' && name[1] == 'u' && std::isupper(static_cast<unsigned char>(name[2]));
+}
+
+FrameView read_frame(const json& entry, std::vector<std::string>* notes) {
   FrameView frame;
   std::string function = text_at(entry, "function");
   std::string module = text_at(entry, "module");
+  // "libc.so.6 (build-id mismatch: core a4a7..., file 93ac...)": the note goes to the input.
+  size_t note = module.find(" (");
+  if (note != std::string::npos) {
+    if (std::find(notes->begin(), notes->end(), module) == notes->end()) notes->push_back(module);
+    module.resize(note);
+  }
   std::string base = module.substr(module.find_last_of('/') == std::string::npos
                                        ? 0 : module.find_last_of('/') + 1);
   if (!function.empty()) {
@@ -187,18 +200,19 @@ FrameView read_frame(const json& entry) {
   } else {
     frame.label = string_at(entry, "pc").value_or("??");
   }
-  // Shared objects are libraries; anything else (the executable) is user code.
-  frame.user_code = !base.empty() && base.find(".so") == std::string::npos;
+  // Shared objects are libraries; anything else (the executable) is user code, except
+  // runtimes linked statically into it (cudart_static: cudaStreamSynchronize, ...).
+  frame.user_code = !base.empty() && base.find(".so") == std::string::npos && !is_runtime_function(function);
   return frame;
 }
 
-ThreadView read_thread(const json& entry) {
+ThreadView read_thread(const json& entry, std::vector<std::string>* notes) {
   ThreadView thread;
   thread.tid = integer_at(entry, "tid").value_or(0);
   thread.name = text_at(entry, "name");
   thread.blocked_in = text_at(entry, "blocked_in");
   if (const json* frames = member(entry, "frames"); frames && frames->is_array())
-    for (const json& frame : *frames) thread.frames.push_back(read_frame(frame));
+    for (const json& frame : *frames) thread.frames.push_back(read_frame(frame, notes));
   return thread;
 }
 
@@ -287,7 +301,7 @@ ProcessView summarize_state_document(const nlohmann::json& document, const std::
     }
   }
   if (const json* threads = member(document, "threads"); threads && threads->is_array())
-    for (const json& thread : *threads) process.threads.push_back(read_thread(thread));
+    for (const json& thread : *threads) process.threads.push_back(read_thread(thread, &process.stack_notes));
   if (const json* errors = member(document, "errors"); errors && errors->is_array())
     for (const json& error : *errors)
       process.document_errors.push_back(error.is_object() ? text_at(error, "message") : error.dump());
@@ -305,6 +319,15 @@ bool is_gpu_wait(const std::string& blocked_in) {
          blocked_in == "cudaDeviceSynchronize";
 }
 
+// "(anonymous namespace)::park_in_pause((anonymous namespace)::Scenario const&)" -> "park_in_pause".
+std::string short_function_name(std::string name) {
+  const std::string anonymous = "(anonymous namespace)::";
+  for (size_t at; (at = name.find(anonymous)) != std::string::npos;) name.erase(at, anonymous.size());
+  size_t paren = name.find('(');
+  if (paren != std::string::npos && paren > 0) name.resize(paren);
+  return name;
+}
+
 std::string describe_thread(const ThreadView& thread) {
   std::string text;
   if (!thread.frames.empty()) {
@@ -317,8 +340,9 @@ std::string describe_thread(const ThreadView& thread) {
         break;
       }
     size_t entry = user == 0 || user == thread.frames.size() ? 0 : user - 1;
-    text = thread.frames[entry].label + "()";
-    if (user < thread.frames.size() && user != entry) text += " called from " + thread.frames[user].label + "()";
+    text = short_function_name(thread.frames[entry].label) + "()";
+    if (user < thread.frames.size() && user != entry)
+      text += " called from " + short_function_name(thread.frames[user].label) + "()";
   } else {
     text = "no stack";
   }

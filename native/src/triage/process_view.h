@@ -102,6 +102,9 @@ struct ProcessView {
   std::vector<ThreadView> threads;
   int principal_thread = -1;  // the application thread triage describes
   std::vector<std::string> document_errors;  // the snapshot's own errors[] messages
+  // Modules whose frames carry a note (e.g. "libc.so.6 (build-id mismatch: ...)"): their
+  // frames are not symbolized; said once per input instead of in every frame.
+  std::vector<std::string> stack_notes;
 
   const ThreadView* principal() const {
     return principal_thread >= 0 ? &threads[principal_thread] : nullptr;
@@ -118,7 +121,9 @@ bool is_nccl_host_call(const std::string& blocked_in);
 // Classes that mean "waiting for GPU work to finish".
 bool is_gpu_wait(const std::string& blocked_in);
 
-// One line: "pause ← main (user code) [user-code]".
+// "park_in_pause" from a demangled C++ name (no namespace noise, no parameters).
+std::string short_function_name(std::string name);
+// One line: "pause() called from main() [user-code]".
 std::string describe_thread(const ThreadView& thread);
 
 }  // namespace nsc::triage

@@ -147,12 +147,21 @@ std::string render_triage_text(const nlohmann::json& report) {
     for (const json& input : entry["inputs"]) who += (who.empty() ? "" : ", ") + text_of(input);
     lines.push_back("  " + who + ": " + text_of(entry["description"]));
   }
+  std::map<std::string, size_t> inputs_by_note;
+  for (const json& input : report["inputs"])
+    if (input.contains("stack_notes"))
+      for (const json& note : input["stack_notes"]) ++inputs_by_note[text_of(note)];
+  for (const auto& [note, count] : inputs_by_note)
+    lines.push_back("  note: frames in " + note + " are not symbolized (" + std::to_string(count) +
+                    (count == 1 ? " input)" : " inputs)"));
   lines.push_back("All threads (prefix tree, outermost frame first):");
   render_tree(report["stack_classes"]["tree"], 0, &lines);
   lines.push_back("");
-  size_t ok = 0, failed = 0;
-  for (const json& input : report["inputs"]) (input["status"] == "ok" ? ok : failed)++;
-  lines.push_back("Inputs: " + std::to_string(ok) + " usable, " + std::to_string(failed) + " unusable");
+  size_t ok = 0, failed = 0, ignored = 0;
+  for (const json& input : report["inputs"])
+    (input["status"] == "ok" ? ok : input["status"] == "ignored" ? ignored : failed)++;
+  lines.push_back("Inputs: " + std::to_string(ok) + " usable, " + std::to_string(failed) + " unusable" +
+                  (ignored ? ", " + std::to_string(ignored) + " ignored (JSON files that are not snapshots)" : ""));
   std::string text;
   for (const std::string& line : lines) text += escape_for_terminal(line) + "\n";
   return text;

@@ -238,10 +238,12 @@ json inputs_json(const Job& job, const std::vector<TriageFailure>& failures) {
                       {"world_rank", job.world_rank[p] ? json(*job.world_rank[p]) : json(nullptr)},
                       {"nccl_version", process.nccl_version.empty() ? json(nullptr) : json(process.nccl_version)},
                       {"build_id_mismatch", process.build_id_mismatch},
-                      {"communicators", comms}, {"snapshot_errors", process.document_errors.size()}});
+                      {"communicators", comms}, {"snapshot_errors", process.document_errors.size()},
+                      {"stack_notes", process.stack_notes}});
   }
   for (const TriageFailure& failure : failures)
-    inputs.push_back({{"name", failure.name}, {"kind", failure.kind}, {"status", "error"}, {"error", failure.error}});
+    inputs.push_back({{"name", failure.name}, {"kind", failure.kind}, {"status", failure.status},
+                      {failure.status == "error" ? "error" : "why", failure.error}});
   return inputs;
 }
 
@@ -274,8 +276,11 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
   json culprit_ranks = json::array();
   for (const json& culprit : culprits)
     if (culprit["world_rank"].is_number_integer()) culprit_ranks.push_back(culprit["world_rank"]);
-  report["culprit_ranks"] = culprit_ranks;
-  report["culprits"] = culprits;
+  // Only a hang has culprits; otherwise the chain ends are suspects (e.g. a rank with no input).
+  bool hang = verdict == "hang";
+  report["culprit_ranks"] = hang ? culprit_ranks : json::array();
+  report["culprits"] = hang ? culprits : json::array();
+  report["suspect_ranks"] = hang ? json::array() : culprit_ranks;
   report["world_comm"] = job.world_comm >= 0 ? json(job.comms[job.world_comm].hash_text) : json(nullptr);
   json communicators = json::array();
   for (size_t g = 0; g < job.comms.size(); ++g) communicators.push_back(communicator_json(job, g));
@@ -285,7 +290,7 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
   report["inputs"] = inputs_json(job, failures);
   json errors = json::array();
   for (const TriageFailure& failure : failures)
-    errors.push_back({{"input", failure.name}, {"message", failure.error}});
+    if (failure.status == "error") errors.push_back({{"input", failure.name}, {"message", failure.error}});
   for (const std::string& error : job.errors) errors.push_back({{"input", nullptr}, {"message", error}});
   if (job.processes.empty() && failures.empty())
     errors.push_back({{"input", nullptr}, {"message", "no input given"}});
@@ -313,7 +318,7 @@ nlohmann::json triage_documents(const std::vector<TriageInput>& inputs, const Tr
 int triage_exit_code(const nlohmann::json& report) {
   if (report.value("verdict", "error") == "error") return 2;
   for (const json& input : report["inputs"])
-    if (input.value("status", "ok") != "ok") return 1;
+    if (input.value("status", "ok") == "error") return 1;
   for (const json& comm : report["communicators"])
     if (!comm["duplicate_inputs"].empty()) return 1;
   return 0;

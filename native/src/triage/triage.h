@@ -30,6 +30,8 @@ struct TriageFailure {
   std::string name;
   std::string kind;
   std::string error;
+  // "error": unusable; "ignored": a directory's JSON file of another kind (not counted as an error).
+  std::string status = "error";
 };
 
 nlohmann::json triage_documents(const std::vector<TriageInput>& inputs, const TriageOptions& options);
