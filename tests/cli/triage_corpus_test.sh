@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# `ncclscope triage` on the real hang corpus (issue 3): every scenario's verdict,
+# culprit and finding. Uses corefiles/<scenario>/ (sliced cores) when present,
+# else the full cores in $NCCLSCOPE_CORES (default /work/cores); skips (77)
+# when neither exists.
+set -u
+BUILD=${NCCLSCOPE_BUILD:?}
+SRC=${NCCLSCOPE_SRC:?}
+NSC=$BUILD/bin/ncclscope
+[ -x "$NSC" ] || { echo "SKIP: $NSC not built"; exit 77; }
+command -v python3 >/dev/null || { echo "SKIP: python3 missing"; exit 77; }
+roots=()
+ls "$SRC"/corefiles/*/*.core* >/dev/null 2>&1 && roots+=("$SRC/corefiles")
+CORES=${NCCLSCOPE_CORES:-/work/cores}
+[ ${#roots[@]} = 0 ] && ls "$CORES"/*/rank*.core >/dev/null 2>&1 && roots+=("$CORES")
+[ ${#roots[@]} = 0 ] && { echo "SKIP: no corpus (corefiles/ or $CORES)"; exit 77; }
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+failures=0
+checked=0
+for root in "${roots[@]}"; do
+  for dir in "$root"/*/; do
+    scenario=$(basename "$dir")
+    cores=("$dir"*.core*)
+    [ -e "${cores[0]}" ] || continue
+    args=("${cores[@]}")
+    [ -f "$dir/EXE" ] && [ -x "$(cat "$dir/EXE")" ] && args+=(--exe "$(cat "$dir/EXE")")
+    "$NSC" triage "${args[@]}" --json >"$WORK/$scenario.json" 2>"$WORK/$scenario.err"
+    rc=$?
+    checked=$((checked + 1))
+    if ! python3 - "$scenario" "$dir" "$WORK/$scenario.json" "$rc" <<'PY'
+import glob, json, os, sys
+scenario, directory, report_path, rc = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+r = json.load(open(report_path))
+def findings(kind):
+    return [f for c in r["communicators"] for f in c["findings"] if f["kind"] == kind]
+# What triage must say for each scenario of tests/scenarios/nccl_hang_scenarios.cu.
+expected = {
+    "skip-collective": ("hang", [1], "missing-collective", "AllReduce", 4),
+    "skip-collective-0x11": ("hang", [1], "missing-collective", "AllReduce", 4),
+    "cross-stream": ("hang", [1], "missing-collective", "AllGather", 4),
+    "cross-stream-lazy-load": ("hang", [1], "missing-collective", "AllGather", 4),
+    "split-comm": ("hang", [1], "missing-collective", "AllReduce", 4),
+    "mismatched-collective": ("hang", [1], "collective-mismatch", "AllReduce", 4),
+    "abort": ("hang", [1], "absent-ranks", None, None),
+    "p2p-cycle": ("hang", [], "p2p-unmatched", "Send", None),
+    # Both ranks printed COLLECTIVE_COMPLETED: the half-count AllReduce completed silently.
+    "mismatched-count": ("no-hang", [], "no-hang-evident", None, None),
+    "mismatched-collective-rank0-only": ("incomplete", [], "absent-ranks", None, None),
+}
+if scenario not in expected:
+    truths = [json.load(open(p)) for p in glob.glob(os.path.join(directory, "*ground_truth.json"))]
+    truths += [json.load(open(p)) for p in glob.glob(os.path.join(directory, "expected.json"))]
+    culprit = next((t.get("expected_culprit_rank") for t in truths if "expected_culprit_rank" in t), None)
+    if culprit is None:
+        print("SKIP %s: no expectation" % scenario); sys.exit(0)
+    expected[scenario] = ("hang", [] if culprit < 0 else [culprit], None, None, None)
+verdict, culprits, kind, collective, seq = expected[scenario]
+problems = []
+if r["verdict"] != verdict: problems.append("verdict %s, want %s" % (r["verdict"], verdict))
+if r["culprit_ranks"] != culprits: problems.append("culprit_ranks %s, want %s" % (r["culprit_ranks"], culprits))
+if kind:
+    matching = [f for f in findings(kind) if (collective is None or f["collective"] == collective)
+                and (seq is None or f["seq"] == seq)]
+    if not matching: problems.append("no %s finding with %s #%s" % (kind, collective, seq))
+if scenario == "p2p-cycle" and r["graph"]["cycles"] != [[0, 1]]:
+    problems.append("cycles %s, want [[0, 1]]" % r["graph"]["cycles"])
+if scenario == "mismatched-collective-rank0-only" and r["suspect_ranks"] != [1]:
+    problems.append("suspect_ranks %s, want [1]" % r["suspect_ranks"])
+if rc not in (0, 1): problems.append("exit %d" % rc)
+if problems:
+    print("FAIL %s: %s\n  %s" % (scenario, "; ".join(problems), r["summary"][:400])); sys.exit(1)
+print("ok   %-34s %-10s culprits %s" % (scenario, r["verdict"], r["culprit_ranks"]))
+PY
+    then
+      failures=$((failures + 1))
+      head -3 "$WORK/$scenario.err"
+    fi
+  done
+done
+[ "$checked" -gt 0 ] || { echo "SKIP: no scenario with cores"; exit 77; }
+if [ "$failures" -ne 0 ]; then
+  echo "$failures scenario(s) failed"
+  exit 1
+fi
+echo "triage corpus: $checked scenario(s) passed"
