@@ -213,6 +213,34 @@ BOOST_AUTO_TEST_CASE(profile_made_for_older_roots_yields_to_dwarf) {
   BOOST_TEST(why == "profile " + path + " (made for older layout roots)");
 }
 
+BOOST_AUTO_TEST_CASE(stripped_library_with_a_separate_debug_file) {
+  Scratch scratch;
+  setenv("NCCLSCOPE_NO_PROFILE_CACHE", "1", 1);
+  std::string fixture = fixture_path();
+  BOOST_REQUIRE(file_exists(fixture));
+  std::string build_id = nsc::read_build_id(fixture).value_or("");
+  std::string stripped = scratch.dir + "/stripped_fixture";
+  std::string debug_dir = scratch.make_dir("debug") + "/.build-id/" + build_id.substr(0, 2);
+  std::string debug_file = debug_dir + "/" + build_id.substr(2) + ".debug";
+  std::string commands = "mkdir -p '" + debug_dir + "' && objcopy --only-keep-debug '" + fixture +
+                         "' '" + debug_file + "' && objcopy --strip-debug '" + fixture + "' '" +
+                         stripped + "'";
+  if (std::system(commands.c_str()) != 0) {
+    BOOST_TEST_MESSAGE("objcopy unavailable: skipped");
+    return;
+  }
+  setenv("NCCLSCOPE_DEBUG_FILE_DIRECTORY", (scratch.dir + "/debug").c_str(), 1);
+  std::string why;
+  nsc::LayoutProfile profile = nsc::load_layout_for_library(stripped, "", {}, &why);
+  BOOST_TEST(profile.source == "dwarf:" + debug_file);
+  BOOST_TEST(profile.build_id == build_id);
+  BOOST_TEST(profile.library == stripped);
+  unsetenv("NCCLSCOPE_DEBUG_FILE_DIRECTORY");
+  std::string message =
+      bad_input_message([&] { nsc::load_layout_for_library(stripped, "", {}, &why); });
+  BOOST_TEST(contains(message, "no separate debug file under /usr/lib/debug/.build-id"));
+}
+
 BOOST_AUTO_TEST_CASE(nothing_to_go_on) {
   Scratch scratch;
   std::string why;

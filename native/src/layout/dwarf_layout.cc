@@ -3,9 +3,13 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -581,9 +585,10 @@ std::string no_dwarf_message(const std::string& path, const ElfFile& file) {
   std::string version = file.nccl_version_string().value_or("unknown");
   return "layout " + path + ": no DWARF debug info (build-id " +
          file.build_id().value_or("none") + ", NCCL " + version +
-         ") and no layout profile for it; make one from an unstripped library of the same build "
-         "with `ncclscope layout extract LIB -o <build-id>.json` and put it in "
-         "$NCCLSCOPE_PROFILE_PATH or ~/.cache/ncclscope/profiles";
+         ", no separate debug file under /usr/lib/debug/.build-id or "
+         "$NCCLSCOPE_DEBUG_FILE_DIRECTORY) and no layout profile for it; make one from an "
+         "unstripped library of the same build with `ncclscope layout extract LIB -o "
+         "<build-id>.json` and put it in $NCCLSCOPE_PROFILE_PATH or ~/.cache/ncclscope/profiles";
 }
 
 // NCCL_VERSION_CODE as nccl.h computes it (2.9 and later): 2.28.9 -> 22809.
@@ -611,8 +616,38 @@ void fill_symbols(const ElfFile& file, LayoutProfile* profile) {
   for (const auto& [name, symbol] : file.symbols(wanted_symbol_names())) {
     // A TLS symbol's value is an offset in each thread's block, not an address.
     std::string key = symbol.is_tls ? name + kTlsSymbolSuffix : name;
-    profile->symbols[key] = symbol.value;
+    profile->symbols.emplace(key, symbol.value);
   }
+}
+
+// Directories holding .build-id/xx/rest.debug files (gdb's debug-file-directory).
+std::vector<std::string> debug_file_directories() {
+  std::vector<std::string> dirs;
+  const char* configured = std::getenv("NCCLSCOPE_DEBUG_FILE_DIRECTORY");
+  std::string list = configured != nullptr ? configured : "";
+  for (size_t start = 0; start <= list.size();) {
+    size_t end = std::min(list.find(':', start), list.size());
+    if (end > start) dirs.push_back(list.substr(start, end - start));
+    start = end + 1;
+  }
+  dirs.push_back("/usr/lib/debug");
+  return dirs;
+}
+
+std::optional<std::string> separate_debug_file(const ElfFile& file) {
+  std::optional<std::string> build_id = file.build_id();
+  if (!build_id || build_id->size() < 4) return std::nullopt;
+  for (const std::string& dir : debug_file_directories()) {
+    std::string path = dir + "/.build-id/" + build_id->substr(0, 2) + "/" + build_id->substr(2) + ".debug";
+    if (::access(path.c_str(), R_OK) != 0) continue;
+    try {
+      ElfFile candidate(path);
+      if (candidate.has_debug_info() && candidate.build_id() == build_id) return path;
+    } catch (const BadInput&) {
+      // An unreadable candidate is as good as none.
+    }
+  }
+  return std::nullopt;
 }
 
 // Corrupt DWARF can describe members outside their struct; such a layout
@@ -635,16 +670,23 @@ LayoutProfile extract_layout_from_dwarf(const std::string& library_path,
                                         const std::vector<std::string>& struct_roots,
                                         const std::vector<std::string>& enum_roots) {
   ElfFile file(library_path);
-  if (!file.has_debug_info()) throw BadInput(no_dwarf_message(library_path, file));
+  // Stripped library: its DWARF may sit in a separate debug file found by build-id.
+  std::unique_ptr<ElfFile> debug_file;
+  if (!file.has_debug_info()) {
+    std::optional<std::string> debug_path = separate_debug_file(file);
+    if (!debug_path) throw BadInput(no_dwarf_message(library_path, file));
+    debug_file = std::make_unique<ElfFile>(*debug_path);
+  }
+  const ElfFile& dwarf_file = debug_file ? *debug_file : file;
   LayoutProfile profile;
   profile.build_id = file.build_id().value_or("");
   profile.nccl_version = nccl_version_number(file.nccl_version_string().value_or(""));
   profile.library = library_path;
-  profile.source = "dwarf:" + library_path;
+  profile.source = "dwarf:" + dwarf_file.path();
 
-  Dwarf* dwarf = dwarf_begin_elf(file.elf(), DWARF_C_READ, nullptr);
+  Dwarf* dwarf = dwarf_begin_elf(dwarf_file.elf(), DWARF_C_READ, nullptr);
   if (dwarf == nullptr)
-    throw BadInput("layout " + library_path + ": cannot read DWARF: " + dwarf_errmsg(-1));
+    throw BadInput("layout " + dwarf_file.path() + ": cannot read DWARF: " + dwarf_errmsg(-1));
   try {
     DwarfWalker(dwarf, &profile, struct_roots, enum_roots).run();
   } catch (...) {
@@ -652,7 +694,8 @@ LayoutProfile extract_layout_from_dwarf(const std::string& library_path,
     throw;
   }
   dwarf_end(dwarf);
-  fill_symbols(file, &profile);
+  fill_symbols(dwarf_file, &profile);
+  if (debug_file) fill_symbols(file, &profile);  // .dynsym of the library for what .symtab lacked
   fill_constants(&profile);
   if (covers(struct_roots, required_struct_names()) && covers(enum_roots, required_enum_names()))
     profile.constants[kRootsFingerprintConstant] = required_roots_fingerprint();

@@ -32,7 +32,8 @@ class ElfFile {
 
   std::optional<std::string> build_id() const;  // lower-case hex
   bool has_section(const std::string& name) const;
-  bool has_debug_info() const { return has_section(".debug_info"); }
+  // .debug_info, plain or SHF_COMPRESSED, or old-style GNU-compressed .zdebug_info (libdw reads all).
+  bool has_debug_info() const { return has_section(".debug_info") || has_section(".zdebug_info"); }
   // Values of the named symbols from .symtab, else .dynsym. A C++ file-static
   // symbol matches its mangled form (_ZL18ncclLastProxyState). Absent names
   // are left out.
@@ -48,6 +49,7 @@ class ElfFile {
 
 std::optional<std::string> read_build_id(const std::string& path);  // nullopt if none/unreadable
 bool has_debug_info(const std::string& path);                      // false if unreadable
+// Throws nsc::BadInput when the file cannot be opened or is not ELF.
 std::map<std::string, ElfSymbolValue> read_symbols(const std::string& path,
                                                    const std::vector<std::string>& names);
 std::optional<std::string> nccl_version_string(const std::string& path);
