@@ -1,0 +1,66 @@
+#include "cuda/recorder_analysis.h"
+
+#include <map>
+#include <string>
+#include <tuple>
+
+namespace nsc {
+namespace {
+
+using CollectiveKey = std::tuple<std::string, std::string, uint64_t>;  // comm hash, function, seq
+
+struct RankOp {
+  int64_t rank;
+  nlohmann::json count, datatype, root;
+};
+
+}  // namespace
+
+nlohmann::json compare_recorded_collectives(const std::vector<nlohmann::json>& recorders) {
+  std::map<CollectiveKey, std::vector<RankOp>> by_collective;
+  std::map<std::pair<std::string, std::string>, nlohmann::json> last_seq;  // (hash, func) -> ranks
+  for (const nlohmann::json& recorder : recorders) {
+    if (!recorder.value("found", false) || !recorder.contains("comms")) continue;
+    for (const auto& comm : recorder["comms"]) {
+      std::string hash = comm.value("comm_hash", "");
+      int64_t rank = comm.value("rank", -1);
+      const nlohmann::json last = comm.value("last_seq", nlohmann::json::object());
+      for (const auto& [func, seq] : last.items()) {
+        nlohmann::json& ranks = last_seq[{hash, func}];
+        if (!ranks.is_array()) ranks = nlohmann::json::array();
+        ranks.push_back({{"rank", rank}, {"seq", seq}});
+      }
+      for (const auto& op : comm.value("ops", nlohmann::json::array())) {
+        if (op.value("record", "") != "nccl_coll" || !op.contains("seq")) continue;
+        by_collective[{hash, op.value("collective", ""), op["seq"].get<uint64_t>()}].push_back(
+            {rank, op["count"], op["datatype"], op.value("root", nlohmann::json(nullptr))});
+      }
+    }
+  }
+  nlohmann::json mismatches = nlohmann::json::array();
+  for (const auto& [key, ops] : by_collective) {
+    if (ops.size() < 2) continue;
+    const auto& [hash, func, seq] = key;
+    // Root matters only for rooted collectives.
+    bool rooted = func == "Broadcast" || func == "Reduce" || func == "Gather" || func == "Scatter";
+    for (const char* field : {"count", "datatype", "root"}) {
+      if (std::string(field) == "root" && !rooted) continue;
+      auto value_of = [&](const RankOp& op) -> const nlohmann::json& {
+        return field[0] == 'c' ? op.count : field[0] == 'd' ? op.datatype : op.root;
+      };
+      bool differs = false;
+      for (const RankOp& op : ops) differs |= value_of(op) != value_of(ops.front());
+      if (!differs) continue;
+      nlohmann::json values = nlohmann::json::array();
+      for (const RankOp& op : ops) values.push_back({{"rank", op.rank}, {"value", value_of(op)}});
+      mismatches.push_back({{"comm_hash", hash}, {"collective", func}, {"seq", seq},
+                            {"field", field}, {"values", values}});
+    }
+  }
+  nlohmann::json seqs = nlohmann::json::array();
+  for (const auto& [key, ranks] : last_seq)
+    seqs.push_back({{"comm_hash", key.first}, {"collective", key.second}, {"ranks", ranks}});
+  return {{"mismatches", mismatches}, {"last_seq", seqs}};
+}
+
+}  // namespace nsc

@@ -1,0 +1,194 @@
+// The recorder decoder on synthetic regions built from cuda/recorder_format.h:
+// ring wrap-around, torn records, rejected headers, event-synchronize chains,
+// and the cross-rank count/datatype mismatch check.
+#define BOOST_TEST_MODULE recorder_format
+#include <boost/test/unit_test.hpp>
+
+#include <cstring>
+
+#include "cuda/recorder_analysis.h"
+#include "cuda/recorder_decoder.h"
+#include "cuda/recorder_format.h"
+#include "support/synthetic.h"
+
+using nlohmann::json;
+using namespace nsc::recorder;
+using nsc::test::SyntheticTarget;
+
+namespace {
+
+constexpr uint64_t kRegion = 0x7f0000000000;
+constexpr uint32_t kRecords = 8;
+constexpr uint32_t kThreads = 2;
+
+// A region with the given geometry; rings filled by write().
+class Region {
+ public:
+  explicit Region(SyntheticTarget& target) {
+    bytes_ = target.add_block(kRegion, region_bytes(kThreads, kRecords));
+    RecorderHeader header{};
+    std::memcpy(header.magic, kMagic, sizeof(kMagic));
+    header.schema_version = kSchemaVersion;
+    header.header_size = sizeof(RecorderHeader);
+    header.ring_header_size = sizeof(RingHeader);
+    header.record_size = sizeof(Record);
+    header.max_threads = kThreads;
+    header.records_per_ring = kRecords;
+    header.region_size = region_bytes(kThreads, kRecords);
+    header.self_address = kRegion;
+    header.pid = 77;
+    header.clock = kClockMonotonic;
+    header.ticks_per_second = 1000000000;
+    header.threads_claimed = kThreads;
+    header.comms_claimed = 1;
+    header.comms[0] = CommEntry{0xabc, 1, 2, 1, 1, "c"};
+    std::memcpy(bytes_, &header, sizeof(header));
+    for (uint32_t ring = 0; ring < kThreads; ++ring) {
+      RingHeader ring_header{};
+      ring_header.tid = 100 + int(ring);
+      ring_header.in_use = 1;
+      std::strcpy(ring_header.thread_name, ring == 0 ? "main" : "other");
+      std::memcpy(bytes_ + ring_offset(ring, kRecords), &ring_header, sizeof(ring_header));
+    }
+  }
+  // Appends a record to ring `ring` with time `time` (ns).
+  void write(uint32_t ring, RecordKind kind, RecordPhase phase, uint64_t time, uint64_t a0 = 0,
+             uint64_t a1 = 0, uint64_t a2 = 0, uint64_t a3 = 0, uint64_t a4 = 0, int32_t aux = 0) {
+    auto* ring_header = reinterpret_cast<RingHeader*>(bytes_ + ring_offset(ring, kRecords));
+    uint64_t index = ring_header->written++;
+    Record record{index + 1, time, kind, phase, RecordApi::kRuntime, aux, {a0, a1, a2, a3, a4}};
+    std::memcpy(reinterpret_cast<Record*>(ring_header + 1) + (index % kRecords), &record, sizeof(record));
+  }
+  Record* slot(uint32_t ring, uint64_t index) {
+    auto* ring_header = reinterpret_cast<RingHeader*>(bytes_ + ring_offset(ring, kRecords));
+    return reinterpret_cast<Record*>(ring_header + 1) + (index % kRecords);
+  }
+  RecorderHeader* header() { return reinterpret_cast<RecorderHeader*>(bytes_); }
+
+ private:
+  uint8_t* bytes_;
+};
+
+}  // namespace
+
+uint64_t details(NcclFunc func, NcclType type) { return pack_nccl_details(func, type, 2, 1, 0, false); }
+
+BOOST_AUTO_TEST_CASE(wrapped_ring_keeps_the_newest_records) {
+  SyntheticTarget target;
+  Region region(target);
+  for (uint64_t i = 0; i < 11; ++i)  // 11 records into a ring of 8
+    region.write(0, RecordKind::kEventRecord, RecordPhase::kEnter, 1000 + i, 0xe0 + i, 0x5000);
+  json errors = json::array();
+  nsc::RecorderDecodeOptions options;
+  options.include_records = true;
+  json recorder = nsc::decode_recorder(target, &errors, options);
+  BOOST_REQUIRE(recorder["found"] == true);
+  BOOST_TEST(recorder["pid"] == 77);
+  BOOST_TEST(recorder["threads"][0]["records_written"] == 11);
+  BOOST_TEST(recorder["threads"][0]["records_kept"] == 8);
+  BOOST_REQUIRE(recorder["records"].size() == 8u);
+  BOOST_TEST(recorder["records"][0]["event"] == "0xe3");  // records 0..2 were overwritten
+  BOOST_TEST(recorder["records"][7]["event"] == "0xea");
+  BOOST_TEST(recorder["events"].size() == 8u);
+}
+
+BOOST_AUTO_TEST_CASE(torn_records_are_skipped) {
+  SyntheticTarget target;
+  Region region(target);
+  region.write(0, RecordKind::kStreamCreate, RecordPhase::kExit, 10, 0x5000);
+  region.write(0, RecordKind::kStreamCreate, RecordPhase::kExit, 20, 0x6000);
+  region.slot(0, 1)->sequence = 0;  // the writer was interrupted mid-record
+  nsc::RecorderDecodeOptions options;
+  options.include_records = true;
+  json recorder = nsc::decode_recorder(target, nullptr, options);
+  BOOST_REQUIRE(recorder["records"].size() == 1u);
+  BOOST_TEST(recorder["records"][0]["stream"] == "0x5000");
+  BOOST_TEST(recorder["threads"][0]["records_kept"] == 1);
+}
+
+BOOST_AUTO_TEST_CASE(headers_that_do_not_name_themselves_are_rejected) {
+  SyntheticTarget target;
+  Region region(target);
+  region.header()->self_address = 0x1234000;  // a copy of a header elsewhere, not the region
+  json recorder = nsc::decode_recorder(target, nullptr);
+  BOOST_TEST(recorder["found"] == false);
+  BOOST_REQUIRE(recorder["rejected"].size() == 1u);
+  BOOST_TEST(recorder["rejected"][0].get<std::string>().find("names itself 0x1234000") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(unknown_schema_is_rejected) {
+  SyntheticTarget target;
+  Region region(target);
+  region.header()->schema_version = 9;
+  json recorder = nsc::decode_recorder(target, nullptr);
+  BOOST_TEST(recorder["found"] == false);
+  BOOST_TEST(recorder["rejected"][0].get<std::string>().find("schema version 9") != std::string::npos);
+}
+
+// Thread 100 blocked in cudaEventSynchronize(E2); E2 recorded on S2, which waits
+// on E1, recorded on the NCCL stream S1 after AllReduce seq 4 (recorded by thread 101).
+BOOST_AUTO_TEST_CASE(event_synchronize_chain_crosses_two_streams) {
+  SyntheticTarget target;
+  Region region(target);
+  const uint64_t s1 = 0x51, s2 = 0x52, e1 = 0xe1, e2 = 0xe2;
+  region.write(1, RecordKind::kNcclColl, RecordPhase::kEnter, 100, 0xabc, 4, 4096, s1,
+               details(NcclFunc::kAllReduce, NcclType::kBfloat16));
+  region.write(1, RecordKind::kEventRecord, RecordPhase::kEnter, 110, e1, s1);
+  region.write(0, RecordKind::kStreamWaitEvent, RecordPhase::kEnter, 120, s2, e1);
+  region.write(0, RecordKind::kEventRecord, RecordPhase::kEnter, 130, e2, s2);
+  region.write(0, RecordKind::kEventSynchronize, RecordPhase::kEnter, 140, e2);
+  json recorder = nsc::decode_recorder(target, nullptr);
+  BOOST_TEST(recorder["threads"][0]["blocked_in"]["call"] == "cudaEventSynchronize");
+  BOOST_TEST(recorder["threads"][0]["blocked_in"]["event_recorded_on"] == "0x52");
+  BOOST_TEST(recorder["threads"][1]["blocked_in"].is_null());
+  BOOST_REQUIRE(recorder["chains"].size() == 1u);
+  const json& steps = recorder["chains"][0]["steps"];
+  BOOST_REQUIRE(steps.size() == 4u);
+  BOOST_TEST(steps[1]["step"] == "event_recorded");
+  BOOST_TEST(steps[2]["step"] == "stream_waits_event");
+  BOOST_TEST(steps[2]["event"] == "0xe1");
+  BOOST_TEST(steps[2]["after_nccl_op"]["collective"] == "AllReduce");
+  BOOST_TEST(steps[2]["after_nccl_op"]["seq"] == 4);
+  BOOST_TEST(steps[2]["after_nccl_op"]["datatype"] == "ncclBfloat16");
+  BOOST_TEST(steps[3]["step"] == "stream_runs_nccl_op");
+  BOOST_TEST(recorder["comms"][0]["last_seq"]["AllReduce"] == 4);
+  BOOST_TEST(recorder["comms"][0]["ops"][0]["algorithm"] == "RING");
+}
+
+BOOST_AUTO_TEST_CASE(completed_synchronize_clears_pending_waits) {
+  SyntheticTarget target;
+  Region region(target);
+  region.write(0, RecordKind::kStreamWaitEvent, RecordPhase::kEnter, 10, 0x51, 0xe1);
+  region.write(0, RecordKind::kStreamSynchronize, RecordPhase::kEnter, 20, 0x51);
+  region.write(0, RecordKind::kStreamSynchronize, RecordPhase::kExit, 30, 0x51, 0, 0, 0);
+  json recorder = nsc::decode_recorder(target, nullptr);
+  BOOST_TEST(recorder["streams"][0]["pending_event_waits"].empty());
+  BOOST_TEST(recorder["threads"][0]["blocked_in"].is_null());
+  BOOST_TEST(recorder["chains"].empty());
+}
+
+BOOST_AUTO_TEST_CASE(cross_rank_count_and_datatype_mismatch) {
+  auto section = [](int rank, uint64_t count, const char* datatype) {
+    json op = {{"record", "nccl_coll"}, {"collective", "AllGather"}, {"seq", 1}, {"count", count},
+               {"datatype", datatype}, {"root", 0}};
+    json comm = json::object();
+    comm["comm_hash"] = "0xabc";
+    comm["rank"] = rank;
+    comm["last_seq"] = {{"AllGather", 1}};
+    comm["ops"] = json::array({op});
+    json recorder = json::object();
+    recorder["found"] = true;
+    recorder["comms"] = json::array({comm});
+    return recorder;
+  };
+  json result = nsc::compare_recorded_collectives(
+      {section(0, 1024, "ncclFloat32"), section(1, 1024, "ncclFloat32"), section(2, 512, "ncclFloat16")});
+  BOOST_REQUIRE(result["mismatches"].size() == 2u);
+  BOOST_TEST(result["mismatches"][0]["field"] == "count");
+  BOOST_TEST(result["mismatches"][0]["values"][2]["rank"] == 2);
+  BOOST_TEST(result["mismatches"][0]["values"][2]["value"] == 512);
+  BOOST_TEST(result["mismatches"][1]["field"] == "datatype");
+  BOOST_TEST(result["last_seq"][0]["ranks"].size() == 3u);
+  json agreeing = nsc::compare_recorded_collectives({section(0, 8, "ncclInt8"), section(1, 8, "ncclInt8")});
+  BOOST_TEST(agreeing["mismatches"].empty());
+}
