@@ -102,6 +102,22 @@ double nccl_collective_ns() {
   return double(now_ns() - start) / double(g_iterations);
 }
 
+// The noise floor: 4 calls into the plugin that record nothing (recordEventState).
+double baseline_ns() {
+  uint64_t start = now_ns();
+  for (uint64_t i = 0; i < g_iterations; ++i)
+    for (int call = 0; call < 4; ++call) g_profiler->record_event_state(reinterpret_cast<void*>(i + 1), 0, nullptr);
+  return double(now_ns() - start) / double(g_iterations);
+}
+
+// The clock a record reads (rdtsc when the CPU has an invariant TSC).
+double rdtsc_ns() {
+  uint64_t sink = 0, start = now_ns();
+  for (uint64_t i = 0; i < g_iterations; ++i) sink += __builtin_ia32_rdtsc();
+  double cost = double(now_ns() - start) / double(g_iterations);
+  return sink == 1 ? 0 : cost;
+}
+
 void* threaded(void* out) {
   *static_cast<double*>(out) = nccl_collective_ns();
   return nullptr;
@@ -133,6 +149,8 @@ int main(int argc, char** argv) {
   std::printf("{\"case\": \"cupti cudaStreamSynchronize (enter+exit callbacks, 2 records)\", \"ns_per_call\": %.1f, \"ns_per_record\": %.1f}\n",
               stream_sync, stream_sync / 2);
 #endif
+  std::printf("{\"case\": \"baseline: 4 plugin calls that record nothing\", \"ns_per_call\": %.1f}\n", baseline_ns());
+  std::printf("{\"case\": \"rdtsc alone\", \"ns_per_call\": %.1f}\n", rdtsc_ns());
   double collective = nccl_collective_ns();
   std::printf("{\"case\": \"nccl profiler collective (2 starts + 2 stops, 4 records)\", \"ns_per_call\": %.1f, \"ns_per_record\": %.1f}\n",
               collective, collective / 4);

@@ -6,6 +6,8 @@
 // no CUDA driver exists.
 #include <dlfcn.h>
 
+#include <cstdlib>
+
 #include <type_traits>
 
 #include <cupti.h>
@@ -335,8 +337,13 @@ const CUpti_CallbackId kDriverCallbacks[] = {
 
 // Called by libcuda at CUDA initialisation when CUDA_INJECTION64_PATH names this library.
 extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
-  void* cupti = dlopen("libcupti.so.13", RTLD_NOW | RTLD_GLOBAL);
-  if (cupti == nullptr) cupti = dlopen("libcupti.so", RTLD_NOW | RTLD_GLOBAL);
+  // NCCLSCOPE_CUPTI_LIBRARY first, then the loader's path, then the usual CUDA homes.
+  const char* candidates[] = {getenv("NCCLSCOPE_CUPTI_LIBRARY"), "libcupti.so.13", "libcupti.so",
+                              "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so",
+                              "/usr/local/cuda/lib64/libcupti.so"};
+  void* cupti = nullptr;
+  for (const char* candidate : candidates)
+    if (candidate != nullptr && cupti == nullptr) cupti = dlopen(candidate, RTLD_NOW | RTLD_GLOBAL);
   if (cupti == nullptr) return 0;
   auto subscribe = reinterpret_cast<SubscribeFunction>(dlsym(cupti, "cuptiSubscribe"));
   auto enable = reinterpret_cast<EnableCallbackFunction>(dlsym(cupti, "cuptiEnableCallback"));
