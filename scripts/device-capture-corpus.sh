@@ -93,8 +93,17 @@ start_rank() {
     cmd=("$BIN" --rank "$rank" --nranks 2 --id-file "$dir/nccl.id" --mode "$mode"
          --device "$DEVICE_INDEX" "$@")
   fi
-  echo "coredump_filter=$filter NCCL_HOSTID=rank$rank-host RANK=$rank ${cmd[*]}" >> "$dir/command.txt"
-  NCCL_HOSTID=rank$rank-host RANK=$rank WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29531 \
+  # TWO_GPUS=1: one rank per GPU on one host (real P2P/NVLink); else both ranks share
+  # DEVICE_INDEX and differ in NCCL_HOSTID (see the header).
+  local host_id=rank$rank-host
+  if [ "${TWO_GPUS:-0}" = 1 ]; then
+    host_id=${NCCL_HOSTID:-}
+    [ "$kind" = torch ] && cmd=("$PY" "$REPO/tests/scenarios/torch_hang.py" --device "$rank")
+    [ "$kind" = torch ] || cmd=("$BIN" --rank "$rank" --nranks 2 --id-file "$dir/nccl.id" --mode "$mode"
+                                 --device "$rank" "$@")
+  fi
+  echo "coredump_filter=$filter NCCL_HOSTID=$host_id RANK=$rank ${cmd[*]}" >> "$dir/command.txt"
+  NCCL_HOSTID=$host_id RANK=$rank WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29531 \
     bash -c 'echo "$0" > /proc/self/coredump_filter && ulimit -c unlimited && cd "$1" && shift && exec "$@"' \
     "$filter" "$dir/rank$rank" "${cmd[@]}" > "$dir/rank$rank.log" 2>&1 &
   STARTED_PID=$!
@@ -176,6 +185,15 @@ pack_one() {
   local name=$1 rank=$2 base=$3 packed=$WORK/packed
   local core=$WORK/$name/rank$rank.core raw sha xzfull
   raw=$(stat -c %s "$core"); sha=$(sha256sum "$core" | cut -d' ' -f1)
+  if [ -n "${SLICER:-}" ]; then  # slice on this machine: only what the decoders read travels
+    local exe=$BIN; [ "$(scenario_spec "$name" | cut -d' ' -f2)" = torch ] && exe=$(readlink -f "$PY")
+    "$SLICER" slice "$core" -o "$core.sliced" --exe "$exe" --solib-search-path "$NCCL_LIBDIR" \
+      >> "$WORK/logs/slice.log" 2>&1
+    xz -9 -T2 -c "$core.sliced" > "$packed/$name.rank$rank.core.xz"
+    echo "$name rank$rank $raw - sliced $(stat -c %s "$packed/$name.rank$rank.core.xz") $sha -" \
+      > "$WORK/manifest.$name.$rank"
+    return
+  fi
   if [ "$core" = "$base" ]; then
     xz -"$XZ_LEVEL" -T8 -c "$core" > "$packed/$name.rank$rank.core.xz"
     xzfull=$(stat -c %s "$packed/$name.rank$rank.core.xz")

@@ -17,12 +17,18 @@ for packed in "$dir"/*.core.xz; do
   xz -dc "$packed" > "$work/$(basename "${packed%.xz}")"
 done
 exe_args=()
-if [ -f corefiles/bin/nccl_hang_scenarios.xz ]; then
-  xz -dc corefiles/bin/nccl_hang_scenarios.xz > "$work/nccl_hang_scenarios"
-  chmod +x "$work/nccl_hang_scenarios"
-  exe_args=(--exe "$work/nccl_hang_scenarios")
+executable=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("executable") or "")' "$dir/expected.json")
+if [ -n "$executable" ] && [ -f "corefiles/$executable" ]; then
+  xz -dc "corefiles/$executable" > "$work/program"
+  chmod +x "$work/program"
+  exe_args=(--exe "$work/program")
 fi
+# The GPU machine's own system libraries (Ubuntu 24.04), so host stacks symbolize here too.
+mkdir -p "$work/lib"
+for packed in corefiles/lib/*.tar.xz; do
+  [ -f "$packed" ] && tar -C "$work/lib" -xJf "$packed" --transform 's|.*/||'
+done
 echo "== ncclscope triage: corefiles/$scenario ($(ls "$work"/*.core | wc -l) rank cores)" >&2
 build_dir=${NCCLSCOPE_BUILD_DIR:-build}
 "$build_dir/bin/ncclscope" triage "$work"/*.core "${exe_args[@]}" \
-  --solib-search-path "corefiles/lib:$work" "$@"
+  --solib-search-path "$work/lib:/usr/local/cuda-13.0/lib" "$@"
