@@ -93,6 +93,20 @@ if command -v gdb >/dev/null; then
   fi
 fi
 
+# A directory's JSON of another kind (ground truth, notes) is ignored, not an error.
+mkdir "$WORK/with-notes"
+cp "$DATA"/rank-*.json "$WORK/with-notes/"
+echo '{"mode": "skip-collective", "expected_culprit_rank": 1}' >"$WORK/with-notes/rank0.ground_truth.json"
+expect_rc 0 "directory with other JSON" -- "$NSC" triage "$WORK/with-notes"
+grep -q "^Inputs: 2 usable, 0 unusable, 1 ignored" "$WORK/out" || fail "directory with other JSON: $(tail -1 "$WORK/out")"
+# A live process without NCCL.
+sleep 30 &
+sleeper=$!
+expect_rc 2 "pid without NCCL" -- "$NSC" triage --pid "$sleeper"
+kill "$sleeper" 2>/dev/null
+wait "$sleeper" 2>/dev/null
+[ "$(wc -l <"$WORK/err")" = 1 ] && grep -q "^ncclscope triage: pid $sleeper: " "$WORK/err" || fail "pid without NCCL: $(cat "$WORK/err")"
+
 # 5. Usage errors.
 expect_rc 64 "no input" -- "$NSC" triage
 expect_rc 64 "unknown option" -- "$NSC" triage --frobnicate "$DATA"

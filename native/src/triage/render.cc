@@ -95,6 +95,8 @@ std::string render_triage_text(const nlohmann::json& report) {
     lines.push_back("  " + text_of(comm["comm_hash"]) + (comm["is_world"].get<bool>() ? " (world)" : "") + ": " +
                     nranks + " ranks, inputs hold " + triage::format_rank_set(comm["ranks_seen"].get<std::vector<int>>()) +
                     ", missing " + missing);
+    if (!comm["is_world"].get<bool>() && comm["ranks_seen"].size() > 16)
+      lines.push_back("    ranks here are this communicator's own (world_ranks in --json maps them)");
     if (!comm["is_world"].get<bool>() && comm["ranks_seen"].size() <= 16) {
       std::string map;
       for (size_t i = 0; i < comm["ranks_seen"].size(); ++i)
