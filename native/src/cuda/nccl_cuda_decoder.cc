@@ -147,7 +147,7 @@ void decode_user_streams(const ObjectView& comm, FieldSink& out) {
     }
   }
   // streamRecent is meaningful only while the list is non-empty (NCCL's own rule).
-  if (out.json()["user_streams"].is_array() && streams.empty())
+  if (head.ok() && *head.value == 0)
     out.json()["stream_recent"] = nullptr;
   else
     out.put_hex("stream_recent", planner.pointer("streamRecent"));
