@@ -9,7 +9,6 @@ import contextlib
 import functools
 import json
 import os
-import re
 
 import gdb  # noqa: E402 - only importable inside gdb
 
