@@ -12,6 +12,7 @@
 #include "target/core_writer.h"
 #include "target/slice_ranges.h"
 #include "target_test_support.h"
+#include "util/errors.h"
 #include "util/strings.h"
 
 using namespace nsc;
@@ -136,6 +137,13 @@ BOOST_AUTO_TEST_CASE(unkept_memory_stays_mapped_but_not_saved) {
   // File offsets never go backwards, unsaved pieces included (libdwfl relies on it).
   for (size_t i = 1; i < sliced->segments().size(); ++i)
     BOOST_TEST(sliced->segments()[i].offset >= sliced->segments()[i - 1].offset);
+}
+
+BOOST_AUTO_TEST_CASE(refuses_to_overwrite_its_input) {
+  REQUIRE_CORE();
+  auto core = open_core_file(setup().core_path, "");
+  BOOST_CHECK_THROW(write_sliced_core(*core, keep_list(), setup().core_path), BadInput);
+  BOOST_TEST(open_core_file(setup().core_path, "")->segments().size() == core->segments().size());
 }
 
 BOOST_AUTO_TEST_CASE(plan_splits_segments_on_page_boundaries) {

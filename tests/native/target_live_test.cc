@@ -241,3 +241,18 @@ BOOST_AUTO_TEST_CASE(sigint_while_frozen_resumes_and_still_terminates) {
   BOOST_TEST(settled_state(fixture.pid(), fixture.pid()) == 'S');
   BOOST_TEST(settled_state(fixture.pid(), fixture.info()["worker_tid"].get<int>()) == 'S');
 }
+
+BOOST_AUTO_TEST_CASE(freeze_of_a_traced_process_names_the_tracer) {
+  FixtureProcess fixture;
+  auto first = open_live(fixture.pid(), true);  // we are now its tracer
+  try {
+    open_live(fixture.pid(), true);
+    BOOST_FAIL("expected BadInput");
+  } catch (const BadInput& error) {
+    std::string message = error.what();
+    BOOST_TEST(message.find("pid " + std::to_string(fixture.pid()) + ": may not trace") == 0u);
+    BOOST_TEST(message.find("already traced by pid " + std::to_string(getpid())) != std::string::npos);
+  }
+  first.reset();
+  BOOST_TEST(settled_state(fixture.pid(), fixture.pid()) == 'S');
+}

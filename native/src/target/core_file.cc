@@ -41,12 +41,19 @@ const MappedFile* file_containing(const std::vector<MappedFile>& sorted, uint64_
 }  // namespace
 
 CoreFile::CoreFile(const std::string& path, const std::string& executable_hint) : path_(path) {
-  open_elf();
-  check_header();
-  load_program_headers();
-  build_regions();
-  attach_file_paths();
-  choose_executable(executable_hint);
+  try {
+    open_elf();
+    check_header();
+    load_program_headers();
+    build_regions();
+    attach_file_paths();
+    choose_executable(executable_hint);
+  } catch (...) {
+    // A throwing constructor runs no destructor: release the Elf, its mapping and the fd here.
+    if (elf_) elf_end(elf_);
+    if (fd_ >= 0) close(fd_);
+    throw;
+  }
 }
 
 CoreFile::~CoreFile() {
@@ -108,6 +115,7 @@ void CoreFile::load_program_headers() {
   std::sort(segments_.begin(), segments_.end(),
             [](const CoreSegment& a, const CoreSegment& b) { return a.vaddr < b.vaddr; });
   if (notes_.threads.empty()) warnings_.push_back("core_open " + path_ + ": no thread notes");
+  if (notes_.pid == 0 && !notes_.threads.empty()) notes_.pid = notes_.threads[0].tid;
   for (const std::string& problem : notes_.problems)
     warnings_.push_back("core_open " + path_ + ": " + problem);
 }

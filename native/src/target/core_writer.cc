@@ -1,6 +1,7 @@
 #include "target/core_writer.h"
 
 #include <elf.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -105,6 +106,10 @@ std::vector<SlicePiece> plan_slice(const CoreFile& core, const std::vector<Addre
 
 SliceStats write_sliced_core(const CoreFile& core, const std::vector<AddressRange>& keep,
                              const std::string& output_path) {
+  struct stat input, output;
+  if (stat(core.path().c_str(), &input) == 0 && stat(output_path.c_str(), &output) == 0 &&
+      input.st_dev == output.st_dev && input.st_ino == output.st_ino)
+    throw BadInput("slice " + output_path + ": would overwrite the core being sliced");
   std::vector<SlicePiece> pieces = plan_slice(core, keep);
   const auto& notes = core.note_segments();
   size_t phdr_count = notes.size() + pieces.size();
@@ -135,7 +140,9 @@ SliceStats write_sliced_core(const CoreFile& core, const std::vector<AddressRang
     stats.kept_bytes += filesz;
   }
 
-  OutputFile out(output_path);
+  // Written beside the target, then renamed: a reader never sees half a core.
+  std::string temporary_path = output_path + ".partial";
+  OutputFile out(temporary_path);
   out.write(&header, sizeof header);
   out.write(phdrs.data(), phdrs.size() * sizeof(Elf64_Phdr));
   for (size_t i = 0; i < notes.size(); ++i) {
@@ -157,6 +164,8 @@ SliceStats write_sliced_core(const CoreFile& core, const std::vector<AddressRang
   }
   stats.output_bytes = out.offset();
   out.close();
+  if (std::rename(temporary_path.c_str(), output_path.c_str()) != 0)
+    throw BadInput("slice " + output_path + ": cannot rename " + temporary_path + ": " + std::strerror(errno));
   stats.input_bytes = core.file_size();
   stats.load_segments = pieces.size();
   return stats;

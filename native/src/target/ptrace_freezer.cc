@@ -71,12 +71,12 @@ std::string first_line_of(const std::string& path) {
   return text->substr(0, text->find('\n'));
 }
 
-// Real uid of the process from /proc/PID/status ("Uid:\t1000\t1000\t...").
-long process_uid(int pid) {
+// First number after `field` in /proc/PID/status ("Uid:\t1000\t1000..."), or -1.
+long status_field(int pid, const std::string& field) {
   auto status = read_proc_file("/proc/" + std::to_string(pid) + "/status");
   if (!status) return -1;
-  size_t at = status->find("\nUid:");
-  return at == std::string::npos ? -1 : std::strtol(status->c_str() + at + 5, nullptr, 10);
+  size_t at = status->find("\n" + field);
+  return at == std::string::npos ? -1 : std::strtol(status->c_str() + at + 1 + field.size(), nullptr, 10);
 }
 
 }  // namespace
@@ -84,9 +84,11 @@ long process_uid(int pid) {
 std::string trace_permission_message(int pid, int error_number) {
   std::ostringstream text;
   text << "pid " << pid << ": may not trace (" << std::strerror(error_number);
-  long uid = process_uid(pid);
+  long uid = status_field(pid, "Uid:");
   if (uid >= 0 && uid != static_cast<long>(getuid()))
     text << "; process uid " << uid << " differs from ours (" << getuid() << ")";
+  long tracer = status_field(pid, "TracerPid:");
+  if (tracer > 0) text << "; already traced by pid " << tracer << " (a debugger?)";
   std::string scope = first_line_of("/proc/sys/kernel/yama/ptrace_scope");
   if (!scope.empty()) text << "; /proc/sys/kernel/yama/ptrace_scope is " << scope;
   text << "): run as the same user or root, or set ptrace_scope to 0";
