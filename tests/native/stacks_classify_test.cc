@@ -256,3 +256,36 @@ BOOST_AUTO_TEST_CASE(json_follows_the_state_schema) {
   BOOST_TEST(json["state"].is_null());
   BOOST_TEST(json["error"] == "dwfl_thread_getframes: no matching address range");
 }
+
+BOOST_AUTO_TEST_CASE(the_system_call_names_the_wait_when_libc_is_unsymbolized) {
+  // Corpus culprit rank: the target's libc is not on this machine, so pause() has no name.
+  nsc::ThreadStack culprit;
+  culprit.frames = main_thread({frame("", "libc.so.6 (build-id mismatch: core a4a7992a8e66..., "
+                                          "file 93ac61ec5a8e...)"),
+                                frame("(anonymous namespace)::park_in_pause(Scenario const&)",
+                                      "nccl_hang_scenarios")},
+                               "nccl_hang_scenarios");
+  BOOST_TEST(nsc::classify_thread_blocked_in(culprit) == "user-code");  // syscall unknown
+  culprit.syscall = 34;
+  BOOST_TEST(nsc::classify_thread_blocked_in(culprit) == "sleep");
+  culprit.syscall = 202;  // futex: no class of its own
+  BOOST_TEST(nsc::classify_thread_blocked_in(culprit) == "user-code");
+  // A CUDA helper thread polling: same answer as with symbols.
+  nsc::ThreadStack helper;
+  helper.frames = pthread({frame("", "libc.so.6"), frame("", "libcuda.so.1")});
+  helper.syscall = 7;
+  BOOST_TEST(nsc::classify_thread_blocked_in(helper) == "poll/epoll");
+  // Named frames still win: a proxy service thread in poll stays a proxy service thread.
+  nsc::ThreadStack service;
+  service.frames = pthread({frame("", "libc.so.6"), frame("ncclProxyService(void*)", "libnccl.so.2")});
+  service.syscall = 7;
+  BOOST_TEST(nsc::classify_thread_blocked_in(service) == "nccl-proxy-service");
+  BOOST_TEST(nsc::syscall_name(34) == "pause");
+  BOOST_TEST(nsc::syscall_name(232) == "epoll_wait");
+  BOOST_TEST(nsc::syscall_name(999) == "syscall_999");
+  BOOST_TEST(nsc::syscall_name(-1) == "");
+  nsc::ThreadStack quiet;
+  BOOST_TEST(!nsc::to_json(quiet).contains("syscall"));
+  quiet.syscall = 230;
+  BOOST_TEST(nsc::to_json(quiet)["syscall"] == "clock_nanosleep");
+}

@@ -170,6 +170,16 @@ void check_fixture_threads(const std::vector<nsc::ThreadStack>& threads, const F
   BOOST_TEST(evil->blocked_in == "sleep");
 }
 
+// The system calls of a fixture nobody has stopped before (after a ptrace stop they
+// continue as restart_syscall).
+void check_fresh_fixture_syscalls(const std::vector<nsc::ThreadStack>& threads,
+                                  const Fixture& fixture) {
+  BOOST_TEST(find_thread(threads, fixture.pid())->syscall == 34);  // pause, x86-64
+  const nsc::ThreadStack* poller = find_thread(threads, fixture.tid("fx-poller"));
+  BOOST_TEST(nsc::syscall_name(poller->syscall) == "poll");
+  BOOST_TEST(nsc::to_json(*poller)["syscall"] == "poll");
+}
+
 // Flips the first byte of the GNU build-id note of an ELF file in place.
 void corrupt_build_id(const std::string& path) {
   elf_version(EV_CURRENT);
@@ -252,6 +262,7 @@ BOOST_AUTO_TEST_CASE(live_fixture_unwinds_and_keeps_running) {
   for (const auto& warning : warnings) BOOST_TEST_MESSAGE("warning: " << warning);
   BOOST_TEST(threads.size() == 3u);
   check_fixture_threads(threads, fixture);
+  check_fresh_fixture_syscalls(threads, fixture);
   const nsc::ThreadStack* main_thread = find_thread(threads, fixture.pid());
   BOOST_TEST(main_thread->name == "stack_fixture");
   BOOST_TEST(main_thread->state == 'S');  // read before the thread was stopped
@@ -315,6 +326,7 @@ BOOST_AUTO_TEST_CASE(core_of_the_fixture_unwinds_with_sysroot_solib_and_mismatch
     for (const auto& warning : warnings) BOOST_TEST_MESSAGE("warning: " << warning);
     BOOST_TEST(threads.size() == 10u);
     check_fixture_threads(threads, fixture);
+    check_fresh_fixture_syscalls(threads, fixture);  // gdb's stop did not restart them yet
     const nsc::ThreadStack* main_thread = find_thread(threads, fixture.pid());
     BOOST_TEST(main_thread->name == "stack_fixture");  // NT_PRPSINFO
     BOOST_TEST(main_thread->state == '?');

@@ -129,7 +129,44 @@ std::string classify_by_outermost_code(const std::vector<StackFrame>& frames) {
   return "unknown";
 }
 
+struct SyscallFacts {
+  int number;
+  const char* name;
+  const char* blocked_in;  // nullptr: no class of its own
+};
+
+// x86-64 numbers (asm/unistd_64.h) of the calls threads usually wait in.
+// restart_syscall is what a blocking call becomes after a ptrace stop (an earlier
+// unwind or debugger attach): the original call is not known from the number then.
+constexpr std::array<SyscallFacts, 25> kX8664Syscalls{{
+    {219, "restart_syscall", nullptr},
+    {0, "read", nullptr},          {7, "poll", "poll/epoll"},
+    {16, "ioctl", nullptr},        {23, "select", "poll/epoll"},
+    {24, "sched_yield", nullptr},  {34, "pause", "sleep"},
+    {35, "nanosleep", "sleep"},    {43, "accept", nullptr},
+    {45, "recvfrom", nullptr},     {47, "recvmsg", nullptr},
+    {61, "wait4", nullptr},        {128, "rt_sigtimedwait", "sleep"},
+    {130, "rt_sigsuspend", "sleep"}, {202, "futex", nullptr},
+    {230, "clock_nanosleep", "sleep"}, {232, "epoll_wait", "poll/epoll"},
+    {270, "pselect6", "poll/epoll"}, {271, "ppoll", "poll/epoll"},
+    {281, "epoll_pwait", "poll/epoll"}, {288, "accept4", nullptr},
+    {441, "epoll_pwait2", "poll/epoll"}, {1, "write", nullptr},
+    {44, "sendto", nullptr},       {46, "sendmsg", nullptr},
+}};
+
+const SyscallFacts* find_syscall(int number) {
+  for (const SyscallFacts& facts : kX8664Syscalls)
+    if (facts.number == number) return &facts;
+  return nullptr;
+}
+
 }  // namespace
+
+std::string syscall_name(int number) {
+  if (number < 0) return "";
+  const SyscallFacts* facts = find_syscall(number);
+  return facts != nullptr ? facts->name : "syscall_" + std::to_string(number);
+}
 
 std::string bare_function_name(const std::string& function) {
   std::string name = strip_signature(function);
@@ -161,7 +198,9 @@ bool is_shared_object_module(const std::string& module) {
          (so + 3 == name.size() || name[so + 3] == '.');
 }
 
-std::string classify_blocked_in(const std::vector<StackFrame>& frames) {
+namespace {
+
+std::string classify_with_syscall(const std::vector<StackFrame>& frames, int syscall) {
   const NameClass* best = nullptr;
   for (const StackFrame& frame : frames) {
     const NameClass* name_class = match_name_class(bare_function_name(frame.function));
@@ -170,12 +209,23 @@ std::string classify_blocked_in(const std::vector<StackFrame>& frames) {
       best = name_class;
   }
   if (best != nullptr) return best->blocked_in;
+  // No frame names the wait (libc unsymbolized): the system call itself does.
+  const SyscallFacts* facts = find_syscall(syscall);
+  if (facts != nullptr && facts->blocked_in != nullptr) return facts->blocked_in;
   return classify_by_outermost_code(frames);
 }
 
-std::string classify_blocked_in(const std::vector<StackFrame>& frames,
-                                const std::string& thread_name) {
-  std::string by_frames = classify_blocked_in(frames);
+}  // namespace
+
+std::string classify_blocked_in(const std::vector<StackFrame>& frames) {
+  return classify_with_syscall(frames, -1);
+}
+
+namespace {
+
+std::string classify_with_name(const std::vector<StackFrame>& frames,
+                               const std::string& thread_name, int syscall) {
+  std::string by_frames = classify_with_syscall(frames, syscall);
   bool frames_name_nccl_or_cuda = by_frames != "poll/epoll" && by_frames != "sleep" &&
                                   by_frames != "user-code" && by_frames != "unknown";
   if (frames_name_nccl_or_cuda) return by_frames;
@@ -185,6 +235,17 @@ std::string classify_blocked_in(const std::vector<StackFrame>& frames,
     return "nccl-proxy-service";
   if (starts_with(thread_name, "NCCL BootstrapR")) return "nccl-bootstrap";
   return by_frames;
+}
+
+}  // namespace
+
+std::string classify_blocked_in(const std::vector<StackFrame>& frames,
+                                const std::string& thread_name) {
+  return classify_with_name(frames, thread_name, -1);
+}
+
+std::string classify_thread_blocked_in(const ThreadStack& thread) {
+  return classify_with_name(thread.frames, thread.name, thread.syscall);
 }
 
 const StackFrame* innermost_user_frame(const std::vector<StackFrame>& frames) {

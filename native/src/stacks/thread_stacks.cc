@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -79,6 +80,7 @@ struct UnwindSession {
   std::vector<std::string>* warnings = nullptr;
   bool live = false;
   uint64_t entry_point = 0;  // core: AT_ENTRY, marks the executable's module
+  std::map<int, int> core_syscalls;  // core: tid -> orig_rax (x86-64 only)
   std::map<Dwfl_Module*, BuildIdMismatch> mismatches;
   std::map<Dwfl_Module*, std::string> module_labels;  // cache
 };
@@ -277,6 +279,12 @@ void read_live_thread_facts(int pid, ThreadStack* stack) {
     if (close != std::string::npos && close + 2 < stat_line.size())
       stack->state = stat_line[close + 2];
   }
+  // "34 0x0 ..." in a system call, "-1 ..." blocked outside one, "running".
+  std::ifstream syscall_file(task + "/syscall");
+  std::string first_word;
+  if (syscall_file >> first_word && !first_word.empty() &&
+      std::isdigit(static_cast<unsigned char>(first_word[0])))
+    stack->syscall = std::atoi(first_word.c_str());
 }
 
 bool thread_has_ended(int pid, int tid) {
@@ -302,7 +310,12 @@ int on_thread(Dwfl_Thread* thread, void* arg) {
     walk->threads->emplace_back();
     ThreadStack* stack = &walk->threads->back();
     stack->tid = dwfl_thread_tid(thread);
-    if (walk->session->live) read_live_thread_facts(walk->pid, stack);
+    if (walk->session->live) {
+      read_live_thread_facts(walk->pid, stack);
+    } else {
+      auto syscall = walk->session->core_syscalls.find(stack->tid);
+      if (syscall != walk->session->core_syscalls.end()) stack->syscall = syscall->second;
+    }
     ThreadWalk thread_walk{walk->session, stack, {}};
     int result = dwfl_thread_getframes(thread, on_frame, &thread_walk);
     std::string getframes_error = result == -1 ? dwfl_error_text() : "";
@@ -330,7 +343,7 @@ int on_thread(Dwfl_Thread* thread, void* arg) {
       walk->threads->pop_back();  // ended between the listing and the attach: not part of the state
       return DWARF_CB_OK;
     }
-    stack->blocked_in = classify_blocked_in(stack->frames, stack->name);
+    stack->blocked_in = classify_thread_blocked_in(*stack);
     return DWARF_CB_OK;
   } catch (...) {
     return DWARF_CB_ABORT;
@@ -357,10 +370,18 @@ struct CoreProcessFacts {
   uint64_t entry_point = 0;
   int pid = 0;
   std::string name;
+  std::map<int, int> syscalls;  // tid -> orig_rax, x86-64 cores only
 };
+
+// x86-64 elf_prstatus: pr_pid at 32, pr_reg (user_regs_struct) at 112, orig_rax its 16th word.
+constexpr size_t kPrstatusSizeX8664 = 336;
+constexpr size_t kPrstatusPidOffset = 32;
+constexpr size_t kPrstatusOrigRaxOffset = 112 + 15 * 8;
 
 CoreProcessFacts read_core_process_facts(Elf* core) {
   CoreProcessFacts facts;
+  GElf_Ehdr ehdr;
+  bool x86_64 = gelf_getehdr(core, &ehdr) != nullptr && ehdr.e_machine == EM_X86_64;
   size_t phnum = 0;
   if (elf_getphdrnum(core, &phnum) != 0) return facts;
   for (size_t i = 0; i < phnum; ++i) {
@@ -383,6 +404,12 @@ CoreProcessFacts read_core_process_facts(Elf* core) {
           std::memcpy(&value, desc + at + 8, 8);
           if (key == AT_ENTRY) facts.entry_point = value;
         }
+      } else if (note.n_type == NT_PRSTATUS && x86_64 && note.n_descsz == kPrstatusSizeX8664) {
+        int32_t tid = 0;
+        int64_t orig_rax = -1;
+        std::memcpy(&tid, desc + kPrstatusPidOffset, 4);
+        std::memcpy(&orig_rax, desc + kPrstatusOrigRaxOffset, 8);
+        facts.syscalls[tid] = orig_rax >= 0 && orig_rax < 1024 ? static_cast<int>(orig_rax) : -1;
       } else if (note.n_type == NT_PRPSINFO && note.n_descsz >= 136) {
         // x86-64/aarch64 elf_prpsinfo: pr_pid at 24, pr_fname[16] at 40.
         int32_t pid = 0;
@@ -456,6 +483,7 @@ std::vector<ThreadStack> unwind_core_threads(const std::string& core_path,
                        std::to_string(facts.bytes_needed) + " bytes present");
   }
   session.entry_point = facts.entry_point;
+  session.core_syscalls = facts.syscalls;
   CoreSessionScope scope(&session);
   DwflPtr dwfl(dwfl_begin(&kCoreCallbacks));
   if (!dwfl) {
@@ -476,7 +504,7 @@ std::vector<ThreadStack> unwind_core_threads(const std::string& core_path,
   for (ThreadStack& thread : threads) {
     if (thread.tid == facts.pid && thread.name.empty()) {
       thread.name = facts.name;
-      thread.blocked_in = classify_blocked_in(thread.frames, thread.name);
+      thread.blocked_in = classify_thread_blocked_in(thread);
     }
   }
   return threads;
@@ -536,6 +564,7 @@ nlohmann::json to_json(const ThreadStack& thread) {
   for (const StackFrame& frame : thread.frames) frames.push_back(to_json(frame));
   out["frames"] = std::move(frames);
   out["blocked_in"] = thread.blocked_in;
+  if (thread.syscall >= 0) out["syscall"] = syscall_name(thread.syscall);
   if (!thread.error.empty()) out["error"] = valid_utf8(thread.error);
   return out;
 }

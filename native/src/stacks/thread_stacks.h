@@ -31,6 +31,8 @@ struct ThreadStack {
                           // Cores keep no per-thread names: only the main thread's (from
                           // NT_PRPSINFO) is known there.
   char state = '?';       // /proc state letter before unwinding (live); '?' in cores
+  int syscall = -1;       // x86-64 number of the system call the thread sits in (live:
+                          // /proc/.../syscall; core: orig_rax of NT_PRSTATUS); -1 when none/unknown
   std::vector<StackFrame> frames;  // innermost first
   std::string error;      // why the unwind stopped early ("" when it reached the outermost frame)
   std::string blocked_in; // classify_blocked_in(frames, name)
@@ -94,6 +96,15 @@ std::string classify_blocked_in(const std::vector<StackFrame>& frames);
 std::string classify_blocked_in(const std::vector<StackFrame>& frames,
                                 const std::string& thread_name);
 
+// Same, also using the system call the thread sits in: it names the wait
+// (pause, poll...) when libc's frames cannot be symbolized (the target's libc
+// is not on this machine). This is what the unwinders use.
+std::string classify_thread_blocked_in(const ThreadStack& thread);
+
+// "pause", "poll", "futex"... for an x86-64 system call number; "syscall_<n>"
+// for others; "" for -1.
+std::string syscall_name(int number);
+
 // The innermost frame in the program's own executable, or nullptr: where user
 // code called into the library the thread is blocked in.
 const StackFrame* innermost_user_frame(const std::vector<StackFrame>& frames);
@@ -108,7 +119,7 @@ bool is_shared_object_module(const std::string& module);
 
 // The "threads" entry of docs/schema-state.md. function is null for a frame
 // without a symbol (offset then counts from the module start), state is null
-// when unknown; "error" appears only when
+// when unknown; "syscall" (its name) appears only when the thread sits in one; "error" appears only when
 // the unwind stopped early. Strings are made valid UTF-8, not escaped.
 nlohmann::json to_json(const StackFrame& frame);
 nlohmann::json to_json(const ThreadStack& thread);
