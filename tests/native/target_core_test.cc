@@ -121,6 +121,8 @@ BOOST_AUTO_TEST_CASE(mapped_files_threads_and_executable) {
   std::sort(tids.begin(), tids.end());
   BOOST_TEST(tids[0] == fixture.pid());
   BOOST_TEST(tids[1] == fixture.info()["worker_tid"].get<int>());
+  for (const ThreadInfo& thread : threads)
+    BOOST_TEST(thread.name == (thread.tid == fixture.pid() ? "memory_fixture" : ""));
   for (const ThreadInfo& thread : threads) {
     auto sp = stack_pointer_of(thread);
     BOOST_REQUIRE(sp);

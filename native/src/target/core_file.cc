@@ -116,6 +116,8 @@ void CoreFile::load_program_headers() {
             [](const CoreSegment& a, const CoreSegment& b) { return a.vaddr < b.vaddr; });
   if (notes_.threads.empty()) warnings_.push_back("core_open " + path_ + ": no thread notes");
   if (notes_.pid == 0 && !notes_.threads.empty()) notes_.pid = notes_.threads[0].tid;
+  for (ThreadInfo& thread : notes_.threads)  // a core names only the process (pr_fname)
+    if (thread.tid == notes_.pid) thread.name = notes_.command_name;
   for (const std::string& problem : notes_.problems)
     warnings_.push_back("core_open " + path_ + ": " + problem);
 }
