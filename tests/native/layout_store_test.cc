@@ -205,6 +205,11 @@ BOOST_AUTO_TEST_CASE(profile_made_for_older_roots_yields_to_dwarf) {
   BOOST_TEST(why == "DWARF of " + fixture + "; re-extracted: " + path +
                         " was made for older layout roots");
   BOOST_TEST(fresh.constants.at(nsc::kRootsFingerprintConstant) == nsc::required_roots_fingerprint());
+  // A current profile later in the search path beats the older one before it.
+  std::string cached = nsc::save_to_cache(tiny_profile(build_id));
+  BOOST_TEST(nsc::load_layout_for_library(fixture, "", {dir}, &why).source == "profile:" + cached);
+  BOOST_TEST(why == "profile " + cached);
+  std::remove(cached.c_str());
   // Without DWARF the old profile is still the best there is.
   std::string stripped = scratch.dir + "/stripped_fixture";
   if (std::system(("objcopy --strip-debug '" + fixture + "' '" + stripped + "'").c_str()) != 0) return;

@@ -65,6 +65,11 @@ std::string join(const std::vector<std::string>& parts, const char* separator) {
   return joined;
 }
 
+std::string dirname_of(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
 bool covers_current_roots(const LayoutProfile& profile) {
   auto stamp = profile.constants.find(kRootsFingerprintConstant);
   return stamp != profile.constants.end() && stamp->second == required_roots_fingerprint();
@@ -196,16 +201,24 @@ LayoutProfile load_layout_for_library(const std::string& library_path,
   if (build_id.empty() && file_build_id) build_id = *file_build_id;
 
   std::vector<std::string> dirs = profile_search_dirs(search_path);
-  if (auto profile = load_profile_by_build_id(build_id, dirs, &notes)) {
-    std::string path = profile->source.substr(std::strlen("profile:"));
+  // The first profile made for the current roots wins; one made for older roots
+  // (the decoders need more types now) only when there is no DWARF to read.
+  std::optional<LayoutProfile> older;
+  for (const std::string& path : find_profile_files(build_id, dirs)) {
+    std::optional<LayoutProfile> profile =
+        load_profile_by_build_id(build_id, {dirname_of(path)}, &notes);
+    if (!profile) continue;
     if (covers_current_roots(*profile)) {
       notes.insert(notes.begin(), "profile " + path);
       return finish(std::move(*profile));
     }
-    // Made before the decoders needed more types: fresh DWARF beats it when there is some.
+    if (!older) older = std::move(profile);
+  }
+  if (older) {
+    std::string path = older->source.substr(std::strlen("profile:"));
     if (!library_readable || !has_debug_info(library_path)) {
       notes.insert(notes.begin(), "profile " + path + " (made for older layout roots)");
-      return finish(std::move(*profile));
+      return finish(std::move(*older));
     }
     notes.push_back("re-extracted: " + path + " was made for older layout roots");
   }
