@@ -8,6 +8,11 @@
 #include "cuda/nccl_cuda_decoder.h"
 #include "layout/layout_profile.h"
 #include "support/synthetic.h"
+#include "target/core_file.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <unistd.h>
 
 using nlohmann::json;
 using nsc::LayoutProfile;
@@ -27,6 +32,11 @@ constexpr uint64_t kCallback = 0x24000000;
 constexpr uint64_t kSlots = 0x25000000;
 constexpr uint64_t kReg = 0x26000000;
 constexpr uint64_t kIpcInfo = 0x27000000;
+constexpr uint64_t kLocalRanks = 0x28000000;   // localRankToRank table
+constexpr uint64_t kPeerTable = 0x29000000;    // channels[0].peers: ncclChannelPeer*[2]
+constexpr uint64_t kPeer0 = 0x2a000000, kPeer1 = 0x2b000000;
+constexpr uint64_t kP2pConnection = 0x2c000000, kNetConnection = 0x2d000000;
+constexpr uint64_t kP2pResources = 0x2e000000;
 
 const LayoutProfile& profile() {
   static LayoutProfile layout = nsc::read_layout_profile(kProfile);
@@ -104,6 +114,33 @@ void build(SyntheticTarget& target, bool shared_saved = true, bool stream_cycle 
   put_field(target, "ncclIpcRegInfo", kIpcInfo, "baseAddr", 0x7f0000200000);
   put_field(target, "ncclIpcRegInfo", kIpcInfo, "impInfo.rmtRegAddr", 0x7f1000000000);
   put_field(target, "ncclIpcRegInfo", kIpcInfo, "impInfo.offset", 0x1000);
+
+  // P2P transport: rank 1's send connector 0 on channel 0 mapped the peer's buffer with cuMem;
+  // its recv connector 0 runs over NET (not a P2P import); rank 0 (self) is not connected.
+  put_field(target, "ncclComm", kComm, "nChannels", 1);
+  put_field(target, "ncclComm", kComm, "nRanks", 2);
+  put_field(target, "ncclComm", kComm, "localRanks", 2);
+  put_field(target, "ncclComm", kComm, "localRankToRank", kLocalRanks);
+  target.add_block(kLocalRanks, 8);
+  target.put<int32_t>(kLocalRanks + 4, 1);
+  put_field(target, "ncclComm", kComm, "channels[0].peers", kPeerTable);
+  target.add_block(kPeerTable, 16);
+  target.put<uint64_t>(kPeerTable, kPeer0);
+  target.put<uint64_t>(kPeerTable + 8, kPeer1);
+  target.add_block(kPeer0, size_of("ncclChannelPeer"));
+  target.add_block(kPeer1, size_of("ncclChannelPeer"));
+  target.add_block(kP2pConnection, size_of("ncclProxyConnection"));
+  target.add_block(kNetConnection, size_of("ncclProxyConnection"));
+  target.add_block(kP2pResources, size_of("p2pResources"));
+  put_field(target, "ncclChannelPeer", kPeer1, "send[0].connected", 1);
+  put_field(target, "ncclChannelPeer", kPeer1, "send[0].proxyConn.connection", kP2pConnection);
+  put_field(target, "ncclChannelPeer", kPeer1, "send[0].transportResources", kP2pResources);
+  put_field(target, "ncclProxyConnection", kP2pConnection, "transport", 0);
+  put_field(target, "p2pResources", kP2pResources, "type", 3);
+  put_field(target, "p2pResources", kP2pResources, "recvMemIpc", 0x7f2000000000);
+  put_field(target, "ncclChannelPeer", kPeer1, "recv[0].connected", 1);
+  put_field(target, "ncclChannelPeer", kPeer1, "recv[0].proxyConn.connection", kNetConnection);
+  put_field(target, "ncclProxyConnection", kNetConnection, "transport", 2);
 }
 
 struct Decoded {
@@ -170,6 +207,17 @@ BOOST_AUTO_TEST_CASE(streams_events_and_registrations) {
   BOOST_TEST(import["remote_address"] == "0x7f1000000000");
   BOOST_TEST(import["offset"] == 0x1000);
   BOOST_TEST(import["legacy_ipc"] == false);
+
+  BOOST_REQUIRE(cuda["p2p_transport"].size() == 1u);
+  const json& p2p = cuda["p2p_transport"][0];
+  BOOST_TEST(p2p["channel"] == 0);
+  BOOST_TEST(p2p["peer"] == 1);
+  BOOST_TEST(p2p["direction"] == "send");
+  BOOST_TEST(p2p["type"] == "P2P_CUMEM");
+  BOOST_TEST(p2p["recv_mem_ipc"] == "0x7f2000000000");
+  BOOST_TEST(p2p["send_mem_ipc"] == "0x0");
+  BOOST_TEST(p2p["same_process"] == false);
+  BOOST_TEST(decoded.unavailable.empty(), decoded.unavailable.dump());
 }
 
 BOOST_AUTO_TEST_CASE(unsaved_shared_resources_are_unavailable_not_zero) {
@@ -197,4 +245,36 @@ BOOST_AUTO_TEST_CASE(stream_list_cycle_is_bounded) {
 BOOST_AUTO_TEST_CASE(registration_state_bits) {
   BOOST_TEST(nsc::registration_state_names(0x02) == json({"NVLS_REG_COMPLETE"}));
   BOOST_TEST(nsc::registration_state_names(0x140) == json({"0x140"}));
+}
+
+// A real rank core of the cross-stream hang (NCCL 2.28.9 on 2x H200, sliced): values
+// checked with gdb (`p/x ((struct ncclComm*)0x55a5c6d77f80)->sharedRes->deviceStream.liveStream`).
+BOOST_AUTO_TEST_CASE(real_cross_stream_core_matches_gdb) {
+  std::string packed = NCCLSCOPE_SOURCE_DIR "/corefiles/cross-stream/rank0.core.xz";
+  if (access(packed.c_str(), R_OK) != 0 || std::system("xz --version > /dev/null 2>&1") != 0) {
+    BOOST_TEST_MESSAGE("cross-stream core or xz missing: skipped");
+    return;
+  }
+  char dir[] = "/tmp/ncclscope-cuda-XXXXXX";
+  BOOST_REQUIRE(mkdtemp(dir) != nullptr);
+  std::string core = std::string(dir) + "/rank0.core";
+  BOOST_REQUIRE(std::system(("xz -dc '" + packed + "' > '" + core + "'").c_str()) == 0);
+  auto target = nsc::open_core(core, "");
+  json entry = json::object(), unavailable = json::object(), warnings = json::array(), errors = json::array();
+  nsc::DecodeScope scope{&unavailable, &warnings, &errors, "comm", {}};
+  nsc::FieldSink out(&entry, "", &scope);
+  nsc::decode_cuda_resources(ObjectView::of(*target, profile(), "ncclComm", 0x55a5c6d77f80), out);
+  const json& cuda = entry["cuda"];
+  BOOST_TEST(cuda["device_stream"]["stream"] == "0x55a5ce0d6ed0");
+  BOOST_TEST(cuda["device_stream"]["acquired_by"] == "0x7f7165f57048");
+  BOOST_TEST(cuda["host_stream"]["stream"] == "0x55a5ce056670");
+  BOOST_TEST(cuda["launch_event"] == "0x55a5ce23b260");
+  BOOST_TEST(cuda["context"]["handle"] == "0x55a5c615a190");
+  BOOST_TEST(cuda["stream_recent"] == "0x55a5ce3f3c50");
+  BOOST_TEST(cuda["registrations"]["population"] == 0);
+  // The slice kept none of the stream list nodes nor the connectors: said so, not zero.
+  BOOST_TEST(unavailable.contains("cuda.user_streams[0]"));
+  BOOST_TEST(unavailable.contains("cuda.p2p_transport"));
+  std::remove(core.c_str());
+  rmdir(dir);
 }

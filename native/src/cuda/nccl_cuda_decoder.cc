@@ -278,6 +278,120 @@ void decode_registrations(const ObjectView& comm, FieldSink& out) {
   }
 }
 
+constexpr int64_t kTransportP2p = 0;      // TRANSPORT_P2P in NCCL's transport.h
+constexpr uint64_t kMaxPeersPerChannel = 256;  // bounds the walk when localRankToRank is unreadable
+
+// Ranks on this node (P2P transport peers): localRankToRank[0..localRanks), else the first ranks.
+std::vector<int64_t> node_ranks(const ObjectView& comm, FieldSink& out) {
+  std::vector<int64_t> ranks;
+  auto local_ranks = comm.integer("localRanks");
+  auto table = comm.pointer("localRankToRank");
+  if (local_ranks.ok() && table.ok() && *table.value != 0 && *local_ranks.value > 0) {
+    int64_t count = std::min<int64_t>(*local_ranks.value, kMaxPeersPerChannel);
+    std::vector<int32_t> values(count);
+    ReadError error;
+    if (comm.target()->read(*table.value, values.data(), values.size() * sizeof(int32_t), &error)) {
+      ranks.assign(values.begin(), values.end());
+      return ranks;
+    }
+  }
+  auto nranks = comm.integer("nRanks");
+  int64_t count = nranks.ok() ? std::min<int64_t>(*nranks.value, kMaxPeersPerChannel) : 0;
+  if (nranks.ok() && *nranks.value > count) out.warn("p2p imports: only the first " + std::to_string(count) + " ranks checked");
+  for (int64_t rank = 0; rank < count; ++rank) ranks.push_back(rank);
+  return ranks;
+}
+
+// One connected connector of the P2P transport: the peer memory it mapped in (IPC or cuMem).
+struct Unreadable {
+  uint64_t count = 0;
+  std::string first;
+  uint64_t first_address = 0;
+  void note(const std::string& why, uint64_t address) {
+    if (count++ == 0) {
+      first = why;
+      first_address = address;
+    }
+  }
+};
+
+void describe_p2p_connector(const ObjectView& connector, uint64_t channel, int64_t peer,
+                            const char* direction, uint64_t index, nlohmann::json& imports,
+                            Unreadable& unreadable) {
+  auto connected = connector.integer("connected");
+  if (!connected.ok()) return unreadable.note(connected.unavailable, connected.address);
+  if (*connected.value != 1) return;
+  auto connection = connector.deref("proxyConn.connection");
+  if (!connection.ok()) return unreadable.note(connection.unavailable, connection.address);
+  auto transport = connection.value->integer("transport");
+  if (!transport.ok()) return unreadable.note(transport.unavailable, transport.address);
+  if (*transport.value != kTransportP2p) return;
+  nlohmann::json entry = {{"channel", channel}, {"peer", peer}, {"direction", direction},
+                          {"connector", index}};
+  auto same_process = connector.integer("proxyConn.sameProcess");
+  entry["same_process"] = same_process.ok() ? nlohmann::json(*same_process.value != 0) : nullptr;
+  auto resources = connector.deref("transportResources", "p2pResources");
+  if (!resources.ok()) {
+    entry["unavailable"] = resources.unavailable;
+    imports.push_back(entry);
+    return;
+  }
+  auto type = resources.value->enum_name("type");
+  entry["type"] = type.ok() ? nlohmann::json(*type.value) : nullptr;
+  for (auto [key, field] : {std::pair{"send_mem_ipc", "sendMemIpc"}, std::pair{"recv_mem_ipc", "recvMemIpc"}}) {
+    auto pointer = resources.value->pointer(field);
+    entry[key] = pointer.ok() ? nlohmann::json(hex(*pointer.value)) : nullptr;
+  }
+  if (!type.ok()) entry["unavailable"] = type.unavailable;
+  imports.push_back(entry);
+}
+
+// P2P transport connections: buffers of same-node peers mapped into this process.
+void decode_p2p_imports(const ObjectView& comm, FieldSink& out) {
+  nlohmann::json& imports = out.json()["p2p_transport"] = nlohmann::json::array();
+  if (comm.layout()->find_struct("p2pResources") == nullptr ||
+      comm.layout()->find_struct("ncclProxyConnection") == nullptr) {
+    out.json()["p2p_transport"] = nullptr;
+    out.mark_unavailable("p2p_transport", "layout lacks p2pResources/ncclProxyConnection", 0);
+    return;
+  }
+  auto nchannels = comm.integer("nChannels");
+  if (!nchannels.ok()) {
+    out.json()["p2p_transport"] = nullptr;
+    out.mark_unavailable("p2p_transport", nchannels.unavailable, nchannels.address);
+    return;
+  }
+  uint64_t channels = std::min<uint64_t>({uint64_t(std::max<int64_t>(*nchannels.value, 0)),
+                                          comm.array_length("channels"), out.scope().limits.max_channels});
+  std::vector<int64_t> ranks = node_ranks(comm, out);
+  const StructLayout* peer_type = comm.layout()->find_struct("ncclChannelPeer");
+  Unreadable unreadable;
+  for (uint64_t channel = 0; channel < channels && peer_type != nullptr; ++channel) {
+    auto peers = comm.pointer("channels[" + std::to_string(channel) + "].peers");
+    if (!peers.ok() || *peers.value == 0) continue;
+    for (int64_t rank : ranks) {
+      if (rank < 0) continue;
+      auto peer_address = read_raw_integer(*comm.target(), *peers.value + uint64_t(rank) * kPointerSize, kPointerSize);
+      if (!peer_address.ok()) {
+        unreadable.note(peer_address.unavailable, peer_address.address);
+        continue;
+      }
+      if (*peer_address.value == 0) continue;
+      ObjectView peer(comm.target(), comm.layout(), peer_type, *peer_address.value);
+      for (const char* direction : {"send", "recv"}) {
+        uint64_t connectors = peer.array_length(direction);
+        for (uint64_t index = 0; index < connectors; ++index)
+          describe_p2p_connector(peer.member(std::string(direction) + "[" + std::to_string(index) + "]"),
+                                 channel, rank, direction, index, imports, unreadable);
+      }
+    }
+  }
+  // One line for all unreadable connectors (a sliced or filtered core lacks them all at once).
+  if (unreadable.count > 0)
+    out.mark_unavailable("p2p_transport", std::to_string(unreadable.count) +
+                         " connectors unreadable, first: " + unreadable.first, unreadable.first_address);
+}
+
 }  // namespace
 
 nlohmann::json registration_state_names(uint64_t state) {
@@ -303,6 +417,7 @@ void decode_cuda_resources(const ObjectView& comm, FieldSink& out) {
   decode_user_streams(comm, cuda);
   decode_event_callbacks(comm, cuda);
   decode_registrations(comm, cuda);
+  decode_p2p_imports(comm, cuda);
 }
 
 }  // namespace nsc

@@ -67,7 +67,7 @@ const std::vector<std::string>& required_struct_names() {
       "ncclKernelComm", "ncclDevCommAndChannels", "ncclWorkList",
       // CUDA resources NCCL holds (nccl_cuda_decoder.cc).
       "ncclReg", "ncclIpcRegInfo", "ncclCommEventCallback", "ncclStrongStreamCapture",
-      "ncclCudaContext",
+      "ncclCudaContext", "ncclProxyConnection", "p2pResources",
   };
   return names;
 }
@@ -75,7 +75,7 @@ const std::vector<std::string>& required_struct_names() {
 const std::vector<std::string>& required_enum_names() {
   static const std::vector<std::string> names = {
       "ncclResult_t", "ncclFunc_t", "ncclDataType_t", "ncclRedOp_t", "ncclRedOp_dummy_t",
-      "ncclDevRedOp_t", "ncclPattern_t", "ncclAlgorithm_t",
+      "ncclDevRedOp_t", "ncclPattern_t", "ncclAlgorithm_t", "p2pType",
   };
   return names;
 }
