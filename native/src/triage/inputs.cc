@@ -14,6 +14,7 @@
 #include <set>
 #include <thread>
 
+#include "triage/sax_summary.h"
 #include "util/errors.h"
 
 namespace nsc::triage {
@@ -114,7 +115,12 @@ nlohmann::json parse_snapshot_file(const std::string& path) {
 }
 
 ProcessView load_snapshot_file(const std::string& path) {
-  return summarize_state_document(parse_snapshot_file(path), path, "snapshot");
+  ProcessView process;
+  std::string schema;
+  if (!summarize_state_text(read_file(path), path, "snapshot", &process, &schema))
+    throw BadInput(path + ": not an ncclscope.state/1 document (schema is " +
+                   (schema.empty() ? std::string("missing") : "\"" + schema + "\"") + ")");
+  return process;
 }
 
 namespace {
@@ -189,16 +195,20 @@ WorkResult load_item(const LoadRequest& request, const WorkItem& item) {
     if (kind == "empty") throw BadInput(item.path + ": empty file (neither a snapshot nor a core)");
     if (kind == "other") throw BadInput(item.path + ": neither a JSON snapshot nor an ELF core");
     if (kind == "snapshot") {
-      nlohmann::json document = parse_snapshot_file(item.path);
-      // A directory may hold other JSON (ground truth, notes): skip it, say so, no error.
-      if (item.from_directory && document.is_object() && document.value("schema", "") != "ncclscope.state/1") {
-        result.failure = {item.name, "file", item.name + ": not a snapshot (schema " +
-                                                 document.value("schema", std::string("missing")) + "); ignored",
-                          "ignored"};
+      // Summarized straight from the text (SAX): no document is built for 4,096 ranks.
+      auto process = std::make_unique<ProcessView>();
+      std::string schema;
+      if (summarize_state_text(read_file(item.path), item.path, "snapshot", process.get(), &schema)) {
+        result.process = std::move(process);
         return result;
       }
-      result.process = std::make_unique<ProcessView>(summarize_state_document(document, item.path, "snapshot"));
-      return result;
+      std::string shown = schema.empty() ? std::string("missing") : "\"" + schema + "\"";
+      // A directory may hold other JSON (ground truth, notes): skip it, say so, no error.
+      if (item.from_directory) {
+        result.failure = {item.name, "file", item.name + ": not a snapshot (schema " + shown + "); ignored", "ignored"};
+        return result;
+      }
+      throw BadInput(item.name + ": not an ncclscope.state/1 document (schema is " + shown + ")");
     }
     if (!request.build_state)
       throw BadInput(item.name + ": cannot decode " + (item.pid ? "a live process" : "a core") +

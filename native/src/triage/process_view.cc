@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "triage/summary_helpers.h"
 #include "util/errors.h"
 #include "util/strings.h"
 
@@ -51,6 +52,8 @@ std::string text_at(const json& object, const char* key) {
   return string_at(object, key).value_or("");
 }
 
+}  // namespace
+
 // "ncclPatternRingTwice" -> "ringtwice"; NCCL's enum names, any version.
 std::string normalize_pattern(const std::string& raw) {
   std::string pattern = raw;
@@ -66,6 +69,8 @@ P2pDirection direction_of(const std::string& pattern, const std::string& collect
   if (pattern == "recv" || collective == "Recv") return P2pDirection::kRecv;
   return P2pDirection::kNone;
 }
+
+namespace {
 
 void read_unavailable(const json& object, const std::string& prefix,
                       std::vector<std::pair<std::string, std::string>>* out) {
@@ -173,6 +178,8 @@ CommView read_comm(const json& entry, size_t position) {
   return comm;
 }
 
+}  // namespace
+
 bool is_runtime_function(const std::string& name) {
   for (const char* prefix : {"cuda", "nccl", "libcudart_static", "pthread_", "__", "std::"})
     if (name.rfind(prefix, 0) == 0) return true;
@@ -180,10 +187,9 @@ bool is_runtime_function(const std::string& name) {
   return name.size() > 2 && name[0] == 'c' && name[1] == 'u' && std::isupper(static_cast<unsigned char>(name[2]));
 }
 
-FrameView read_frame(const json& entry, std::vector<std::string>* notes) {
+FrameView make_frame(const std::string& function, std::string module, const Maybe<int64_t>& offset,
+                     const Maybe<std::string>& pc, std::vector<std::string>* notes) {
   FrameView frame;
-  std::string function = text_at(entry, "function");
-  std::string module = text_at(entry, "module");
   // "libc.so.6 (build-id mismatch: core a4a7..., file 93ac...)": the note goes to the input.
   size_t note = module.find(" (");
   if (note != std::string::npos) {
@@ -195,15 +201,21 @@ FrameView read_frame(const json& entry, std::vector<std::string>* notes) {
   if (!function.empty()) {
     frame.label = function;
   } else if (!base.empty()) {
-    auto offset = integer_at(entry, "offset");
     frame.label = base + (offset ? "+" + hex(static_cast<uint64_t>(*offset)) : "");
   } else {
-    frame.label = string_at(entry, "pc").value_or("??");
+    frame.label = pc.value_or("??");
   }
   // Shared objects are libraries; anything else (the executable) is user code, except
   // runtimes linked statically into it (cudart_static: cudaStreamSynchronize, ...).
   frame.user_code = !base.empty() && base.find(".so") == std::string::npos && !is_runtime_function(function);
   return frame;
+}
+
+namespace {
+
+FrameView read_frame(const json& entry, std::vector<std::string>* notes) {
+  return make_frame(text_at(entry, "function"), text_at(entry, "module"), integer_at(entry, "offset"),
+                    string_at(entry, "pc"), notes);
 }
 
 ThreadView read_thread(const json& entry, std::vector<std::string>* notes) {
@@ -215,11 +227,13 @@ ThreadView read_thread(const json& entry, std::vector<std::string>* notes) {
     for (const json& frame : *frames) thread.frames.push_back(read_frame(frame, notes));
   return thread;
 }
+}  // namespace
 
 bool is_service_thread(const std::string& blocked_in) {
   return blocked_in == "nccl-proxy-progress" || blocked_in == "nccl-proxy-service" ||
          blocked_in == "nccl-bootstrap" || blocked_in == "poll/epoll";
 }
+
 
 // The thread that called NCCL: the main thread (tid == pid) when present,
 // else the first thread that is not an NCCL/CUDA service thread.
@@ -232,8 +246,6 @@ int pick_principal_thread(const ProcessView& process) {
     if (!is_service_thread(process.threads[t].blocked_in)) return static_cast<int>(t);
   return 0;
 }
-
-}  // namespace
 
 std::string CommView::unavailable_reason(const std::string& field) const {
   for (const auto& [key, reason] : unavailable)

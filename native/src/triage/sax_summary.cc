@@ -1,0 +1,399 @@
+#include "triage/sax_summary.h"
+
+#include <climits>
+
+#include <nlohmann/json.hpp>
+
+#include "triage/summary_helpers.h"
+#include "util/errors.h"
+#include "util/strings.h"
+
+namespace nsc::triage {
+namespace {
+
+using json = nlohmann::json;
+
+// Where the parser is; every container entered gets one, unknown ones are kSkip.
+enum class Where {
+  kRoot, kTarget, kHost, kNccl, kComms, kComm, kSeq, kP2p, kP2pUnavailable, kHealth, kChannels,
+  kChannel, kRing, kTree, kTreeDown, kProxyOps, kProxyOp, kSubs, kSub, kPlanned, kPlannedColls,
+  kPlannedColl, kPlannedP2ps, kPlannedP2p, kCommUnavailable, kThreads, kThread, kFrames, kFrame,
+  kErrors, kError, kSkip
+};
+
+struct Scalar {
+  enum Type { kNull, kBool, kInt, kString, kOther } type = kNull;
+  int64_t integer = 0;
+  bool boolean = false;
+  const std::string* text = nullptr;
+};
+
+Maybe<int64_t> as_int(const Scalar& v) {
+  if (v.type == Scalar::kInt) return v.integer;
+  return std::nullopt;
+}
+Maybe<int> as_small_int(const Scalar& v) {
+  if (v.type != Scalar::kInt || v.integer < INT32_MIN || v.integer > INT32_MAX) return std::nullopt;
+  return static_cast<int>(v.integer);
+}
+Maybe<bool> as_bool(const Scalar& v) {
+  if (v.type == Scalar::kBool) return v.boolean;
+  if (v.type == Scalar::kInt) return v.integer != 0;
+  return std::nullopt;
+}
+Maybe<std::string> as_string(const Scalar& v) {
+  if (v.type == Scalar::kString) return *v.text;
+  return std::nullopt;
+}
+std::string as_text(const Scalar& v) {
+  switch (v.type) {
+    case Scalar::kString: return *v.text;
+    case Scalar::kInt: return std::to_string(v.integer);
+    case Scalar::kBool: return v.boolean ? "true" : "false";
+    default: return "null";
+  }
+}
+
+struct RawFrame {
+  std::string function, module;
+  Maybe<int64_t> offset;
+  Maybe<std::string> pc;
+};
+
+class Summarizer : public json::json_sax_t {
+ public:
+  explicit Summarizer(ProcessView* process) : process_(process) {}
+
+  std::string schema;
+  bool top_level_object = false;
+  std::string shape_error;  // the document has the wrong shape
+  std::string parse_problem;
+
+  bool null() override { return scalar(Scalar{}); }
+  bool boolean(bool value) override {
+    Scalar v;
+    v.type = Scalar::kBool;
+    v.boolean = value;
+    return scalar(v);
+  }
+  bool number_integer(number_integer_t value) override {
+    Scalar v;
+    v.type = Scalar::kInt;
+    v.integer = value;
+    return scalar(v);
+  }
+  bool number_unsigned(number_unsigned_t value) override {
+    Scalar v;
+    v.type = value > static_cast<uint64_t>(INT64_MAX) ? Scalar::kOther : Scalar::kInt;
+    v.integer = static_cast<int64_t>(value);
+    return scalar(v);
+  }
+  bool number_float(number_float_t, const string_t&) override {
+    Scalar v;
+    v.type = Scalar::kOther;
+    return scalar(v);
+  }
+  bool string(string_t& value) override {
+    Scalar v;
+    v.type = Scalar::kString;
+    v.text = &value;
+    return scalar(v);
+  }
+  bool binary(binary_t&) override { return scalar(Scalar{Scalar::kOther}); }
+  bool key(string_t& value) override {
+    key_ = value;
+    return true;
+  }
+  bool start_object(std::size_t) override { return enter(true); }
+  bool start_array(std::size_t) override { return enter(false); }
+  bool end_object() override { return leave(); }
+  bool end_array() override { return leave(); }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& error) override {
+    std::string message = error.what();
+    size_t bracket = message.find("] ");
+    parse_problem = message.rfind("[json.exception", 0) == 0 && bracket != std::string::npos
+                        ? message.substr(bracket + 2) : message;
+    return false;
+  }
+
+ private:
+  struct Level {
+    Where where;
+    size_t elements = 0;  // arrays: elements seen so far
+  };
+
+  Where child_of(Where parent, bool is_object) const {
+    const std::string& k = key_;
+    switch (parent) {
+      case Where::kRoot:
+        if (is_object && k == "target") return Where::kTarget;
+        if (is_object && k == "host") return Where::kHost;
+        if (is_object && k == "nccl") return Where::kNccl;
+        if (!is_object && k == "communicators") return Where::kComms;
+        if (!is_object && k == "threads") return Where::kThreads;
+        if (!is_object && k == "errors") return Where::kErrors;
+        return Where::kSkip;
+      case Where::kComms: return is_object ? Where::kComm : Where::kSkip;
+      case Where::kComm:
+        if (is_object && k == "seq_launched") return Where::kSeq;
+        if (is_object && k == "p2p_op_count") return Where::kP2p;
+        if (is_object && k == "health") return Where::kHealth;
+        if (!is_object && k == "channels") return Where::kChannels;
+        if (!is_object && k == "proxy_ops") return Where::kProxyOps;
+        if (is_object && k == "planned") return Where::kPlanned;
+        if (is_object && k == "unavailable") return Where::kCommUnavailable;
+        return Where::kSkip;
+      case Where::kP2p: return is_object && k == "unavailable" ? Where::kP2pUnavailable : Where::kSkip;
+      case Where::kChannels: return is_object ? Where::kChannel : Where::kSkip;
+      case Where::kChannel:
+        if (is_object && k == "ring") return Where::kRing;
+        if (is_object && k == "tree") return Where::kTree;
+        return Where::kSkip;
+      case Where::kTree: return !is_object && k == "down" ? Where::kTreeDown : Where::kSkip;
+      case Where::kProxyOps: return is_object ? Where::kProxyOp : Where::kSkip;
+      case Where::kProxyOp: return !is_object && k == "subs" ? Where::kSubs : Where::kSkip;
+      case Where::kSubs: return is_object ? Where::kSub : Where::kSkip;
+      case Where::kPlanned:
+        if (!is_object && k == "colls") return Where::kPlannedColls;
+        if (!is_object && k == "p2p") return Where::kPlannedP2ps;
+        return Where::kSkip;
+      case Where::kPlannedColls: return is_object ? Where::kPlannedColl : Where::kSkip;
+      case Where::kPlannedP2ps: return is_object ? Where::kPlannedP2p : Where::kSkip;
+      case Where::kThreads: return is_object ? Where::kThread : Where::kSkip;
+      case Where::kThread: return !is_object && k == "frames" ? Where::kFrames : Where::kSkip;
+      case Where::kFrames: return is_object ? Where::kFrame : Where::kSkip;
+      case Where::kErrors: return is_object ? Where::kError : Where::kSkip;
+      default: return Where::kSkip;
+    }
+  }
+
+  bool enter(bool is_object) {
+    if (stack_.empty()) {
+      top_level_object = is_object;
+      stack_.push_back({is_object ? Where::kRoot : Where::kSkip});
+      return true;
+    }
+    Level& parent = stack_.back();
+    Where where = parent.where == Where::kSkip ? Where::kSkip : child_of(parent.where, is_object);
+    if (parent.where == Where::kRoot && key_ == "communicators" && is_object) shape_error = "communicators is not an array";
+    ++parent.elements;
+    opened(where, parent.elements - 1);
+    stack_.push_back({where});
+    return true;
+  }
+
+  // A container starts: create what it holds.
+  void opened(Where where, size_t index) {
+    switch (where) {
+      case Where::kComm:
+        process_->comms.emplace_back();
+        process_->comms.back().position = index;
+        break;
+      case Where::kChannel: comm().channels.emplace_back().id = -1; break;
+      case Where::kProxyOps: comm().proxy_ops_known = true; break;
+      case Where::kProxyOp: comm().proxy_ops.emplace_back(); break;
+      case Where::kSub: comm().proxy_ops.back().subs.emplace_back(); break;
+      case Where::kPlanned: comm().planned_known = true; break;
+      case Where::kPlannedColl: comm().planned_colls.emplace_back(); break;
+      case Where::kPlannedP2p: comm().planned_p2p.emplace_back(); break;
+      case Where::kThread: process_->threads.emplace_back(); break;
+      case Where::kError: process_->document_errors.emplace_back(); break;
+      case Where::kFrame: frame_ = RawFrame{}; break;
+      default: break;
+    }
+  }
+
+  bool leave() {
+    Where where = stack_.back().where;
+    stack_.pop_back();
+    switch (where) {
+      case Where::kComm: finish_comm(); break;
+      case Where::kProxyOp: {
+        ProxyOpView& op = comm().proxy_ops.back();
+        op.pattern = normalize_pattern(op.pattern);
+        op.direction = direction_of(op.pattern, op.collective);
+        break;
+      }
+      case Where::kPlannedP2p: {
+        PlannedP2pView& task = comm().planned_p2p.back();
+        task.direction = planned_kind_ == "send" ? P2pDirection::kSend
+                         : planned_kind_ == "recv" ? P2pDirection::kRecv : P2pDirection::kNone;
+        planned_kind_.clear();
+        break;
+      }
+      case Where::kFrame:
+        process_->threads.back().frames.push_back(
+            make_frame(frame_.function, frame_.module, frame_.offset, frame_.pc, &process_->stack_notes));
+        break;
+      default: break;
+    }
+    return true;
+  }
+
+  void finish_comm() {
+    CommView& view = comm();
+    uint64_t hash = 0;
+    if (view.comm_hash_text.empty() || !parse_u64(view.comm_hash_text, &hash)) {
+      process_->document_errors.push_back("communicator " + std::to_string(view.position) +
+                                          " has no readable comm_hash");
+      process_->comms.pop_back();
+      return;
+    }
+    view.comm_hash = hash;
+    view.comm_hash_text = hex(hash);
+  }
+
+  CommView& comm() { return process_->comms.back(); }
+
+  bool scalar(const Scalar& v) {
+    if (stack_.empty()) return true;  // a bare scalar document: the caller reports it
+    Level& level = stack_.back();
+    ++level.elements;
+    const std::string& k = key_;
+    switch (level.where) {
+      case Where::kRoot:
+        if (k == "schema" && v.type == Scalar::kString) schema = *v.text;
+        if (k == "communicators" && v.type != Scalar::kNull) shape_error = "communicators is not an array";
+        break;
+      case Where::kTarget:
+        if (k == "pid") process_->pid = as_int(v);
+        else if (k == "executable") process_->executable = as_string(v).value_or("");
+        break;
+      case Where::kHost:
+        if (k == "hostname") process_->hostname = as_string(v).value_or("");
+        break;
+      case Where::kNccl:
+        if (k == "version") process_->nccl_version = as_string(v).value_or("");
+        else if (k == "library") library_named_ = library_named_ || v.type == Scalar::kString;
+        else if (k == "build_id_mismatch") process_->build_id_mismatch = as_bool(v).value_or(false);
+        break;
+      case Where::kComm:
+        if (k == "comm_hash") comm().comm_hash_text = as_string(v).value_or("");
+        else if (k == "address") comm().address = as_string(v).value_or("");
+        else if (k == "rank") comm().rank = as_small_int(v);
+        else if (k == "nranks") comm().nranks = as_small_int(v);
+        else if (k == "coll_op_count") comm().coll_op_count = as_int(v);
+        break;
+      case Where::kSeq:
+        for (int c = 0; c < kNumCollectives; ++c)
+          if (k == kCollectiveNames[c]) comm().seq_launched[c] = as_int(v);
+        break;
+      case Where::kP2p:
+        if (k == "total") comm().p2p_total = as_int(v);
+        break;
+      case Where::kP2pUnavailable: comm().unavailable.emplace_back("p2p_op_count." + k, as_text(v)); break;
+      case Where::kCommUnavailable: comm().unavailable.emplace_back(k, as_text(v)); break;
+      case Where::kHealth: {
+        HealthView& health = comm().health;
+        if (k == "async_result") health.async_result = as_string(v);
+        else if (k == "init_state") health.init_state = as_string(v);
+        else if (k == "abort_flag") health.abort_flag = as_bool(v);
+        else if (k == "destroy_flag") health.destroy_flag = as_bool(v);
+        else if (k == "finalize_called") health.finalize_called = as_bool(v);
+        else if (k == "revoked") health.revoked = as_bool(v);
+        break;
+      }
+      case Where::kChannel:
+        if (k == "id") comm().channels.back().id = as_small_int(v).value_or(-1);
+        break;
+      case Where::kRing:
+        if (k == "prev") comm().channels.back().ring_prev = as_small_int(v);
+        else if (k == "next") comm().channels.back().ring_next = as_small_int(v);
+        break;
+      case Where::kTree:
+        if (k == "up") comm().channels.back().tree_up = as_small_int(v);
+        break;
+      case Where::kTreeDown:
+        if (auto child = as_small_int(v); child && *child >= 0) comm().channels.back().tree_down.push_back(*child);
+        break;
+      case Where::kProxyOp: {
+        ProxyOpView& op = comm().proxy_ops.back();
+        if (k == "op_count") {
+          if (auto count = as_int(v)) op.op_count = static_cast<uint64_t>(*count);
+        } else if (k == "collective") op.collective = as_string(v).value_or("");
+        else if (k == "pattern") op.pattern = as_string(v).value_or("");
+        break;
+      }
+      case Where::kSub: {
+        ProxySubView& sub = comm().proxy_ops.back().subs.back();
+        if (k == "channel") sub.channel = as_small_int(v);
+        else if (k == "peer") sub.peer = as_small_int(v);
+        else if (k == "nsteps") sub.nsteps = as_int(v);
+        else if (k == "posted") sub.posted = as_int(v);
+        else if (k == "received") sub.received = as_int(v);
+        else if (k == "transmitted") sub.transmitted = as_int(v);
+        else if (k == "done") sub.done = as_int(v);
+        break;
+      }
+      case Where::kPlanned:
+        if (k == "n_tasks_coll") comm().n_tasks_coll = as_int(v);
+        else if (k == "n_tasks_p2p") comm().n_tasks_p2p = as_int(v);
+        else if (k == "unlaunched_plans") comm().unlaunched_plans = as_int(v);
+        else if (k == "in_group") comm().in_group = as_bool(v);
+        break;
+      case Where::kPlannedColl:
+        if (k == "collective") comm().planned_colls.back() = as_string(v).value_or("");
+        break;
+      case Where::kPlannedP2p:
+        if (k == "kind") planned_kind_ = as_string(v).value_or("");
+        else if (k == "peer") comm().planned_p2p.back().peer = as_small_int(v).value_or(-1);
+        break;
+      case Where::kThread: {
+        ThreadView& thread = process_->threads.back();
+        if (k == "tid") thread.tid = as_int(v).value_or(0);
+        else if (k == "name") thread.name = as_string(v).value_or("");
+        else if (k == "blocked_in") thread.blocked_in = as_string(v).value_or("");
+        break;
+      }
+      case Where::kFrame:
+        if (k == "function") frame_.function = as_string(v).value_or("");
+        else if (k == "module") frame_.module = as_string(v).value_or("");
+        else if (k == "offset") frame_.offset = as_int(v);
+        else if (k == "pc") frame_.pc = as_string(v);
+        break;
+      case Where::kErrors:
+        process_->document_errors.push_back(v.type == Scalar::kString ? "\"" + *v.text + "\"" : as_text(v));
+        break;
+      case Where::kError:
+        if (k == "message") process_->document_errors.back() = as_string(v).value_or("");
+        break;
+      default: break;
+    }
+    return true;
+  }
+
+ public:
+  bool library_named_ = false;
+
+ private:
+  ProcessView* process_;
+  std::vector<Level> stack_;
+  std::string key_;
+  RawFrame frame_;
+  std::string planned_kind_;
+};
+
+}  // namespace
+
+bool summarize_state_text(const std::string& text, const std::string& input_name, const std::string& kind,
+                          ProcessView* process, std::string* schema) {
+  ProcessView view;
+  view.input_name = input_name;
+  view.kind = kind;
+  Summarizer summarizer(&view);
+  bool parsed = json::sax_parse(text, &summarizer);
+  if (!parsed) throw BadInput(input_name + ": corrupt snapshot: " + summarizer.parse_problem);
+  *schema = summarizer.schema;
+  if (!summarizer.top_level_object) {
+    if (schema != nullptr) schema->clear();
+    throw BadInput(input_name + ": not an ncclscope.state/1 document (top level is not an object)");
+  }
+  if (summarizer.schema != "ncclscope.state/1") return false;
+  if (!summarizer.shape_error.empty()) throw BadInput(input_name + ": " + summarizer.shape_error);
+  view.nccl_found = !view.nccl_version.empty() || summarizer.library_named_;
+  view.principal_thread = pick_principal_thread(view);
+  *process = std::move(view);
+  return true;
+}
+
+}  // namespace nsc::triage
