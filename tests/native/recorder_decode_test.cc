@@ -97,6 +97,7 @@ void check_cuda_side(const json& recorder, const json& info) {
   BOOST_TEST(cumem["imported"][0]["shareable"] == 43);
   BOOST_TEST(cumem["mapped"][0]["address"] == "0x7f0000800000");
   BOOST_TEST(cumem["mapped"][0]["unmapped"] == false);
+  BOOST_TEST(cumem["mapped"][0]["aligned_to_2mib"] == true);
 }
 
 }  // namespace

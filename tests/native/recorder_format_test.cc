@@ -192,3 +192,22 @@ BOOST_AUTO_TEST_CASE(cross_rank_count_and_datatype_mismatch) {
   json agreeing = nsc::compare_recorded_collectives({section(0, 8, "ncclInt8"), section(1, 8, "ncclInt8")});
   BOOST_TEST(agreeing["mismatches"].empty());
 }
+
+BOOST_AUTO_TEST_CASE(ipc_imports_are_matched_to_their_exporter) {
+  json exporter = {{"found", true}, {"pid", 100},
+                   {"ipc", {{"exported", json::array({json{{"kind", "cuda_ipc_mem"}, {"address", "0x7f01"},
+                                                        {"handle_fingerprint", "0xaaa"}, {"owner_pid", 100}}})},
+                            {"imported", json::array()}}}};
+  json importer = {{"found", true}, {"pid", 200},
+                   {"ipc", {{"exported", json::array()},
+                            {"imported", json::array({json{{"kind", "cuda_ipc_mem"}, {"address", "0x7f99"},
+                                                        {"handle_fingerprint", "0xaaa"}, {"closed", false}},
+                                                       json{{"kind", "cuda_ipc_mem"}, {"address", "0x7f98"},
+                                                        {"handle_fingerprint", "0xbbb"}, {"closed", true}}})}}}};
+  json matched = nsc::match_ipc_handles({exporter, importer});
+  BOOST_REQUIRE(matched["imports"].size() == 2u);
+  BOOST_TEST(matched["imports"][0]["importer_pid"] == 200);
+  BOOST_TEST(matched["imports"][0]["owner_pid"] == 100);
+  BOOST_TEST(matched["imports"][0]["owner_address"] == "0x7f01");
+  BOOST_TEST(matched["imports"][1]["owner_pid"].is_null());  // exporter not among the inputs
+}

@@ -63,4 +63,32 @@ nlohmann::json compare_recorded_collectives(const std::vector<nlohmann::json>& r
   return {{"mismatches", mismatches}, {"last_seq", seqs}};
 }
 
+nlohmann::json match_ipc_handles(const std::vector<nlohmann::json>& recorders) {
+  std::map<std::string, nlohmann::json> exporters;  // fingerprint -> export entry
+  for (const nlohmann::json& recorder : recorders) {
+    if (!recorder.value("found", false)) continue;
+    for (const auto& exported : recorder["ipc"].value("exported", nlohmann::json::array()))
+      exporters[exported.value("handle_fingerprint", "")] = exported;
+  }
+  nlohmann::json imports = nlohmann::json::array();
+  for (const nlohmann::json& recorder : recorders) {
+    if (!recorder.value("found", false)) continue;
+    for (const auto& imported : recorder["ipc"].value("imported", nlohmann::json::array())) {
+      nlohmann::json entry = {{"importer_pid", recorder.value("pid", 0)},
+                              {"address", imported.value("address", "")},
+                              {"kind", imported.value("kind", "")},
+                              {"handle_fingerprint", imported.value("handle_fingerprint", "")},
+                              {"closed", imported.value("closed", nlohmann::json(nullptr))},
+                              {"owner_pid", nullptr}, {"owner_address", nullptr}};
+      auto owner = exporters.find(entry["handle_fingerprint"].get<std::string>());
+      if (owner != exporters.end()) {
+        entry["owner_pid"] = owner->second.value("owner_pid", nlohmann::json(nullptr));
+        entry["owner_address"] = owner->second.value("address", nlohmann::json(nullptr));
+      }
+      imports.push_back(entry);
+    }
+  }
+  return {{"imports", imports}};
+}
+
 }  // namespace nsc

@@ -16,4 +16,10 @@ namespace nsc {
 // Only collectives still inside every involved rank's ring window are compared.
 nlohmann::json compare_recorded_collectives(const std::vector<nlohmann::json>& recorders);
 
+// Joins IPC handles across rank processes by handle fingerprint: for each import,
+// the process that exported it (owner pid, address there) or "owner not among the inputs".
+// {"imports": [{"importer_pid", "address", "kind", "handle_fingerprint", "owner_pid"|null,
+//               "owner_address"|null, "closed"}]}
+nlohmann::json match_ipc_handles(const std::vector<nlohmann::json>& recorders);
+
 }  // namespace nsc

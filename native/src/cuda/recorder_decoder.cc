@@ -14,6 +14,7 @@ namespace {
 using namespace nsc::recorder;
 
 constexpr uint64_t kPage = 4096;
+constexpr uint64_t kTwoMiB = 2u << 20;
 
 struct TimedRecord {
   Record record;
@@ -470,7 +471,9 @@ void replay(const Timeline& timeline, const RecorderHeader& header, const Record
       case RecordKind::kMemMap:
         if (r.args[3] == 0) {
           cumem["mapped"].push_back({{"address", hex(r.args[0])}, {"size", r.args[1]}, {"offset", r.args[2]},
-                                     {"handle", hex(r.args[4])}, {"unmapped", false}, {"tid", timed.tid}, {"time_ns", r.time}});
+                                     {"handle", hex(r.args[4])}, {"unmapped", false}, {"tid", timed.tid}, {"time_ns", r.time},
+                                     // cuMem maps must be multiples of the allocation granularity (2 MiB on current GPUs).
+                                     {"aligned_to_2mib", r.args[0] % kTwoMiB == 0 && r.args[1] % kTwoMiB == 0 && r.args[2] % kTwoMiB == 0}});
           live_maps[r.args[0]] = cumem["mapped"].size() - 1;
         }
         break;
