@@ -24,8 +24,10 @@ constexpr uint32_t kThreads = 2;
 // A region with the given geometry; rings filled by write().
 class Region {
  public:
-  explicit Region(SyntheticTarget& target) {
-    bytes_ = target.add_block(kRegion, region_bytes(kThreads, kRecords));
+  // merged: the mapping starts two pages earlier (the kernel merged it with a neighbour).
+  explicit Region(SyntheticTarget& target, bool merged = false) {
+    uint64_t before = merged ? 2 * 4096 : 0;
+    bytes_ = target.add_block(kRegion - before, region_bytes(kThreads, kRecords) + before) + before;
     RecorderHeader header{};
     std::memcpy(header.magic, kMagic, sizeof(kMagic));
     header.schema_version = kSchemaVersion;
@@ -210,4 +212,14 @@ BOOST_AUTO_TEST_CASE(ipc_imports_are_matched_to_their_exporter) {
   BOOST_TEST(matched["imports"][0]["owner_pid"] == 100);
   BOOST_TEST(matched["imports"][0]["owner_address"] == "0x7f01");
   BOOST_TEST(matched["imports"][1]["owner_pid"].is_null());  // exporter not among the inputs
+}
+
+BOOST_AUTO_TEST_CASE(region_inside_a_merged_mapping_is_found) {
+  SyntheticTarget target;
+  Region region(target, /*merged=*/true);
+  region.write(0, RecordKind::kStreamCreate, RecordPhase::kExit, 10, 0x5000);
+  json recorder = nsc::decode_recorder(target, nullptr);
+  BOOST_REQUIRE(recorder["found"] == true);
+  BOOST_TEST(recorder["address"] == "0x7f0000000000");
+  BOOST_TEST(recorder["streams"][0]["stream"] == "0x5000");
 }

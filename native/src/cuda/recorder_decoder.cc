@@ -243,29 +243,54 @@ bool region_may_hold_recorder(const MemoryRegion& region) {
 
 }  // namespace
 
+namespace {
+
+// True when a magic sits at `page`; false on no magic or an unreadable page (`unreadable` set).
+bool magic_at(Target& target, uint64_t page, bool* unreadable) {
+  char probe[sizeof(kMagic)];
+  const uint8_t* direct = target.scan_direct(page, sizeof(probe));
+  if (direct != nullptr) return std::memcmp(direct, kMagic, sizeof(kMagic)) == 0;
+  ReadError error;
+  if (!target.scan_read(page, probe, sizeof(probe), &error)) {
+    *unreadable = true;
+    return false;
+  }
+  return std::memcmp(probe, kMagic, sizeof(kMagic)) == 0;
+}
+
+// Validates a magic hit; records why a hit was rejected.
+bool accept_header(Target& target, uint64_t page, std::vector<std::string>* rejected) {
+  RecorderHeader header;
+  std::string why;
+  if (read_exact(target, page, &header, sizeof(header), &why) && header_plausible(header, page, &why))
+    return true;
+  if (rejected) rejected->push_back(hex(page) + ": " + why);
+  return false;
+}
+
+}  // namespace
+
 std::vector<uint64_t> find_recorder_regions(Target& target, std::vector<std::string>* rejected) {
   std::vector<uint64_t> found;
-  char probe[sizeof(kMagic)];
+  // Fast path: the region is its own mmap, so usually the start of a mapping.
+  for (const MemoryRegion& region : target.regions()) {
+    if (!region_may_hold_recorder(region) || region.size() < sizeof(RecorderHeader)) continue;
+    bool unreadable = false;
+    if (magic_at(target, region.start, &unreadable) && accept_header(target, region.start, rejected))
+      found.push_back(region.start);
+  }
+  if (!found.empty()) return found;
+  // The kernel may have merged it with a neighbouring anonymous mapping: try every page.
   for (const MemoryRegion& region : target.regions()) {
     if (!region_may_hold_recorder(region)) continue;
     uint64_t start = (region.start + kPage - 1) & ~(kPage - 1);
-    for (uint64_t page = start; page + sizeof(RecorderHeader) <= region.end; page += kPage) {
-      const uint8_t* direct = target.scan_direct(page, sizeof(probe));
-      if (direct != nullptr) {
-        if (std::memcmp(direct, kMagic, sizeof(kMagic)) != 0) continue;
-      } else {
-        ReadError error;
-        if (!target.scan_read(page, probe, sizeof(probe), &error)) break;
-        if (std::memcmp(probe, kMagic, sizeof(kMagic)) != 0) continue;
+    for (uint64_t page = start + kPage; page + sizeof(RecorderHeader) <= region.end; page += kPage) {
+      bool unreadable = false;
+      if (magic_at(target, page, &unreadable)) {
+        if (accept_header(target, page, rejected)) found.push_back(page);
+      } else if (unreadable) {
+        break;
       }
-      RecorderHeader header;
-      std::string why;
-      if (!read_exact(target, page, &header, sizeof(header), &why) ||
-          !header_plausible(header, page, &why)) {
-        if (rejected) rejected->push_back(hex(page) + ": " + why);
-        continue;
-      }
-      found.push_back(page);
     }
   }
   return found;
