@@ -5,6 +5,11 @@
 // dlopen so this library loads (and its handlers can be driven in tests) where
 // no CUDA driver exists.
 #include <dlfcn.h>
+#include <limits.h>
+#include <link.h>
+
+#include <cstdio>
+#include <cstring>
 
 #include <cstdlib>
 
@@ -335,6 +340,33 @@ const CUpti_CallbackId kDriverCallbacks[] = {
 
 }  // namespace
 
+namespace {
+
+// pip wheels (PyTorch) ship libcupti beside libcudart, or in a sibling cuda_cupti package.
+int find_cudart_directory(dl_phdr_info* info, size_t, void* out) {
+  const char* name = info->dlpi_name;
+  const char* base = name ? strrchr(name, '/') : nullptr;
+  if (base == nullptr || strncmp(base + 1, "libcudart.so", 12) != 0) return 0;
+  snprintf(static_cast<char*>(out), PATH_MAX, "%.*s", int(base - name), name);
+  return 1;
+}
+
+void* open_cupti_beside_cudart() {
+  char directory[PATH_MAX] = {0};
+  dl_iterate_phdr(find_cudart_directory, directory);
+  if (directory[0] == '\0') return nullptr;
+  const char* relative[] = {"/libcupti.so.13", "/libcupti.so", "/../../cuda_cupti/lib/libcupti.so.13",
+                            "/../../cuda_cupti/lib/libcupti.so"};
+  for (const char* suffix : relative) {
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof(path), "%s%s", directory, suffix);
+    if (void* handle = dlopen(path, RTLD_NOW | RTLD_GLOBAL)) return handle;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 // Called by libcuda at CUDA initialisation when CUDA_INJECTION64_PATH names this library.
 extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
   // NCCLSCOPE_CUPTI_LIBRARY first, then the loader's path, then the usual CUDA homes.
@@ -344,6 +376,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   void* cupti = nullptr;
   for (const char* candidate : candidates)
     if (candidate != nullptr && cupti == nullptr) cupti = dlopen(candidate, RTLD_NOW | RTLD_GLOBAL);
+  if (cupti == nullptr) cupti = open_cupti_beside_cudart();
   if (cupti == nullptr) return 0;
   auto subscribe = reinterpret_cast<SubscribeFunction>(dlsym(cupti, "cuptiSubscribe"));
   auto enable = reinterpret_cast<EnableCallbackFunction>(dlsym(cupti, "cuptiEnableCallback"));
