@@ -352,3 +352,31 @@ BOOST_AUTO_TEST_CASE(bad_documents_are_named) {
   BOOST_TEST(nothing["verdict"] == "error");
   BOOST_TEST(nsc::triage_exit_code(nothing) == 2);
 }
+
+BOOST_AUTO_TEST_CASE(chain_across_communicators_ends_at_the_root_culprit) {
+  // World (3 ranks) agrees. Comm X = world {0,1}: rank 1 is behind on AllReduce.
+  // Comm Y = world {1,2}: rank 2 is behind on AllGather, which rank 1 waits in.
+  constexpr uint64_t kX = 0xaaaa0000000000a1ull, kY = 0xbbbb0000000000b2ull;
+  std::vector<json> documents;
+  for (int rank = 0; rank < 3; ++rank) {
+    json comms = json::array({comm(kWorldHash, rank, 3, {0, 0, 0, 0, 2})});
+    if (rank <= 1) comms.push_back(comm(kX, rank, 2, {0, 0, 0, 0, rank == 0 ? 5 : 4}));
+    if (rank >= 1) comms.push_back(comm(kY, rank - 1, 2, {0, 0, rank == 1 ? 2 : 1, 0, 0}));
+    documents.push_back(document(1000 + rank, comms,
+                                 json::array({rank == 2 ? pausing_thread(1000 + rank) : waiting_thread(1000 + rank)})));
+  }
+  json report = run(documents);
+  BOOST_TEST(report["verdict"] == "hang");
+  BOOST_TEST(report["world_comm"] == "0x6db0a96d9cb7fc37");
+  BOOST_TEST(ints(report["culprit_ranks"]) == (std::vector<int>{2}));
+  BOOST_TEST(ints(report["graph"]["longest_chain"]) == (std::vector<int>{0, 1, 2}));
+  BOOST_TEST(report["graph"]["cycles"].empty());
+  bool middle_is_both = report["graph"]["nodes"][1]["role"] == "waiting-culprit";
+  BOOST_TEST(middle_is_both);
+  std::string summary = report["summary"];
+  // The root culprit's finding comes first in the verdict.
+  BOOST_TEST(summary.find("On communicator 0xbbbb0000000000b2 (2 ranks), world rank 2 (rank 1 of that communicator) "
+                          "never launched AllGather #2") < summary.find("0xaaaa0000000000a1"), summary);
+  std::string text = nsc::render_triage_text(report);
+  BOOST_TEST(text.find("  longest chain: rank 0 -> rank 1 -> rank 2\n") != std::string::npos, text);
+}
