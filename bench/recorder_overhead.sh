@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Flight recorder cost.
+#   bench/recorder_overhead.sh cpu BUILD_DIR   per-record cost (no GPU): build/bench/recorder_overhead
+#   bench/recorder_overhead.sh gpu LIBRARY     on the GPU machine: a 2-rank PyTorch DDP training loop
+#       with and without the recorder (CUDA_INJECTION64_PATH + NCCL_PROFILER_PLUGIN), alternating
+#       runs; prints step times, the slowdown, and what the recorder saw (sources, threads, comms).
+# Env: PYTHON (default /opt/torch/.venv/bin/python), STEPS (default 300), RUNS (default 3).
+set -euo pipefail
+
+mode=${1:-cpu}
+if [[ $mode == cpu ]]; then
+  build=${2:-build}
+  cmake --build "$build" --target recorder_overhead -j2 >/dev/null
+  "$build/bench/recorder_overhead" 2000000 2
+  exit 0
+fi
+
+library=$(readlink -f "${2:?usage: recorder_overhead.sh gpu LIBRARY}")
+python=${PYTHON:-/opt/torch/.venv/bin/python}
+steps=${STEPS:-300}
+runs=${RUNS:-3}
+export NCCL_NVLS_ENABLE=0
+work=$(mktemp -d)
+cat > "$work/train.py" <<'EOF'
+import ctypes, json, os, sys, time
+import torch, torch.distributed as dist, torch.multiprocessing as mp
+
+def header(library):
+    # RecorderHeader fields (native/src/cuda/recorder_format.h, schema 1).
+    lib = ctypes.CDLL(library)
+    lib.ncclscope_recorder_region.restype = ctypes.c_void_p
+    base = lib.ncclscope_recorder_region()
+    if not base:
+        return None
+    u32 = lambda off: ctypes.c_uint32.from_address(base + off).value
+    return {"magic": ctypes.string_at(base, 15).decode(), "schema": u32(16),
+            "sources": u32(80), "threads_claimed": u32(84), "comms_claimed": u32(96)}
+
+def run(rank, steps, out, library):
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT="29533")
+    torch.cuda.set_device(rank)
+    dist.init_process_group("nccl", rank=rank, world_size=2)
+    model = torch.nn.Sequential(*[torch.nn.Linear(2048, 2048) for _ in range(8)]).cuda()
+    ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[rank])
+    optimizer = torch.optim.SGD(ddp.parameters(), lr=1e-3)
+    data = torch.randn(64, 2048, device="cuda")
+    times = []
+    for step in range(steps):
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        optimizer.zero_grad()
+        ddp(data).square().mean().backward()
+        optimizer.step()
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - start)
+    warm = times[steps // 5:]
+    result = {"rank": rank, "mean_step_ms": 1000 * sum(warm) / len(warm),
+              "recorder": header(library) if library else None}
+    with open(f"{out}.{rank}", "w") as f:
+        json.dump(result, f)
+    dist.destroy_process_group()
+
+if __name__ == "__main__":
+    steps, out, library = int(sys.argv[1]), sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else ""
+    mp.spawn(run, args=(steps, out, library), nprocs=2)
+EOF
+
+measure() {  # $1 = on|off, $2 = run index
+  local out="$work/result.$1.$2"
+  if [[ $1 == on ]]; then
+    CUDA_INJECTION64_PATH=$library NCCL_PROFILER_PLUGIN=$library "$python" "$work/train.py" "$steps" "$out" "$library"
+  else
+    "$python" "$work/train.py" "$steps" "$out"
+  fi
+  cat "$out.0"; echo
+}
+
+for run in $(seq 1 "$runs"); do
+  measure off "$run"
+  measure on "$run"
+done
+"$python" - "$work" "$runs" <<'EOF'
+import json, sys, glob
+work, runs = sys.argv[1], int(sys.argv[2])
+def mean(kind):
+    values = [json.load(open(f))["mean_step_ms"] for f in glob.glob(f"{work}/result.{kind}.*.0")]
+    return min(values)  # best of runs: the least disturbed
+off, on = mean("off"), mean("on")
+print(json.dumps({"step_ms_without": round(off, 3), "step_ms_with_recorder": round(on, 3),
+                  "slowdown_percent": round(100 * (on - off) / off, 2)}))
+EOF
+rm -rf "$work"
