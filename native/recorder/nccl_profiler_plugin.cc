@@ -23,7 +23,8 @@ struct EventSlot {
   uint64_t stream;
   uint64_t details;
 };
-constexpr uint32_t kSlotsPerThread = 256;
+// More than the collectives one group can hold in practice: a parent handle must outlive its children.
+constexpr uint32_t kSlotsPerThread = 1024;
 thread_local EventSlot t_slots[kSlotsPerThread];
 thread_local uint32_t t_next_slot = 0;
 
