@@ -24,6 +24,7 @@ const char kCudaStreamsUsage[] =
     "  libncclscope-recorder.so, loaded by CUDA_INJECTION64_PATH or NCCL_PROFILER_PLUGIN)\n"
     "  --exe PATH      the executable (cores)\n"
     "  --nccl          also decode the streams/events each NCCL communicator holds\n"
+    "  --sysroot DIR, --solib-search-path D:D, --profile-path D:D   as for `ncclscope state` (--nccl)\n"
     "  --records       include the whole merged record timeline (JSON)\n"
     "  --json          print JSON\n";
 
@@ -33,12 +34,15 @@ const char kCudaIpcUsage[] =
     "  closed (from the flight recorder), and, with --nccl, the buffers NCCL registered\n"
     "  --exe PATH      the executable (cores)\n"
     "  --nccl          also decode each communicator's registrations and peer imports\n"
+    "  --sysroot DIR, --solib-search-path D:D, --profile-path D:D   as for `ncclscope state` (--nccl)\n"
     "  --json          print JSON\n";
 
 struct CudaRequest {
   std::string core_path;
   int pid = 0;
   std::string executable;
+  std::string sysroot;
+  std::vector<std::string> solib_search_path, profile_path;
 };
 
 CudaRequest request_from(const ParsedOptions& options) {
@@ -56,6 +60,11 @@ CudaRequest request_from(const ParsedOptions& options) {
   if (request.core_path.empty() == (request.pid == 0))
     throw UsageError("give exactly one of --core CORE or --pid PID");
   request.executable = options.value("--exe");
+  request.sysroot = options.value("--sysroot");
+  for (const auto& list : options.all("--solib-search-path"))
+    for (const auto& dir : split_path_list(list)) request.solib_search_path.push_back(dir);
+  for (const auto& list : options.all("--profile-path"))
+    for (const auto& dir : split_path_list(list)) request.profile_path.push_back(dir);
   return request;
 }
 
@@ -73,6 +82,9 @@ nlohmann::json collect(const CudaRequest& request, bool with_nccl, bool records)
     state.core_path = request.core_path;
     state.pid = request.pid;
     state.executable = request.executable;
+    state.sysroot = request.sysroot;
+    state.solib_search_path = request.solib_search_path;
+    state.profile_path = request.profile_path;
     state.stacks = false;
     state.progress = false;
     nlohmann::json state_document = build_state_document(state);
@@ -219,7 +231,7 @@ std::string render_ipc(const nlohmann::json& document) {
 int run_cuda_command(const char* name, const char* usage, const std::vector<std::string>& args,
                      bool streams) {
   try {
-    ParsedOptions options = parse_options(args, {"--core", "--pid", "--exe"},
+    ParsedOptions options = parse_options(args, {"--core", "--pid", "--exe", "--sysroot", "--solib-search-path", "--profile-path"},
                                           {"--json", "--nccl", "--records", "--help", "-h"});
     if (options.has("--help") || options.has("-h")) {
       std::fputs(usage, stdout);
