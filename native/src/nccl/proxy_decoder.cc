@@ -9,9 +9,9 @@
 namespace nsc {
 namespace {
 
-nlohmann::json decode_sub(const ObjectView& sub, FieldSink& out) {
+nlohmann::json decode_sub(const ObjectView& sub, const std::string& path, FieldSink& out) {
   nlohmann::json entry = nlohmann::json::object();
-  FieldSink sink(&entry, "", &out.scope());
+  FieldSink sink(&entry, path + ".", &out.scope());
   sink.put("channel", sub.integer("channelId"));
   sink.put("peer", sub.integer("peer"));
   sink.put("nsteps", sub.integer("nsteps"));
@@ -21,10 +21,10 @@ nlohmann::json decode_sub(const ObjectView& sub, FieldSink& out) {
   return entry;
 }
 
-nlohmann::json decode_args(const ObjectView& args, FieldSink& out) {
+nlohmann::json decode_args(const ObjectView& args, const std::string& path, FieldSink& out) {
   const LayoutProfile& layout = *args.layout();
   nlohmann::json entry = {{"address", hex(args.address())}};
-  FieldSink sink(&entry, "", &out.scope());
+  FieldSink sink(&entry, path + ".", &out.scope());
   sink.put("op_count", args.unsigned_integer("opCount"));
   auto coll = args.integer("coll");
   if (coll.ok()) entry["collective"] = collective_name(layout, *coll.value);
@@ -44,7 +44,8 @@ nlohmann::json decode_args(const ObjectView& args, FieldSink& out) {
     return entry;
   }
   for (int64_t s = 0; s < *nsubs.value; ++s)
-    entry["subs"].push_back(decode_sub(args.member("subs[" + std::to_string(s) + "]"), out));
+    entry["subs"].push_back(decode_sub(args.member("subs[" + std::to_string(s) + "]"),
+                                       path + ".subs[" + std::to_string(s) + "]", out));
   return entry;
 }
 
@@ -83,7 +84,7 @@ void decode_proxy_ops(const ObjectView& comm, FieldSink& out) {
       break;
     }
     ObjectView args(comm.target(), &layout, args_type, address);
-    ops.push_back(decode_args(args, out));
+    ops.push_back(decode_args(args, "proxy_ops[" + std::to_string(ops.size()) + "]", out));
     for (const char* link : {"nextPeer", "next"}) {
       auto next = args.pointer(link);
       if (next.ok()) pending.push_back(*next.value);

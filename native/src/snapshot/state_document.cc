@@ -80,7 +80,9 @@ json discovery_json(const Discovery& discovery) {
   return out;
 }
 
-json unwind_threads(Target& target, const StateRequest& request, json* errors) {
+// Stack problems (a library not found here, a build-id mismatch) limit symbols, not
+// the decoded state: they are warnings, not errors, and do not make the answer partial.
+json unwind_threads(Target& target, const StateRequest& request, json* warnings_out) {
   StackOptions options;
   options.executable = request.executable;
   options.sysroot = request.sysroot;
@@ -90,7 +92,7 @@ json unwind_threads(Target& target, const StateRequest& request, json* errors) {
   if (target.is_core()) stacks = unwind_core_threads(request.core_path, options, &warnings);
   else stacks = unwind_live_threads(target.pid(), options, &warnings);
   for (const std::string& warning : warnings)
-    errors->push_back({{"kind", "stacks"}, {"subject", target.describe()}, {"reason", valid_utf8(warning)}});
+    warnings_out->push_back({{"kind", "stacks"}, {"subject", target.describe()}, {"reason", valid_utf8(warning)}});
   json threads = json::array();
   for (const ThreadStack& stack : stacks) threads.push_back(to_json(stack));
   return threads;
@@ -155,9 +157,16 @@ json build_state_document(const StateRequest& request) {
     communicators.push_back(decode_communicator(*target, layout, address, &errors));
   document["communicators"] = communicators;
 
+  json warnings = json::array();
   bool can_unwind = target->is_core() || (request.pid > 0 && request.freeze && !request.read_memory);
-  if (request.stacks && can_unwind) document["threads"] = unwind_threads(*target, request, &errors);
-  else document["threads"] = request.read_memory ? json::array() : thread_list(*target);
+  if (request.stacks && can_unwind) {
+    // libdwfl attaches each thread itself: end our freeze first (state is already read).
+    if (auto* live = dynamic_cast<LiveProcess*>(target.get())) live->resume();
+    document["threads"] = unwind_threads(*target, request, &warnings);
+  } else {
+    document["threads"] = request.read_memory ? json::array() : thread_list(*target);
+  }
+  document["warnings"] = warnings;
   document["errors"] = errors;
   return document;
 }

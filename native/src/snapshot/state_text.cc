@@ -150,6 +150,14 @@ void render_comm(const json& comm, std::ostringstream& out) {
   render_notes(comm, out);
 }
 
+// "cudaStreamSynchronize", or "libcuda.so.1+0x3185c4" for a frame without a symbol.
+std::string frame_text(const json& frame) {
+  if (field(frame, "function").is_string()) return field(frame, "function").get<std::string>();
+  std::string module = field(frame, "module").is_string() ? field(frame, "module").get<std::string>() : "??";
+  const json& offset = field(frame, "offset");
+  return module + (offset.is_number_unsigned() || offset.is_number_integer() ? "+" + hex(offset.get<uint64_t>()) : "");
+}
+
 void render_threads(const json& document, std::ostringstream& out) {
   const json& threads = field(document, "threads");
   if (!threads.is_array() || threads.empty()) return;
@@ -161,9 +169,11 @@ void render_threads(const json& document, std::ostringstream& out) {
         << (blocked_in.is_null() ? "(stack not unwound: live needs --freeze)" : cell_text(blocked_in));
     const json& frames = field(thread, "frames");
     for (size_t i = 0; i < frames.size() && i < 3; ++i)
-      out << (i == 0 ? "  at " : " < ") << escape_for_terminal(cell_text(field(frames[i], "function")));
+      out << (i == 0 ? "  at " : " < ") << escape_for_terminal(frame_text(frames[i]));
     out << "\n";
   }
+  for (const json& warning : field(document, "warnings"))
+    out << "  note: " << escape_for_terminal(cell_text(field(warning, "reason"))) << "\n";
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "target/build_ids.h"
+#include "target/live_process.h"
 #include "util/errors.h"
 
 namespace nsc {
@@ -93,8 +94,9 @@ std::vector<std::string> local_candidates(const Target& target, const MappedFile
                                           const LibrarySearch& options) {
   std::string path = without_deleted_suffix(mapping.path);
   std::vector<std::string> candidates;
-  if (!target.is_core()) {
+  if (dynamic_cast<const LiveProcess*>(&target) != nullptr) {
     // map_files names the very inode mapped (deleted, other mount namespace, ...).
+    // Only for a process we read ourselves: a callback target's pid is just a label.
     char range[64];
     std::snprintf(range, sizeof range, "%llx-%llx", static_cast<unsigned long long>(mapping.start),
                   static_cast<unsigned long long>(mapping.end));
