@@ -223,3 +223,23 @@ BOOST_AUTO_TEST_CASE(region_inside_a_merged_mapping_is_found) {
   BOOST_TEST(recorder["address"] == "0x7f0000000000");
   BOOST_TEST(recorder["streams"][0]["stream"] == "0x5000");
 }
+
+BOOST_AUTO_TEST_CASE(chains_end_at_the_ranks_that_did_not_launch) {
+  // Rank 0 waits on AllGather seq 3 (its 4th); rank 1 launched only 3 AllGathers.
+  json op = {{"comm_hash", "0x54b962a38eb4a511"}, {"collective", "AllGather"}, {"seq", 3}};
+  json chains = json::array({json{{"tid", 1}, {"steps", json::array({
+      json{{"step", "host_thread_blocked"}},
+      json{{"step", "stream_waits_event"}, {"after_nccl_op", op}}})}}});
+  auto state = [](int rank, int launched) {
+    json comm = {{"comm_hash", "0x54b962a38eb4a511"}, {"rank", rank},
+                 {"seq_launched", {{"AllGather", launched}, {"AllReduce", 0}}}};
+    json document = json::object();
+    document["communicators"] = json::array({comm});
+    return document;
+  };
+  json annotated = nsc::annotate_chains_with_ranks(chains, {state(0, 4), state(1, 3)});
+  const json& step = annotated[0]["steps"][1];
+  BOOST_TEST(step["waits_for_ranks"] == json({1}));
+  BOOST_TEST(step["launched_by_ranks"] == json({0}));
+  BOOST_TEST(!annotated[0]["steps"][0].contains("waits_for_ranks"));
+}

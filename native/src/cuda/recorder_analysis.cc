@@ -63,6 +63,38 @@ nlohmann::json compare_recorded_collectives(const std::vector<nlohmann::json>& r
   return {{"mismatches", mismatches}, {"last_seq", seqs}};
 }
 
+namespace {
+
+// Annotates one NCCL op (a chain step's after_nccl_op or nccl_op) with who launched it.
+void annotate_op(nlohmann::json& step, const std::vector<nlohmann::json>& states) {
+  const nlohmann::json& op = step.contains("after_nccl_op") && step["after_nccl_op"].is_object()
+                                 ? step["after_nccl_op"] : step.value("nccl_op", nlohmann::json());
+  if (!op.is_object() || !op.contains("seq")) return;
+  std::string hash = op.value("comm_hash", "");
+  std::string collective = op.value("collective", "");
+  uint64_t seq = op["seq"].get<uint64_t>();
+  nlohmann::json waiting = nlohmann::json::array(), launched = nlohmann::json::array();
+  for (const nlohmann::json& state : states)
+    for (const auto& comm : state.value("communicators", nlohmann::json::array())) {
+      if (comm.value("comm_hash", nlohmann::json()) != hash) continue;
+      const nlohmann::json& launches = comm.value("seq_launched", nlohmann::json::object());
+      if (!launches.contains(collective) || !launches[collective].is_number()) continue;
+      (launches[collective].get<uint64_t>() <= seq ? waiting : launched).push_back(comm.value("rank", -1));
+    }
+  step["waits_for_ranks"] = waiting;
+  step["launched_by_ranks"] = launched;
+}
+
+}  // namespace
+
+nlohmann::json annotate_chains_with_ranks(const nlohmann::json& chains,
+                                          const std::vector<nlohmann::json>& states) {
+  nlohmann::json annotated = chains;
+  for (auto& chain : annotated)
+    for (auto& step : chain["steps"]) annotate_op(step, states);
+  return annotated;
+}
+
 nlohmann::json match_ipc_handles(const std::vector<nlohmann::json>& recorders) {
   std::map<std::string, nlohmann::json> exporters;  // fingerprint -> export entry
   for (const nlohmann::json& recorder : recorders) {

@@ -22,4 +22,12 @@ nlohmann::json compare_recorded_collectives(const std::vector<nlohmann::json>& r
 //               "owner_address"|null, "closed"}]}
 nlohmann::json match_ipc_handles(const std::vector<nlohmann::json>& recorders);
 
+// Ends each chain of a rank's recorder section at the ranks it waits for: for every
+// NCCL op in a chain step (comm hash, collective, seq = NCCL's seqNumber before the launch,
+// so 0 for the first), the ranks whose state documents show seq_launched[collective] <= seq
+// have not launched it. `states` are ncclscope.state/1 documents of all ranks (any order).
+// Returns a copy of `chains` with "waits_for_ranks" (and "launched_by_ranks") on such steps.
+nlohmann::json annotate_chains_with_ranks(const nlohmann::json& chains,
+                                          const std::vector<nlohmann::json>& states);
+
 }  // namespace nsc
