@@ -380,3 +380,14 @@ BOOST_AUTO_TEST_CASE(chain_across_communicators_ends_at_the_root_culprit) {
   std::string text = nsc::render_triage_text(report);
   BOOST_TEST(text.find("  longest chain: rank 0 -> rank 1 -> rank 2\n") != std::string::npos, text);
 }
+
+BOOST_AUTO_TEST_CASE(implausible_nranks_is_ignored_not_enumerated) {
+  std::vector<json> documents = no_hang(2);
+  documents[1]["communicators"][0]["nranks"] = 2000000000;
+  json report = run(documents);
+  const json& comm = only_comm(report);
+  BOOST_TEST(comm["nranks"] == 2);  // the other input's value
+  BOOST_TEST(comm["missing_ranks"].empty());
+  BOOST_TEST(comm["warnings"].back() == "rank-1.json: nranks 2000000000 is implausible; ignored");
+  BOOST_TEST(report["verdict"] == "no-hang");
+}

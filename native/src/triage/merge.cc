@@ -56,7 +56,12 @@ void merge_communicators(Job* job) {
         continue;
       }
       Member member{static_cast<int>(p), static_cast<int>(c), *comm.rank};
-      if (comm.nranks) {
+      // A corrupt nranks (garbage from memory) must not make triage list a billion ranks.
+      constexpr int kMaxPlausibleRanks = 1 << 20;
+      if (comm.nranks && (*comm.nranks < 1 || *comm.nranks > kMaxPlausibleRanks)) {
+        group.warnings.push_back(process.input_name + ": nranks " + std::to_string(*comm.nranks) +
+                                 " is implausible; ignored");
+      } else if (comm.nranks) {
         if (group.nranks && *group.nranks != *comm.nranks)
           group.warnings.push_back(process.input_name + " says nranks " + std::to_string(*comm.nranks) +
                                    ", others " + std::to_string(*group.nranks));
