@@ -333,6 +333,17 @@ Timeline read_rings(Target& target, uint64_t address, const RecorderHeader& head
       timeline.rings.push_back(summary);
       continue;
     }
+    // Live targets keep writing: a slot whose index the writer may have reached again while we
+    // copied could be torn even with a matching sequence. Re-read `written` and drop those.
+    RingHeader after;
+    if (!target.is_core() && read_exact(target, ring_address, &after, sizeof(after), &why) &&
+        after.written > ring.written) {
+      uint64_t safe_from = after.written + 1 > header.records_per_ring ? after.written + 1 - header.records_per_ring : 0;
+      if (safe_from > first) {
+        summary.torn += std::min(safe_from, ring.written) - first;
+        first = std::min(safe_from, ring.written);
+      }
+    }
     for (uint64_t i = first; i < ring.written; ++i) {
       uint64_t slot = i & (header.records_per_ring - 1);
       if (slot >= per_ring) continue;
