@@ -165,3 +165,63 @@ BOOST_AUTO_TEST_CASE(cores_without_a_state_builder_are_reported) {
   BOOST_REQUIRE_EQUAL(loaded.failures.size(), 1u);
   BOOST_TEST(loaded.failures[0].error == "core " + core + ": no NCCL library mapped");
 }
+
+namespace {
+
+// Every value's JSON pointer in a document.
+void collect_pointers(const json& value, const json::json_pointer& at, std::vector<json::json_pointer>* out) {
+  out->push_back(at);
+  if (value.is_object())
+    for (auto& [key, child] : value.items()) collect_pointers(child, at / key, out);
+  else if (value.is_array())
+    for (size_t i = 0; i < value.size(); ++i) collect_pointers(value[i], at / i, out);
+}
+
+}  // namespace
+
+// Wrong types and garbage anywhere: both summarizers agree, nothing crashes.
+BOOST_AUTO_TEST_CASE(garbage_values_never_crash_and_both_paths_agree) {
+  TempDir dir;
+  const json replacements[] = {nullptr, "x", 12345678901LL, -1, json::array(), json::object(), true,
+                               json::array({-7, "y"}), 1.5, 18446744073709551615ULL};
+  uint64_t state = 0x9e3779b97f4a7c15ull;
+  auto next = [&state](uint64_t bound) {
+    state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+    return state % bound;
+  };
+  std::vector<json> base = varied_documents();
+  int compared = 0;
+  for (int round = 0; round < 200; ++round) {
+    json doc = base[round % base.size()];
+    std::vector<json::json_pointer> pointers;
+    collect_pointers(doc, json::json_pointer(), &pointers);
+    for (int change = 0; change < 6; ++change) {
+      const json::json_pointer& at = pointers[1 + next(pointers.size() - 1)];
+      if (!doc.contains(at)) continue;  // under an earlier replacement
+      doc[at] = replacements[next(std::size(replacements))];
+    }
+    std::string path = dir.write("fuzz.json", doc.dump());
+    std::string from_text_error, from_document_error;
+    nsc::triage::ProcessView from_text, from_document;
+    try {
+      from_text = nsc::triage::load_snapshot_file(path);
+    } catch (const nsc::BadInput& error) {
+      from_text_error = error.what();
+    }
+    try {
+      from_document = nsc::triage::summarize_state_document(doc, path, "snapshot");
+    } catch (const nsc::BadInput& error) {
+      from_document_error = error.what();
+    }
+    BOOST_TEST(from_text_error.empty() == from_document_error.empty(), "round " << round << ": '" << from_text_error
+                                                                               << "' vs '" << from_document_error << "'");
+    if (!from_text_error.empty() || !from_document_error.empty()) continue;
+    json a = nsc::triage_processes({from_text}, {}, nsc::TriageOptions{});
+    json b = nsc::triage_processes({from_document}, {}, nsc::TriageOptions{});
+    BOOST_TEST(a.dump() == b.dump(), "round " << round << ": " << json::diff(b, a).dump().substr(0, 400));
+    nsc::render_triage_text(a);
+    nsc::render_triage_dot(a, nsc::TriageOptions{});
+    ++compared;
+  }
+  BOOST_TEST(compared > 100);
+}

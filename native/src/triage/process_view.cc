@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <climits>
 
 #include "triage/summary_helpers.h"
 #include "util/errors.h"
@@ -22,9 +23,15 @@ const json* member(const json& object, const char* key) {
   return found == object.end() ? nullptr : &*found;
 }
 
+// Integers beyond int64 are garbage here, not -1.
+bool is_int64(const json& value) {
+  return value.is_number_integer() &&
+         !(value.is_number_unsigned() && value.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX));
+}
+
 Maybe<int64_t> integer_at(const json& object, const char* key) {
   const json* value = member(object, key);
-  if (value == nullptr || !value->is_number_integer()) return std::nullopt;
+  if (value == nullptr || !is_int64(*value)) return std::nullopt;
   return value->get<int64_t>();
 }
 
@@ -38,7 +45,7 @@ Maybe<bool> boolean_at(const json& object, const char* key) {
   const json* value = member(object, key);
   if (value == nullptr) return std::nullopt;
   if (value->is_boolean()) return value->get<bool>();
-  if (value->is_number_integer()) return value->get<int64_t>() != 0;
+  if (is_int64(*value)) return value->get<int64_t>() != 0;
   return std::nullopt;
 }
 
@@ -91,8 +98,8 @@ ChannelView read_channel(const json& entry) {
     channel.tree_up = small_integer_at(*tree, "up");
     if (const json* down = member(*tree, "down"); down && down->is_array())
       for (const json& child : *down)
-        if (child.is_number_integer() && child.get<int64_t>() >= 0)
-          channel.tree_down.push_back(child.get<int>());
+        if (is_int64(child) && child.get<int64_t>() >= 0 && child.get<int64_t>() <= INT32_MAX)
+          channel.tree_down.push_back(static_cast<int>(child.get<int64_t>()));
   }
   return channel;
 }
@@ -105,6 +112,7 @@ ProxyOpView read_proxy_op(const json& entry) {
   op.direction = direction_of(op.pattern, op.collective);
   if (const json* subs = member(entry, "subs"); subs && subs->is_array()) {
     for (const json& raw : *subs) {
+      if (!raw.is_object()) continue;  // garbage entries are skipped, as by the SAX path
       ProxySubView sub;
       sub.channel = small_integer_at(raw, "channel");
       sub.peer = small_integer_at(raw, "peer");
@@ -127,9 +135,11 @@ void read_planned(const json& planned, CommView* comm) {
   comm->unlaunched_plans = integer_at(planned, "unlaunched_plans");
   comm->in_group = boolean_at(planned, "in_group");
   if (const json* colls = member(planned, "colls"); colls && colls->is_array())
-    for (const json& coll : *colls) comm->planned_colls.push_back(text_at(coll, "collective"));
+    for (const json& coll : *colls)
+      if (coll.is_object()) comm->planned_colls.push_back(text_at(coll, "collective"));
   if (const json* p2p = member(planned, "p2p"); p2p && p2p->is_array()) {
     for (const json& task : *p2p) {
+      if (!task.is_object()) continue;
       PlannedP2pView view;
       std::string kind = text_at(task, "kind");
       view.direction = kind == "send" ? P2pDirection::kSend
@@ -168,10 +178,12 @@ CommView read_comm(const json& entry, size_t position) {
     comm.health.revoked = boolean_at(*health, "revoked");
   }
   if (const json* channels = member(entry, "channels"); channels && channels->is_array())
-    for (const json& channel : *channels) comm.channels.push_back(read_channel(channel));
+    for (const json& channel : *channels)
+      if (channel.is_object()) comm.channels.push_back(read_channel(channel));
   if (const json* ops = member(entry, "proxy_ops"); ops && ops->is_array()) {
     comm.proxy_ops_known = true;
-    for (const json& op : *ops) comm.proxy_ops.push_back(read_proxy_op(op));
+    for (const json& op : *ops)
+      if (op.is_object()) comm.proxy_ops.push_back(read_proxy_op(op));
   }
   if (const json* planned = member(entry, "planned")) read_planned(*planned, &comm);
   read_unavailable(entry, "", &comm.unavailable);
@@ -224,7 +236,8 @@ ThreadView read_thread(const json& entry, std::vector<std::string>* notes) {
   thread.name = text_at(entry, "name");
   thread.blocked_in = text_at(entry, "blocked_in");
   if (const json* frames = member(entry, "frames"); frames && frames->is_array())
-    for (const json& frame : *frames) thread.frames.push_back(read_frame(frame, notes));
+    for (const json& frame : *frames)
+      if (frame.is_object()) thread.frames.push_back(read_frame(frame, notes));
   return thread;
 }
 }  // namespace
@@ -313,10 +326,13 @@ ProcessView summarize_state_document(const nlohmann::json& document, const std::
     }
   }
   if (const json* threads = member(document, "threads"); threads && threads->is_array())
-    for (const json& thread : *threads) process.threads.push_back(read_thread(thread, &process.stack_notes));
+    for (const json& thread : *threads)
+      if (thread.is_object()) process.threads.push_back(read_thread(thread, &process.stack_notes));
   if (const json* errors = member(document, "errors"); errors && errors->is_array())
-    for (const json& error : *errors)
-      process.document_errors.push_back(error.is_object() ? text_at(error, "message") : error.dump());
+    for (const json& error : *errors) {
+      if (error.is_object()) process.document_errors.push_back(text_at(error, "message"));
+      else if (error.is_string()) process.document_errors.push_back(error.get<std::string>());
+    }
   process.principal_thread = pick_principal_thread(process);
   return process;
 }

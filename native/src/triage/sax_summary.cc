@@ -177,6 +177,7 @@ class Summarizer : public json::json_sax_t {
     Where where = parent.where == Where::kSkip ? Where::kSkip : child_of(parent.where, is_object);
     if (parent.where == Where::kRoot && key_ == "communicators" && is_object) shape_error = "communicators is not an array";
     ++parent.elements;
+    if (parent.where == Where::kComms && !is_object) bad_comm(parent.elements - 1);
     opened(where, parent.elements - 1);
     stack_.push_back({where});
     return true;
@@ -245,12 +246,18 @@ class Summarizer : public json::json_sax_t {
 
   CommView& comm() { return process_->comms.back(); }
 
+  // Same words as the document path (read_comm) for an entry that is not a communicator.
+  void bad_comm(size_t index) {
+    process_->document_errors.push_back("communicator " + std::to_string(index) + " has no readable comm_hash");
+  }
+
   bool scalar(const Scalar& v) {
     if (stack_.empty()) return true;  // a bare scalar document: the caller reports it
     Level& level = stack_.back();
     ++level.elements;
     const std::string& k = key_;
     switch (level.where) {
+      case Where::kComms: bad_comm(level.elements - 1); break;
       case Where::kRoot:
         if (k == "schema" && v.type == Scalar::kString) schema = *v.text;
         if (k == "communicators" && v.type != Scalar::kNull) shape_error = "communicators is not an array";
@@ -352,7 +359,7 @@ class Summarizer : public json::json_sax_t {
         else if (k == "pc") frame_.pc = as_string(v);
         break;
       case Where::kErrors:
-        process_->document_errors.push_back(v.type == Scalar::kString ? "\"" + *v.text + "\"" : as_text(v));
+        if (v.type == Scalar::kString) process_->document_errors.push_back(*v.text);
         break;
       case Where::kError:
         if (k == "message") process_->document_errors.back() = as_string(v).value_or("");
