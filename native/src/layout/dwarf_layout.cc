@@ -220,9 +220,10 @@ class DwarfWalker {
     int tag = dwarf_tag(die);
     if (is_aggregate_tag(tag)) {
       std::string name = die_name(die);
-      if (name.empty() || is_declaration(die)) return;
-      if (store_names_.count(name)) store_struct_under_wanted_names(die, name);
-      if (nested_prefixes_.count(name)) visit_scope_for_nested(die, name);
+      bool wanted = store_names_.count(name) > 0, holds_wanted = nested_prefixes_.count(name) > 0;
+      if ((!wanted && !holds_wanted) || is_declaration(die)) return;  // cheap test first
+      if (wanted) store_struct_under_wanted_names(die, name);
+      if (holds_wanted) visit_scope_for_nested(die, name);
     } else if (tag == DW_TAG_typedef) {
       std::string name = die_name(die);
       if (unfound_roots_.count(name)) visit_root_typedef(die, name);
