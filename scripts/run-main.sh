@@ -5,7 +5,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh build
-bash scripts/build.sh >/dev/null
+build_log=$(mktemp)
+if ! bash scripts/build.sh > "$build_log" 2>&1; then
+  tail -n 40 "$build_log" >&2
+  echo "run-main: build failed (full log: $build_log)" >&2
+  exit 2
+fi
+rm -f "$build_log"
 scenario=${1:-skip-collective}
 shift || true
 exec bash scripts/triage-corpus.sh "$scenario" "$@"
