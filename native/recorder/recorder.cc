@@ -1,6 +1,7 @@
 #include "recorder.h"
 
 #include <cpuid.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <x86intrin.h>
 #include <sys/prctl.h>
@@ -8,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -81,6 +83,8 @@ uint32_t round_up_power_of_two(uint32_t value) {
   return power;
 }
 
+void after_fork_in_child();
+
 // Maps and initialises the region; runs once at load, before any thread records.
 __attribute__((constructor)) void map_region() {
   uint32_t threads = env_count("NCCLSCOPE_RECORDER_THREADS", kDefaultThreads, 4096);
@@ -102,6 +106,7 @@ __attribute__((constructor)) void map_region() {
   header->start_realtime_ns = realtime_ns();
   choose_clock(header);
   g_mask = records - 1;
+  pthread_atfork(nullptr, nullptr, after_fork_in_child);
   // The magic goes in last: a reader that finds it sees a complete header.
   __atomic_thread_fence(__ATOMIC_RELEASE);
   memcpy(header->magic, kMagic, sizeof(kMagic));
@@ -116,6 +121,20 @@ RingHeader* ring_at(uint32_t index) {
 // Per-thread ring; `kNoRing` once a thread found none free (it then records nothing).
 RingHeader* const kNoRing = reinterpret_cast<RingHeader*>(uintptr_t(1));
 thread_local RingHeader* t_ring = nullptr;
+
+// A forked child owns a copy of the region: it is now the child's, and the parent's other
+// threads do not exist here (their rings are marked inherited, which readers skip).
+void after_fork_in_child() {
+  if (g_region == nullptr) return;
+  g_region->pid = getpid();
+  uint32_t rings = std::min(g_region->threads_claimed, g_region->max_threads);
+  for (uint32_t index = 0; index < rings; ++index) {
+    RingHeader* ring = ring_at(index);
+    if (ring != t_ring) ring->in_use = kRingInherited;
+  }
+  if (t_ring != nullptr && reinterpret_cast<uintptr_t>(t_ring) > 1) t_ring->tid = int32_t(syscall(SYS_gettid));
+}
+
 
 RingHeader* claim_ring() {
   if (g_region == nullptr) return kNoRing;

@@ -59,6 +59,9 @@ enum RecorderSource : uint32_t {
   kSourceDirect = 1u << 2,  // test driver calling the handlers itself
 };
 
+// RingHeader::in_use values.
+inline constexpr uint32_t kRingFree = 0, kRingInUse = 1, kRingInherited = 3;  // 3: a forked child's copy of a parent thread's ring
+
 struct RingHeader {
   int32_t tid;
   uint32_t in_use;
