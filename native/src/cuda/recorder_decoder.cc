@@ -280,6 +280,12 @@ std::vector<uint64_t> find_recorder_regions(Target& target, std::vector<std::str
       found.push_back(region.start);
   }
   if (!found.empty()) return found;
+  // A page-by-page sweep costs a read per page live: only when the library is (or may be) mapped.
+  const auto& files = target.mapped_files();
+  bool library_mapped = std::any_of(files.begin(), files.end(), [](const MappedFile& file) {
+    return file.path.find("ncclscope-recorder") != std::string::npos;
+  });
+  if (!files.empty() && !library_mapped) return found;
   // The kernel may have merged it with a neighbouring anonymous mapping: try every page.
   for (const MemoryRegion& region : target.regions()) {
     if (!region_may_hold_recorder(region)) continue;
