@@ -3,6 +3,7 @@
 // plus, with --nccl, the streams and registrations each communicator holds.
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <sstream>
 
 #include "cli/commands.h"
@@ -68,6 +69,28 @@ CudaRequest request_from(const ParsedOptions& options) {
   return request;
 }
 
+// Marks recorder streams that NCCL holds: "nccl_roles": ["device_stream of comm 0x.."].
+void label_nccl_streams(nlohmann::json& document) {
+  std::map<std::string, std::vector<std::string>> roles;
+  for (const auto& comm : document["nccl_communicators"]) {
+    const nlohmann::json& cuda = comm["cuda"];
+    if (!cuda.is_object()) continue;
+    std::string of = " of comm " + comm["comm_hash"].dump();
+    for (const char* key : {"device_stream", "host_stream"})
+      if (cuda.contains(key) && cuda[key].is_object() && cuda[key]["stream"].is_string())
+        roles[cuda[key]["stream"].get<std::string>()].push_back(key + of);
+    if (cuda.contains("user_streams") && cuda["user_streams"].is_array())
+      for (const auto& stream : cuda["user_streams"])
+        if (stream.is_string()) roles[stream.get<std::string>()].push_back("user_stream" + of);
+  }
+  nlohmann::json& recorder = document["recorder"];
+  if (!recorder.value("found", false)) return;
+  for (auto& stream : recorder["streams"]) {
+    auto role = roles.find(stream["stream"].get<std::string>());
+    if (role != roles.end()) stream["nccl_roles"] = role->second;
+  }
+}
+
 nlohmann::json collect(const CudaRequest& request, bool with_nccl, bool records) {
   std::unique_ptr<Target> target = request.pid != 0 ? open_live(request.pid, false)
                                                      : open_core(request.core_path, request.executable);
@@ -95,6 +118,7 @@ nlohmann::json collect(const CudaRequest& request, bool with_nccl, bool records)
                        {"rank", comm.value("rank", nlohmann::json(nullptr))},
                        {"cuda", comm.value("cuda", nlohmann::json(nullptr))}});
     document["nccl_communicators"] = comms;
+    label_nccl_streams(document);
     for (const auto& error : state_document.value("errors", nlohmann::json::array())) errors.push_back(error);
   }
   document["errors"] = errors;
@@ -161,7 +185,9 @@ std::string render_streams(const nlohmann::json& document) {
       out << "\n";
     }
     for (const auto& stream : recorder["streams"]) {
-      out << "stream " << text_of(stream["stream"]) << ": " << stream["recent_ops"].size() << " recent ops";
+      out << "stream " << text_of(stream["stream"]);
+      if (stream.contains("nccl_roles")) out << " (" << text_of(stream["nccl_roles"][0]) << ")";
+      out << ": " << stream["recent_ops"].size() << " recent ops";
       if (!stream["pending_event_waits"].empty())
         out << ", " << stream["pending_event_waits"].size() << " pending event waits";
       if (!stream["blocked_threads"].empty()) out << ", blocks threads " << stream["blocked_threads"].dump();
