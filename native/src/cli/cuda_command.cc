@@ -108,7 +108,7 @@ nlohmann::json collect(const CudaRequest& request, bool with_nccl, bool records)
     state.sysroot = request.sysroot;
     state.solib_search_path = request.solib_search_path;
     state.profile_path = request.profile_path;
-    state.stacks = false;
+    state.stacks = request.pid == 0;  // cores unwind without stopping anything
     state.progress = false;
     nlohmann::json state_document = build_state_document(state);
     nlohmann::json comms = nlohmann::json::array();
@@ -119,6 +119,14 @@ nlohmann::json collect(const CudaRequest& request, bool with_nccl, bool records)
                        {"cuda", comm.value("cuda", nlohmann::json(nullptr))}});
     document["nccl_communicators"] = comms;
     label_nccl_streams(document);
+    // Host threads whose stacks sit in a CUDA synchronize (known without the recorder, stream unknown).
+    nlohmann::json blocked = nlohmann::json::array();
+    for (const auto& thread : state_document.value("threads", nlohmann::json::array()))
+      if (thread.value("blocked_in", nlohmann::json()).is_string() &&
+          thread["blocked_in"].get<std::string>().rfind("cuda", 0) == 0)
+        blocked.push_back({{"tid", thread.value("tid", 0)}, {"name", thread.value("name", "")},
+                           {"blocked_in", thread["blocked_in"]}});
+    document["threads_blocked_in_cuda"] = blocked;
     for (const auto& error : state_document.value("errors", nlohmann::json::array())) errors.push_back(error);
   }
   document["errors"] = errors;
@@ -204,6 +212,9 @@ std::string render_streams(const nlohmann::json& document) {
           << ": last seq " << comm["last_seq"].dump() << ", " << comm["ops"].size() << " ops recorded\n";
     }
   }
+  for (const auto& thread : document.value("threads_blocked_in_cuda", nlohmann::json::array()))
+    out << "thread " << thread["tid"] << " (" << text_of(thread["name"]) << ") stack in "
+        << text_of(thread["blocked_in"]) << "\n";
   for (const auto& comm : document.value("nccl_communicators", nlohmann::json::array())) {
     const auto& cuda = comm["cuda"];
     out << "nccl comm " << text_of(comm["address"]) << " (hash " << text_of(comm["comm_hash"]) << ")";
