@@ -243,3 +243,14 @@ BOOST_AUTO_TEST_CASE(chains_end_at_the_ranks_that_did_not_launch) {
   BOOST_TEST(step["launched_by_ranks"] == json({0}));
   BOOST_TEST(!annotated[0]["steps"][0].contains("waits_for_ranks"));
 }
+
+BOOST_AUTO_TEST_CASE(header_claiming_more_than_its_mapping_is_rejected) {
+  SyntheticTarget target;
+  Region region(target);
+  region.header()->max_threads = 1000;  // geometry consistent with itself, not with the memory
+  region.header()->region_size = region_bytes(1000, kRecords);
+  json recorder = nsc::decode_recorder(target, nullptr);
+  BOOST_TEST(recorder["found"] == false);
+  BOOST_REQUIRE(recorder.contains("rejected"));
+  BOOST_TEST(recorder["rejected"][0].get<std::string>().find("does not fit its mapping") != std::string::npos);
+}

@@ -258,12 +258,15 @@ bool magic_at(Target& target, uint64_t page, bool* unreadable) {
   return std::memcmp(probe, kMagic, sizeof(kMagic)) == 0;
 }
 
-// Validates a magic hit; records why a hit was rejected.
+// Validates a magic hit (the whole region must fit its mapping); records why a hit was rejected.
 bool accept_header(Target& target, uint64_t page, std::vector<std::string>* rejected) {
   RecorderHeader header;
   std::string why;
-  if (read_exact(target, page, &header, sizeof(header), &why) && header_plausible(header, page, &why))
-    return true;
+  const MemoryRegion* mapping = find_region(target.regions(), page);
+  if (read_exact(target, page, &header, sizeof(header), &why) && header_plausible(header, page, &why)) {
+    if (mapping == nullptr || header.region_size <= mapping->end - page) return true;
+    why = "region of " + std::to_string(header.region_size) + " bytes does not fit its mapping";
+  }
   if (rejected) rejected->push_back(hex(page) + ": " + why);
   return false;
 }
