@@ -261,6 +261,11 @@ std::string render_ipc(const nlohmann::json& document) {
           << text_of(buffer.value("size", nlohmann::json())) << " state "
           << buffer.value("state", nlohmann::json()).dump() << ", " << buffer.value("ipc_imports", nlohmann::json::array()).size()
           << " peer imports\n";
+    for (const auto& connector : cuda.value("p2p_transport", nlohmann::json::array()))
+      out << "  p2p channel " << connector["channel"] << " " << text_of(connector["direction"]) << " peer "
+          << connector["peer"] << " " << text_of(connector.value("type", nlohmann::json())) << " mapped send "
+          << text_of(connector.value("send_mem_ipc", nlohmann::json())) << " recv "
+          << text_of(connector.value("recv_mem_ipc", nlohmann::json())) << "\n";
   }
   return out.str();
 }
