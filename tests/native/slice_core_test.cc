@@ -52,11 +52,14 @@ SliceSetup& setup() {
   return instance;
 }
 
-#define REQUIRE_CORE()                                         \
-  if (!setup().available) {                                    \
-    BOOST_TEST_MESSAGE("skipped: gdb or gcore not available"); \
-    return;                                                    \
-  }
+
+// Tests that need the core are skipped (not failed) when it could not be made.
+boost::test_tools::assertion_result core_available(boost::unit_test::test_unit_id) {
+  boost::test_tools::assertion_result result(setup().available);
+  if (!setup().available) result.message() << "no core of the fixture (gdb missing or the dump failed)";
+  return result;
+}
+
 
 uint64_t file_size(const std::string& path) {
   struct stat info;
@@ -91,8 +94,7 @@ std::vector<AddressRange> keep_list() {
 
 }  // namespace
 
-BOOST_AUTO_TEST_CASE(sliced_core_keeps_the_patterns_and_is_small) {
-  REQUIRE_CORE();
+BOOST_AUTO_TEST_CASE(sliced_core_keeps_the_patterns_and_is_small, *boost::unit_test::precondition(core_available)) {
   auto core = open_core_file(setup().core_path, "");
   SliceStats stats = write_sliced_core(*core, keep_list(), setup().small_path);
   BOOST_TEST(stats.output_bytes == file_size(setup().small_path));
@@ -114,8 +116,7 @@ BOOST_AUTO_TEST_CASE(sliced_core_keeps_the_patterns_and_is_small) {
   BOOST_TEST(node == setup().fixture->address("cycle"));
 }
 
-BOOST_AUTO_TEST_CASE(unkept_memory_stays_mapped_but_not_saved) {
-  REQUIRE_CORE();
+BOOST_AUTO_TEST_CASE(unkept_memory_stays_mapped_but_not_saved, *boost::unit_test::precondition(core_available)) {
   auto core = open_core_file(setup().core_path, "");
   write_sliced_core(*core, keep_list(), setup().small_path);
   auto sliced = open_core_file(setup().small_path, "");
@@ -139,15 +140,13 @@ BOOST_AUTO_TEST_CASE(unkept_memory_stays_mapped_but_not_saved) {
     BOOST_TEST(sliced->segments()[i].offset >= sliced->segments()[i - 1].offset);
 }
 
-BOOST_AUTO_TEST_CASE(refuses_to_overwrite_its_input) {
-  REQUIRE_CORE();
+BOOST_AUTO_TEST_CASE(refuses_to_overwrite_its_input, *boost::unit_test::precondition(core_available)) {
   auto core = open_core_file(setup().core_path, "");
   BOOST_CHECK_THROW(write_sliced_core(*core, keep_list(), setup().core_path), BadInput);
   BOOST_TEST(open_core_file(setup().core_path, "")->segments().size() == core->segments().size());
 }
 
-BOOST_AUTO_TEST_CASE(plan_splits_segments_on_page_boundaries) {
-  REQUIRE_CORE();
+BOOST_AUTO_TEST_CASE(plan_splits_segments_on_page_boundaries, *boost::unit_test::precondition(core_available)) {
   auto core = open_core_file(setup().core_path, "");
   uint64_t small = setup().fixture->address("small");
   std::vector<SlicePiece> pieces = plan_slice(*core, {{small, small + 64}});
@@ -164,8 +163,7 @@ BOOST_AUTO_TEST_CASE(plan_splits_segments_on_page_boundaries) {
   BOOST_TEST(saved == 1);
 }
 
-BOOST_AUTO_TEST_CASE(gdb_reads_the_same_bytes_from_the_sliced_core) {
-  REQUIRE_CORE();
+BOOST_AUTO_TEST_CASE(gdb_reads_the_same_bytes_from_the_sliced_core, *boost::unit_test::precondition(core_available)) {
   auto core = open_core_file(setup().core_path, "");
   write_sliced_core(*core, keep_list(), setup().small_path);
   for (const char* key : {"small", "cycle", "big"}) {
@@ -183,13 +181,18 @@ BOOST_AUTO_TEST_CASE(gdb_reads_the_same_bytes_from_the_sliced_core) {
   BOOST_TEST(backtrace.find(" main ()") != std::string::npos);
 }
 
-BOOST_AUTO_TEST_CASE(cli_slices_with_keep_regions) {
-  REQUIRE_CORE();
+boost::test_tools::assertion_result cli_available(boost::unit_test::test_unit_id id) {
   std::string cli = std::string(NCCLSCOPE_BINARY_DIR) + "/bin/ncclscope";
   if (access(cli.c_str(), X_OK) != 0) {
-    BOOST_TEST_MESSAGE("skipped: " << cli << " not built");
-    return;
+    boost::test_tools::assertion_result result(false);
+    result.message() << cli << " not built";
+    return result;
   }
+  return core_available(id);
+}
+
+BOOST_AUTO_TEST_CASE(cli_slices_with_keep_regions, *boost::unit_test::precondition(cli_available)) {
+  std::string cli = std::string(NCCLSCOPE_BINARY_DIR) + "/bin/ncclscope";
   uint64_t small = setup().fixture->address("small");
   std::string out = setup().dir + "/cli.core";
   std::string command = cli + " slice " + setup().core_path + " -o " + out + " --no-decode --json" +

@@ -48,11 +48,14 @@ CoreSetup& setup() {
   return instance;
 }
 
-#define REQUIRE_CORE()                                            \
-  if (!setup().available) {                                       \
-    BOOST_TEST_MESSAGE("skipped: gdb or gcore not available");    \
-    return;                                                       \
-  }
+
+// Tests that need the core are skipped (not failed) when it could not be made.
+boost::test_tools::assertion_result core_available(boost::unit_test::test_unit_id) {
+  boost::test_tools::assertion_result result(setup().available);
+  if (!setup().available) result.message() << "no core of the fixture (gdb missing or the dump failed)";
+  return result;
+}
+
 
 std::string bad_input_message(const std::string& path) {
   try {
@@ -65,8 +68,7 @@ std::string bad_input_message(const std::string& path) {
 
 }  // namespace
 
-BOOST_AUTO_TEST_CASE(reads_the_fixture_patterns) {
-  REQUIRE_CORE();
+BOOST_AUTO_TEST_CASE(reads_the_fixture_patterns, *boost::unit_test::precondition(core_available)) {
   const FixtureProcess& fixture = *setup().fixture;
   auto core = open_core(setup().core_path, "");
   BOOST_TEST(core->is_core());
@@ -91,8 +93,7 @@ BOOST_AUTO_TEST_CASE(reads_the_fixture_patterns) {
   BOOST_TEST(node == fixture.address("cycle"));  // three steps around the cycle
 }
 
-BOOST_AUTO_TEST_CASE(direct_points_into_the_mapped_core) {
-  REQUIRE_CORE();
+BOOST_AUTO_TEST_CASE(direct_points_into_the_mapped_core, *boost::unit_test::precondition(core_available)) {
   auto core = open_core(setup().core_path, "");
   uint64_t small = setup().fixture->address("small");
   const uint8_t* bytes = core->direct(small, 64);
@@ -103,8 +104,7 @@ BOOST_AUTO_TEST_CASE(direct_points_into_the_mapped_core) {
   BOOST_TEST(core->direct(0x10, 8) == nullptr);
 }
 
-BOOST_AUTO_TEST_CASE(mapped_files_threads_and_executable) {
-  REQUIRE_CORE();
+BOOST_AUTO_TEST_CASE(mapped_files_threads_and_executable, *boost::unit_test::precondition(core_available)) {
   const FixtureProcess& fixture = *setup().fixture;
   auto core = open_core(setup().core_path, "");
   BOOST_TEST(core->executable() == nsc::testing::fixture_path("memory_fixture"));
@@ -133,8 +133,7 @@ BOOST_AUTO_TEST_CASE(mapped_files_threads_and_executable) {
   }
 }
 
-BOOST_AUTO_TEST_CASE(regions_are_sorted_with_paths) {
-  REQUIRE_CORE();
+BOOST_AUTO_TEST_CASE(regions_are_sorted_with_paths, *boost::unit_test::precondition(core_available)) {
   auto core = open_core(setup().core_path, "");
   const auto& regions = core->regions();
   for (size_t i = 1; i < regions.size(); ++i) BOOST_TEST(regions[i - 1].end <= regions[i].start);
@@ -157,8 +156,7 @@ BOOST_AUTO_TEST_CASE(regions_are_sorted_with_paths) {
   }
 }
 
-BOOST_AUTO_TEST_CASE(reads_across_segment_boundaries) {
-  REQUIRE_CORE();
+BOOST_AUTO_TEST_CASE(reads_across_segment_boundaries, *boost::unit_test::precondition(core_available)) {
   auto core = open_core_file(setup().core_path, "");
   const auto& segments = core->segments();
   int crossed = 0;
@@ -179,8 +177,7 @@ BOOST_AUTO_TEST_CASE(reads_across_segment_boundaries) {
   BOOST_TEST(crossed == 1);
 }
 
-BOOST_AUTO_TEST_CASE(unmapped_reads_say_not_mapped) {
-  REQUIRE_CORE();
+BOOST_AUTO_TEST_CASE(unmapped_reads_say_not_mapped, *boost::unit_test::precondition(core_available)) {
   auto core = open_core(setup().core_path, "");
   uint64_t word;
   ReadError error;
@@ -188,8 +185,7 @@ BOOST_AUTO_TEST_CASE(unmapped_reads_say_not_mapped) {
   BOOST_TEST(error.message() == "0x10: not mapped");
 }
 
-BOOST_AUTO_TEST_CASE(truncated_core_opens_with_a_warning) {
-  REQUIRE_CORE();
+BOOST_AUTO_TEST_CASE(truncated_core_opens_with_a_warning, *boost::unit_test::precondition(core_available)) {
   const FixtureProcess& fixture = *setup().fixture;
   auto full = open_core_file(setup().core_path, "");
   uint64_t big = fixture.address("big");
@@ -237,8 +233,7 @@ BOOST_AUTO_TEST_CASE(bad_files_are_bad_input_naming_the_file) {
   std::system(("rm -rf " + dir).c_str());
 }
 
-BOOST_AUTO_TEST_CASE(build_ids_from_the_dumped_headers) {
-  REQUIRE_CORE();
+BOOST_AUTO_TEST_CASE(build_ids_from_the_dumped_headers, *boost::unit_test::precondition(core_available)) {
   auto core = open_core(setup().core_path, "");
   int checked = 0;
   for (const MappedObjectBuildId& object : mapped_object_build_ids(*core)) {
@@ -271,8 +266,7 @@ void copy_whole(const std::string& from, const std::string& to) {
 
 }  // namespace
 
-BOOST_AUTO_TEST_CASE(library_resolution_with_sysroot_and_search_path) {
-  REQUIRE_CORE();
+BOOST_AUTO_TEST_CASE(library_resolution_with_sysroot_and_search_path, *boost::unit_test::precondition(core_available)) {
   auto core = open_core(setup().core_path, "");
   std::string libc = libc_path_in(*core);
   BOOST_REQUIRE(!libc.empty());
@@ -297,8 +291,7 @@ BOOST_AUTO_TEST_CASE(library_resolution_with_sysroot_and_search_path) {
   BOOST_TEST(resolve_mapped_library(*core, libc, with_search_path).local_path == search + "/libc.so.6");
 }
 
-BOOST_AUTO_TEST_CASE(library_build_id_mismatch_is_refused_unless_forced) {
-  REQUIRE_CORE();
+BOOST_AUTO_TEST_CASE(library_build_id_mismatch_is_refused_unless_forced, *boost::unit_test::precondition(core_available)) {
   auto core = open_core(setup().core_path, "");
   std::string libc = libc_path_in(*core), libm = libm_path_in(*core);
   BOOST_REQUIRE(!libm.empty());
@@ -324,8 +317,7 @@ BOOST_AUTO_TEST_CASE(library_build_id_mismatch_is_refused_unless_forced) {
   BOOST_TEST(forced.warning.find("mismatch") != std::string::npos);
 }
 
-BOOST_AUTO_TEST_CASE(no_nccl_library_is_bad_input) {
-  REQUIRE_CORE();
+BOOST_AUTO_TEST_CASE(no_nccl_library_is_bad_input, *boost::unit_test::precondition(core_available)) {
   auto core = open_core(setup().core_path, "");
   try {
     resolve_nccl_library(*core, LibrarySearch{});
@@ -340,8 +332,7 @@ BOOST_AUTO_TEST_CASE(no_nccl_library_is_bad_input) {
   BOOST_TEST(!is_nccl_library_path("/x/libnccl.so2"));
 }
 
-BOOST_AUTO_TEST_CASE(read_throughput_is_memory_speed) {
-  REQUIRE_CORE();
+BOOST_AUTO_TEST_CASE(read_throughput_is_memory_speed, *boost::unit_test::precondition(core_available)) {
   auto core = open_core(setup().core_path, "");
   uint64_t big = setup().fixture->address("big");
   std::vector<uint8_t> buffer(64);
