@@ -16,5 +16,7 @@ int run_state_command(const std::vector<std::string>& args);   // state_command.
 int run_layout_command(const std::vector<std::string>& args);  // layout_command.cc
 int run_triage_command(const std::vector<std::string>& args);  // triage_command.cc
 int run_slice_command(const std::vector<std::string>& args);   // slice_command.cc
+int run_cuda_streams_command(const std::vector<std::string>& args);  // cuda_command.cc
+int run_cuda_ipc_command(const std::vector<std::string>& args);      // cuda_command.cc
 
 }  // namespace nsc::cli

@@ -17,6 +17,8 @@ const char kUsage[] =
     "  triage   INPUT... [--json] [--dot FILE]        why a multi-rank job hangs (cores, snapshots, pids)\n"
     "  layout   extract LIB -o FILE | show LIB|FILE   struct layouts of a libnccl build\n"
     "  slice    CORE -o SMALL.core                    keep only what the decoders read\n"
+    "  cuda-streams --core CORE | --pid PID           streams/events NCCL holds, flight recorder ops\n"
+    "  cuda-ipc     --core CORE | --pid PID           IPC/cuMem handles: exported, imported, leaked\n"
     "\n"
     "Run 'ncclscope COMMAND --help' for the options of one command.\n"
     "Exit codes: 0 ok, 1 partial (some memory unreadable), 2 bad input, 64 usage.\n";
@@ -42,6 +44,8 @@ int main(int argc, char** argv) {
   if (command == "triage") return nsc::cli::run_triage_command(args);
   if (command == "layout") return nsc::cli::run_layout_command(args);
   if (command == "slice") return nsc::cli::run_slice_command(args);
+  if (command == "cuda-streams") return nsc::cli::run_cuda_streams_command(args);
+  if (command == "cuda-ipc") return nsc::cli::run_cuda_ipc_command(args);
   std::fprintf(stderr, "ncclscope: unknown command '%s'\n%s", command.c_str(), kUsage);
   return nsc::cli::kExitUsage;
 }

@@ -1,5 +1,6 @@
 #include "nccl/comm_decoder.h"
 
+#include "cuda/nccl_cuda_decoder.h"
 #include "nccl/nccl_names.h"
 #include "util/strings.h"
 
@@ -80,20 +81,21 @@ void decode_counters(const ObjectView& comm, FieldSink& out) {
   if (nchannels.is_number_integer() && nchannels.get<int64_t>() >= 0)
     channels = std::min<uint64_t>(channels, nchannels.get<uint64_t>());
   int64_t total = 0;
-  bool complete = true;
+  bool complete = true, overflow = false;
   p2p.json()["per_channel"] = nlohmann::json::array();
   for (uint64_t c = 0; c < channels; ++c) {
     auto value = shared.value->integer("p2pOpCount[" + std::to_string(c) + "]");
     if (value.ok()) {
       p2p.json()["per_channel"].push_back(*value.value);
-      total += *value.value;
+      overflow = __builtin_add_overflow(total, *value.value, &total) || overflow;  // torn counters
     } else {
       p2p.json()["per_channel"].push_back(nullptr);
       p2p.mark_unavailable("per_channel[" + std::to_string(c) + "]", value.unavailable, value.address);
       complete = false;
     }
   }
-  if (complete) p2p.json()["total"] = total;
+  if (overflow) p2p.put("total", Fetched<int64_t>::missing("sum of per-channel counts overflows (corrupt)"));
+  else if (complete) p2p.json()["total"] = total;
   else p2p.put("total", Fetched<int64_t>::missing("some channels unreadable"));
 }
 
@@ -130,6 +132,7 @@ nlohmann::json decode_communicator(Target& target, const LayoutProfile& layout, 
   decode_channels(comm, out);
   decode_proxy_ops(comm, out);
   decode_planned_work(comm, out);
+  decode_cuda_resources(comm, out);  // streams, events, registered/imported memory NCCL holds
   entry["unavailable"] = unavailable;
   entry["warnings"] = warnings;
   return entry;

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "cuda/recorder_decoder.h"
 #include "layout/profile_store.h"
 #include "nccl/comm_decoder.h"
 #include "nccl/comm_scanner.h"
@@ -156,6 +157,7 @@ json build_state_document(const StateRequest& request) {
   for (uint64_t address : discovery.addresses)
     communicators.push_back(decode_communicator(*target, layout, address, &errors));
   document["communicators"] = communicators;
+  document["recorder"] = decode_recorder(*target, &errors);  // flight recorder rings, when loaded
 
   json warnings = json::array();
   bool can_unwind = target->is_core() || (request.pid > 0 && request.freeze && !request.read_memory);
