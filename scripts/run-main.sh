@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh build
 build_log=$(mktemp)
-if ! bash scripts/build.sh > "$build_log" 2>&1; then
+if ! bash scripts/build.sh ncclscope_cli > "$build_log" 2>&1; then
   tail -n 40 "$build_log" >&2
   echo "run-main: build failed (full log: $build_log)" >&2
   exit 2
