@@ -96,9 +96,13 @@ void drop_end_magic_echoes(const StructLayout* comm_type, Discovery* discovery) 
 
 }  // namespace
 
+// Larger private mappings are address-space reservations (sanitizer shadow: 14 TiB),
+// not allocator arenas: sweeping one never ends and faults page tables into a live target.
+constexpr uint64_t kMaxScannedRegion = 64ull << 30;
+
 bool is_scannable_region(const MemoryRegion& region) {
   return region.readable && region.writable && !region.shared && region.saved &&
-         region.end > region.start;
+         region.end > region.start && (region.size() <= kMaxScannedRegion || region.path == "[heap]");
 }
 
 uint64_t scan_for_value(Target& target, uint64_t value, unsigned value_size, uint64_t stride,

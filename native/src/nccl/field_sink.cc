@@ -22,7 +22,12 @@ void FieldSink::mark_unavailable(const std::string& key, const std::string& why,
 }
 
 void FieldSink::warn(const std::string& message) {
-  scope_->warnings->push_back(scope_->subject + ": " + message);
+  // Garbage memory can repeat one problem without end: keep the first ones and the last.
+  constexpr size_t kMaxWarnings = 64;
+  if (scope_->warnings->size() < kMaxWarnings)
+    scope_->warnings->push_back(scope_->subject + ": " + message);
+  else
+    (*scope_->warnings)[kMaxWarnings] = scope_->subject + ": more warnings left out; the last: " + message;
 }
 
 }  // namespace nsc

@@ -1,5 +1,7 @@
 // Work planned but not yet launched: the kernel planner's queued collective
 // and P2P tasks, unlaunched plans, and whether the comm sits in a group.
+#include <algorithm>
+#include <cstdint>
 #include <set>
 
 #include "nccl/comm_decoder.h"
@@ -11,7 +13,8 @@ namespace {
 
 // Walks a `next`-linked list of `type` from head, bounded and cycle-safe.
 std::vector<ObjectView> walk_list(const ObjectView& owner, uint64_t head, const std::string& type,
-                                  const std::string& what, FieldSink& out) {
+                                  const std::string& what, FieldSink& out, uint64_t max_nodes = UINT64_MAX) {
+  max_nodes = std::min(max_nodes, out.scope().limits.max_list_nodes);
   std::vector<ObjectView> nodes;
   const StructLayout* layout = owner.layout()->find_struct(type);
   if (layout == nullptr) return nodes;
@@ -21,7 +24,7 @@ std::vector<ObjectView> walk_list(const ObjectView& owner, uint64_t head, const 
       out.warn(what + " list has a cycle at " + hex(address));
       break;
     }
-    if (nodes.size() >= out.scope().limits.max_list_nodes) {
+    if (nodes.size() >= max_nodes) {
       out.warn(what + " list longer than " + std::to_string(nodes.size()) + " entries; stopped");
       break;
     }
@@ -72,19 +75,27 @@ void decode_planned_colls(const ObjectView& planner, FieldSink& out) {
   }
 }
 
-void decode_planned_p2p(const ObjectView& planner, int64_t nranks, FieldSink& out) {
+// Peers are visited up to nranks (capped), but the walk ends once it has found
+// n_tasks_p2p tasks (NCCL counts every queued P2P task there) or the node budget
+// is spent, and at the first unreadable peer: garbage counts cost bounded work.
+void decode_planned_p2p(const ObjectView& planner, int64_t nranks, int64_t n_tasks_p2p, FieldSink& out) {
   nlohmann::json& p2p = out.json()["p2p"] = nlohmann::json::array();
   auto peers = planner.pointer("peers");
   const StructLayout* peer_type = planner.layout()->find_struct("ncclKernelPlanner::Peer");
   if (!peers.ok() || *peers.value == 0 || peer_type == nullptr || nranks <= 0) return;
   int64_t limit = std::min<int64_t>(nranks, static_cast<int64_t>(out.scope().limits.max_ranks));
-  for (int64_t peer = 0; peer < limit; ++peer) {
+  uint64_t budget = std::min<uint64_t>(static_cast<uint64_t>(n_tasks_p2p), out.scope().limits.max_list_nodes);
+  for (int64_t peer = 0; peer < limit && p2p.size() < budget; ++peer) {
     ObjectView entry(planner.target(), planner.layout(), peer_type,
                      *peers.value + static_cast<uint64_t>(peer) * peer_type->size);
     for (auto [queue, kind] : {std::pair{"sendQueue.head", "send"}, {"recvQueue.head", "recv"}}) {
+      if (p2p.size() >= budget) return;
       auto head = entry.pointer(queue);
-      if (!head.ok()) break;  // unreadable peers array: stop, do not report garbage
-      for (const ObjectView& task : walk_list(entry, *head.value, "ncclTaskP2p", queue, out))
+      if (!head.ok()) {  // unreadable peers array: stop, do not report garbage
+        out.warn("planner peers[" + std::to_string(peer) + "]." + queue + ": " + head.unavailable);
+        return;
+      }
+      for (const ObjectView& task : walk_list(entry, *head.value, "ncclTaskP2p", queue, out, budget - p2p.size()))
         p2p.push_back(describe_p2p_task(task, kind, peer));
     }
   }
@@ -106,7 +117,8 @@ void decode_planned_work(const ObjectView& comm, FieldSink& out) {
   const nlohmann::json& nranks = out.json()["nranks"];
   bool has_p2p = sink.json()["n_tasks_p2p"].is_number_integer() &&
                  sink.json()["n_tasks_p2p"].get<int64_t>() > 0;
-  if (has_p2p && nranks.is_number_integer()) decode_planned_p2p(planner, nranks.get<int64_t>(), sink);
+  if (has_p2p && nranks.is_number_integer())
+    decode_planned_p2p(planner, nranks.get<int64_t>(), sink.json()["n_tasks_p2p"].get<int64_t>(), sink);
   else sink.json()["p2p"] = nlohmann::json::array();
 
   auto unlaunched = planner.pointer("unlaunchedPlansHead");

@@ -48,7 +48,13 @@ void install_handlers_once() {
   std::memset(&action, 0, sizeof action);
   action.sa_handler = on_fatal_signal;
   sigemptyset(&action.sa_mask);
-  for (int i = 0; i < 3; ++i) sigaction(kHandledSignals[i], &action, &g_previous_actions[i]);
+  for (int i = 0; i < 3; ++i) {
+    sigaction(kHandledSignals[i], nullptr, &g_previous_actions[i]);
+    // Only where the default action would kill us. Ignored on entry (nohup, a
+    // script's background job): keep ignoring it. A host's own handler (gdb
+    // loading the C API): leave it; the kernel still detaches if the host exits.
+    if (g_previous_actions[i].sa_handler == SIG_DFL) sigaction(kHandledSignals[i], &action, nullptr);
+  }
 }
 
 void remember_for_emergency(int tid) {

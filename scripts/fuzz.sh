@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Runs one libFuzzer target for a set time, at nice 19, one process.
+#
+#   scripts/fuzz.sh TARGET SECONDS [libFuzzer options...]
+#   TARGET: core_reader | layout_profile | comm_decoders | snapshot_reader
+#
+# Needs the fuzz build (clang): 
+#   CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DNCCLSCOPE_FUZZ=ON -DNCCLSCOPE_SANITIZE=ON
+#   cmake --build build-fuzz --target fuzz_all -j2
+# The committed seeds (tests/fuzz/corpus/TARGET) are read, never written; new
+# inputs go to BUILD/fuzz/corpus-TARGET, crashes to BUILD/fuzz/artifacts/TARGET/,
+# the log to BUILD/fuzz/logs/. Exit 77 when the fuzz build is missing (CTest: skip).
+# NCCLSCOPE_FUZZ_SHORT=1 (CTest): a throw-away working corpus.
+set -uo pipefail
+target=${1:?usage: fuzz.sh TARGET SECONDS [libFuzzer options]}
+seconds=${2:?usage: fuzz.sh TARGET SECONDS [libFuzzer options]}
+shift 2
+src=$(cd "$(dirname "$0")/.." && pwd)
+build=${NCCLSCOPE_FUZZ_BUILD:-$src/build-fuzz}
+binary=$build/fuzz/fuzz_$target
+if [ ! -x "$binary" ]; then
+  echo "fuzz.sh: $binary not built (see the header of this script); skipping"
+  exit 77
+fi
+seeds=$src/tests/fuzz/corpus/$target
+case $target in
+  core_reader) max_len=1048576 ;;      # sliced fixture cores are a few hundred KB
+  layout_profile) max_len=131072 ;;    # the real 2.28.9 profile is 82 KB
+  snapshot_reader) max_len=131072 ;;
+  comm_decoders) max_len=8192 ;;       # repeated to fill the 1 MB comm
+  *) echo "fuzz.sh: unknown target $target"; exit 64 ;;
+esac
+dict=()
+[ -f "$src/tests/fuzz/$target.dict" ] && dict=(-dict="$src/tests/fuzz/$target.dict")
+
+if [ "${NCCLSCOPE_FUZZ_SHORT:-0}" = 1 ]; then
+  work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+  corpus=$work/corpus artifacts=$build/fuzz/artifacts/$target/ log=$work/fuzz.log  # reproducers kept
+else
+  corpus=$build/fuzz/corpus-$target artifacts=$build/fuzz/artifacts/$target/
+  mkdir -p "$build/fuzz/logs"
+  log=$build/fuzz/logs/$target-$(date -u +%Y%m%dT%H%M%S).log
+fi
+mkdir -p "$corpus" "$artifacts"
+
+# Leaks, one malloc over 512 MB (a garbage count turned into an allocation) and
+# any unit slower than 10 s count as findings.
+ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0} \
+UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+nice -n 19 "$binary" "$corpus" "$seeds" -max_total_time="$seconds" -max_len=$max_len \
+  -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=512 -print_final_stats=1 \
+  -artifact_prefix="$artifacts" "${dict[@]}" "$@" > "$log" 2>&1
+rc=$?
+# Summary: the last status line and the execution count.
+grep -E '^#[0-9]+' "$log" | tail -n 1
+grep -E 'stat::number_of_executed_units|stat::peak_rss_mb' "$log"
+if [ $rc != 0 ]; then
+  echo "fuzz.sh: $target FAILED (exit $rc); log: $log"
+  grep -E -A30 'ERROR: (AddressSanitizer|libFuzzer|LeakSanitizer)|runtime error|deadly signal|Test unit written' "$log" | head -60
+fi
+exit $rc

@@ -1,0 +1,194 @@
+#!/usr/bin/env bash
+# Read-only, never stuck (issue 8): a live target is unchanged after every
+# command (checksum of its writable memory through /proc/PID/mem, no signal
+# pending, every thread running and untraced), also when ncclscope is killed
+# with SIGINT, SIGTERM or SIGKILL while it holds the process frozen.
+set -uo pipefail
+build=${NCCLSCOPE_BUILD:?} src=${NCCLSCOPE_SRC:?}
+cli=$build/bin/ncclscope
+comm_fixture=$build/fixtures/comm_fixture
+stack_fixture=$build/fixtures/stack_fixture
+profile=$src/native/profiles/9fcf74d93a8c3605bf7718f594d0a24366e38536.json
+real_lib=/usr/local/cuda-13.0/lib/libnccl.so.2
+work=$(mktemp -d)
+export XDG_CACHE_HOME=$work/cache
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$work"; }
+trap cleanup EXIT
+failures=0
+check() {  # check NAME CONDITION-COMMAND...
+  local name=$1; shift
+  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; failures=$((failures + 1)); fi
+}
+if [ "$(id -u)" != 0 ] && [ "$(cat /proc/sys/kernel/yama/ptrace_scope 2>/dev/null || echo 0)" != 0 ]; then
+  echo "skip: needs root or ptrace_scope 0 to read the fixture"; exit 77
+fi
+
+# sha256 of each writable mapping (read through /proc/PID/mem), one line per region.
+cat > "$work/checksum.py" <<'PY'
+import hashlib, sys
+pid = sys.argv[1]
+lines = []
+with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/mem", "rb", buffering=0) as mem:
+    for line in maps:
+        fields = line.split()
+        span, perms = fields[0], fields[1]
+        name = fields[5] if len(fields) > 5 else ""
+        if "w" not in perms or name in ("[vvar]", "[vsyscall]", "[vvar_vclock]"):
+            continue
+        start, end = (int(x, 16) for x in span.split("-"))
+        if end - start > (1 << 30):  # sanitizer shadow / allocator reserves: terabytes, untouched
+            lines.append(f"{span} {perms} {name} skipped-larger-than-1GiB")
+            continue
+        digest = hashlib.sha256()
+        mem.seek(start)
+        remaining = end - start
+        while remaining:
+            chunk = mem.read(min(remaining, 1 << 20))
+            if not chunk:
+                break
+            digest.update(chunk)
+            remaining -= len(chunk)
+        lines.append(f"{span} {perms} {name} {digest.hexdigest()} {remaining}")
+print("\n".join(lines))
+PY
+
+# One line per thread: tid, State letter, TracerPid, and the process's pending signals.
+thread_report() {  # thread_report PID
+  local pid=$1
+  grep -E '^(SigPnd|ShdPnd):' "/proc/$pid/status" | tr -s '\t ' ' '
+  for task in /proc/"$pid"/task/*; do
+    awk -v tid="${task##*/}" '/^State:/ {s=$2} /^TracerPid:/ {t=$2} /^SigPnd:/ {p=$2}
+      END {print "thread", tid, s, "tracer", t, "sigpnd", p}' "$task/status"
+  done
+}
+
+# All threads sleeping (S), untraced, no signal pending on the process or any thread.
+target_is_clean() {  # target_is_clean PID
+  local report; report=$(thread_report "$1")
+  ! grep -qvE '^(SigPnd: 0000000000000000|ShdPnd: 0000000000000000|thread [0-9]+ S tracer 0 sigpnd 0000000000000000)$' <<< "$report" ||
+    { echo "  target not clean:"; grep -vE 'S tracer 0 sigpnd 0+$|: 0+$' <<< "$report" | head -5 | sed 's/^/    /'; false; }
+}
+
+# Regions that change while nobody looks (a library's own threads) are left
+# out of the comparison: they are listed in $work/volatile.PID.
+same_memory() {  # same_memory BEFORE AFTER [VOLATILE]
+  local volatile=${3:-/dev/null}
+  diff <(grep -vFf <(cat "$volatile"; echo '#none#') "$1") <(grep -vFf <(cat "$volatile"; echo '#none#') "$2") > "$work/diff" ||
+    { echo "  changed regions:"; head -6 "$work/diff" | sed 's/^/    /'; false; }
+}
+
+# Checksums until two in a row agree (the fixture may still be finishing its
+# start-up output); regions still changing after that are recorded as volatile.
+settle() {  # settle PID
+  local pid=$1 previous current
+  previous=$(python3 "$work/checksum.py" "$pid")
+  for _ in $(seq 20); do
+    sleep 0.3
+    current=$(python3 "$work/checksum.py" "$pid")
+    [ "$current" = "$previous" ] && break
+    previous=$current
+  done
+  : > "$work/volatile.$pid"
+  for _ in 1 2 3; do
+    sleep 0.3
+    current=$(python3 "$work/checksum.py" "$pid")
+    diff <(echo "$previous") <(echo "$current") | sed -n 's/^< \([0-9a-f]*-[0-9a-f]*\) .*/\1/p' >> "$work/volatile.$pid"
+    previous=$current
+  done
+  [ -s "$work/volatile.$pid" ] && echo "note: regions of pid $pid that change by themselves (left out): $(sort -u "$work/volatile.$pid" | tr '\n' ' ')"
+  return 0
+}
+
+# Runs ncclscope with SIGINT/SIGQUIT at their defaults (a script's background
+# jobs start with them ignored).
+with_default_signals() {
+  python3 -c 'import os, signal, sys
+for s in (signal.SIGINT, signal.SIGQUIT): signal.signal(s, signal.SIG_DFL)
+os.execv(sys.argv[1], sys.argv[1:])' "$@"
+}
+
+# A profile for the stand-in library: the real 2.28.9 layout under its build-id.
+fake_lib=$build/fixtures/fakelib/libnccl.so.2
+fake_id=$(python3 "$src/tests/cli/build_id.py" "$fake_lib")
+mkdir -p "$work/profiles"
+python3 - "$profile" "$fake_id" "$work/profiles/$fake_id.json" <<'PY'
+import json, sys
+profile = json.load(open(sys.argv[1]))
+profile["build_id"] = sys.argv[2]
+profile["symbols"] = {}
+json.dump(profile, open(sys.argv[3], "w"))
+PY
+
+"$comm_fixture" --profile "$profile" --library "$fake_lib" > "$work/fixture.out" 2>&1 &
+fixture=$!; pids+=($fixture)
+for _ in $(seq 50); do [ -s "$work/fixture.out" ] && break; sleep 0.1; done
+check "comm fixture started" test -s "$work/fixture.out"
+settle "$fixture"
+
+# Each command: memory, signals and thread states identical before and after.
+n=0
+for command in "state --pid $fixture" "state --pid $fixture --freeze" "state --json --pid $fixture --freeze" \
+               "triage --pid $fixture" "triage --json --pid $fixture"; do
+  n=$((n + 1))
+  python3 "$work/checksum.py" "$fixture" > "$work/before.$n"
+  # shellcheck disable=SC2086
+  "$cli" $command --profile-path "$work/profiles" > "$work/out.$n" 2> "$work/err.$n"; rc=$?
+  python3 "$work/checksum.py" "$fixture" > "$work/after.$n"
+  check "'$command': answered (exit $rc)" test "$rc" -le 1
+  check "'$command': writable memory unchanged ($(wc -l < "$work/before.$n") regions)" same_memory "$work/before.$n" "$work/after.$n" "$work/volatile.$fixture"
+  check "'$command': no signal pending, every thread running and untraced" target_is_clean "$fixture"
+done
+check "state --freeze really decoded the comm" grep -q '"rank": 1' "$work/out.3"
+
+# Killing ncclscope while it holds the target frozen: a target with many
+# threads (seizing and unwinding each takes a while) and the real libnccl.
+if [ ! -r "$real_lib" ]; then
+  echo "note: $real_lib absent: the kill-during-freeze checks are skipped"
+else
+  "$stack_fixture" --extra-threads 400 --nccl-lib "$real_lib" > "$work/stack.out" 2>&1 &
+  target=$!; pids+=($target)
+  for _ in $(seq 200); do grep -q '^ready' "$work/stack.out" && break; sleep 0.1; done
+  check "stack fixture with 402 threads ready" grep -q '^ready' "$work/stack.out"
+  settle "$target"
+  for signal in INT TERM KILL; do
+    python3 "$work/checksum.py" "$target" > "$work/before.$signal"
+    with_default_signals "$cli" state --pid "$target" --freeze > /dev/null 2>&1 &
+    tool=$!
+    # Wait until ncclscope traces some thread of the target: the freeze is under way.
+    seized=no
+    for _ in $(seq 1000); do
+      if grep -qs "^TracerPid:[[:space:]]*$tool\$" /proc/"$target"/task/*/status; then seized=yes; break; fi
+      sleep 0.01
+    done
+    kill -s "$signal" "$tool" 2>/dev/null
+    wait "$tool" 2>/dev/null; rc=$?
+    check "SIG$signal during --freeze: the kill landed while threads were seized" test "$seized" = yes
+    check "SIG$signal during --freeze: ncclscope ended by the signal (exit $rc)" test "$rc" = $((128 + $(kill -l "$signal")))
+    sleep 0.2  # let the kernel finish detaching
+    python3 "$work/checksum.py" "$target" > "$work/after.$signal"
+    check "SIG$signal during --freeze: every thread running again, untraced, no signal pending" target_is_clean "$target"
+    check "SIG$signal during --freeze: writable memory unchanged" \
+      same_memory "$work/before.$signal" "$work/after.$signal" "$work/volatile.$target"
+  done
+  # SIGHUP ignored on entry (nohup): ncclscope keeps it ignored and finishes normally.
+  python3 "$work/checksum.py" "$target" > "$work/before.HUP"
+  nohup "$cli" state --pid "$target" --freeze > "$work/nohup.out" 2> "$work/nohup.err" &
+  tool=$!
+  for _ in $(seq 1000); do
+    grep -qs "^TracerPid:[[:space:]]*$tool\$" /proc/"$target"/task/*/status && break
+    sleep 0.01
+  done
+  kill -HUP "$tool" 2>/dev/null
+  wait "$tool"; rc=$?
+  check "ignored SIGHUP during --freeze: ncclscope finishes normally (exit $rc)" test "$rc" -le 1
+  check "ignored SIGHUP during --freeze: full answer with stacks" grep -q "fx-sleeper-399" "$work/nohup.out"
+  python3 "$work/checksum.py" "$target" > "$work/after.HUP"
+  check "ignored SIGHUP during --freeze: target clean" target_is_clean "$target"
+  check "ignored SIGHUP during --freeze: writable memory unchanged" \
+    same_memory "$work/before.HUP" "$work/after.HUP" "$work/volatile.$target"
+  check "target still alive after all kills" kill -0 "$target"
+fi
+
+echo "$failures failure(s)"
+[ "$failures" = 0 ]

@@ -1,0 +1,259 @@
+// The fuzzed entry points, shared by the libFuzzer executables (fuzz_*.cc) and
+// the plain seed replay test (tests/native/hostile_seed_replay_test.cc), so the
+// committed corpus runs through the very same code in every build.
+//
+// Each run_* takes untrusted bytes and must return normally: the only
+// exceptions allowed out of the library are the documented nsc::BadInput
+// (caught here); anything else escapes and is a finding.
+#pragma once
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "layout/layout_profile.h"
+#include "nccl/comm_decoder.h"
+#include "nccl/comm_scanner.h"
+#include "target/build_ids.h"
+#include "target/core_file.h"
+#include "target/slice_ranges.h"
+#include "target/core_writer.h"
+#include "triage/process_view.h"
+#include "triage/triage.h"
+#include "util/errors.h"
+#include "util/strings.h"
+
+namespace nsc::fuzz {
+
+inline std::string real_profile_path() {
+  return std::string(NCCLSCOPE_SOURCE_DIR) + "/native/profiles/9fcf74d93a8c3605bf7718f594d0a24366e38536.json";
+}
+
+// The real NCCL 2.28.9 layout, read once per process.
+inline const LayoutProfile& real_profile() {
+  static const LayoutProfile profile = read_layout_profile(real_profile_path());
+  return profile;
+}
+
+// Memory whose bytes all come from the fuzzer input, repeated: the byte at
+// address A of a region is input[(A - region.start) % size]. So a 1 MB struct
+// ncclComm is fully populated by a short input, and every pointer the decoders
+// follow is fuzzer-chosen (the comparisons below teach libFuzzer the bases).
+class CyclicTarget : public Target {
+ public:
+  static constexpr uint64_t kHeap = 0x10000000;         // the comm lives at its start
+  static constexpr uint64_t kHeapSize = 5u << 18;       // 1.25 MB: holds one 1,082,968-byte comm
+  static constexpr uint64_t kUnsaved = 0x20000000;      // mapped, bytes not in the "core"
+  static constexpr uint64_t kUnsavedSize = 1u << 20;
+  static constexpr uint64_t kLibrary = 0x7f0000000000;  // libnccl's .bss (registry symbols)
+  static constexpr uint64_t kLibrarySize = 1u << 20;
+
+  CyclicTarget(const uint8_t* data, size_t size, uint64_t library_low)
+      : bytes_(data, data + size), library_low_(library_low) {
+    add_region(kHeap, kHeapSize, true);
+    add_region(kUnsaved, kUnsavedSize, false);
+    add_region(kLibrary, kLibrarySize, true, /*writable=*/false);  // read-only: not scanned
+  }
+
+  std::string describe() const override { return "fuzz memory"; }
+  bool is_core() const override { return true; }
+  int pid() const override { return 1; }
+  bool read(uint64_t addr, void* buf, size_t len, ReadError* error) override {
+    ++reads;
+    if (len == 0) return true;
+    const MemoryRegion* region = find_region(regions_, addr);
+    if (region == nullptr) return fail(addr, ReadFailure::kNotMapped, error);
+    if (!region->saved) return fail(addr, ReadFailure::kNotSavedInCore, error);
+    if (len > region->end - addr) return fail(region->end, ReadFailure::kShortRead, error);
+    fill(addr - region->start, static_cast<uint8_t*>(buf), len);
+    return true;
+  }
+  const std::vector<MemoryRegion>& regions() const override { return regions_; }
+  const std::vector<MappedFile>& mapped_files() const override { return files_; }
+  std::vector<ThreadInfo> threads() override { return {}; }
+  std::string executable() const override { return "/fuzz/app"; }
+
+  // Load bias that puts the registry symbols (ncclComms, nNcclComms) in kLibrary.
+  uint64_t load_bias() const { return kLibrary - library_low_; }
+  uint64_t reads = 0;
+
+ private:
+  void add_region(uint64_t start, uint64_t size, bool saved, bool writable = true) {
+    MemoryRegion region;
+    region.start = start;
+    region.end = start + size;
+    region.readable = true;
+    region.writable = writable;
+    region.saved = saved;
+    regions_.push_back(region);
+  }
+  void fill(uint64_t offset, uint8_t* out, size_t len) const {
+    size_t period = bytes_.size();
+    size_t at = offset % period;
+    while (len > 0) {
+      size_t run = std::min(len, period - at);
+      std::memcpy(out, bytes_.data() + at, run);
+      out += run;
+      len -= run;
+      at = 0;
+    }
+  }
+  static bool fail(uint64_t addr, ReadFailure reason, ReadError* error) {
+    if (error) *error = ReadError{addr, reason, ""};
+    return false;
+  }
+  std::vector<uint8_t> bytes_;
+  uint64_t library_low_;
+  std::vector<MemoryRegion> regions_;  // sorted by start
+  std::vector<MappedFile> files_;
+};
+
+inline uint64_t lowest_registry_symbol(const LayoutProfile& layout) {
+  uint64_t low = UINT64_MAX;
+  for (const char* name : {"ncclComms", "nNcclComms"}) {
+    auto found = layout.symbols.find(name);
+    if (found != layout.symbols.end()) low = std::min(low, found->second);
+  }
+  return low == UINT64_MAX ? 0 : low;
+}
+
+enum DecodeMode : uint8_t { kDecodeOnly = 0, kDiscover = 1, kForceScan = 2 };
+
+// Decodes the comm at kHeap with `layout`; with kDiscover, also finds comms
+// through the registry (or by scanning, kForceScan) and decodes what it finds.
+inline void decode_cyclic_memory(const LayoutProfile& layout, const uint8_t* data, size_t size,
+                                 uint8_t mode) {
+  if (size == 0) return;
+  CyclicTarget target(data, size, lowest_registry_symbol(layout));
+  nlohmann::json errors = nlohmann::json::array();
+  nlohmann::json comm = decode_communicator(target, layout, CyclicTarget::kHeap, &errors);
+  comm.dump(-1, ' ', false, nlohmann::json::error_handler_t::strict);  // must be valid UTF-8
+  if (!(mode & kDiscover)) return;
+  check_comm_candidate(target, layout, CyclicTarget::kHeap);
+  DiscoveryOptions options;
+  options.load_bias = target.load_bias();
+  options.force_scan = (mode & kForceScan) != 0;
+  Discovery found = discover_communicators(target, layout, options);
+  for (size_t i = 0; i < found.addresses.size() && i < 4; ++i)
+    decode_communicator(target, layout, found.addresses[i], &errors);
+}
+
+// Communicator decoders and the scanner over fuzzer memory, real 2.28.9 layout.
+// Byte 0 is the DecodeMode (a scan sweeps 1.25 MB, so most runs only decode).
+inline int run_comm_decoders(const uint8_t* data, size_t size) {
+  if (size < 2) return 0;
+  decode_cyclic_memory(real_profile(), data + 1, size - 1, data[0] & (kDiscover | kForceScan));
+  return 0;
+}
+
+// The layout-profile reader; an accepted profile must round-trip and then
+// drive the decoders over memory made of the profile's own bytes.
+inline int run_layout_profile(const uint8_t* data, size_t size) {
+  std::string text(reinterpret_cast<const char*>(data), size);
+  LayoutProfile profile;
+  try {
+    profile = parse_layout_profile(text, "fuzz");
+  } catch (const BadInput&) {
+    return 0;
+  }
+  std::string again = format_layout_profile(profile);
+  LayoutProfile reparsed = parse_layout_profile(again, "fuzz-roundtrip");
+  if (format_layout_profile(reparsed) != again) throw std::logic_error("profile does not round-trip");
+  decode_cyclic_memory(profile, data, size, kDiscover);
+  return 0;
+}
+
+// A file descriptor holding the bytes, for readers that take a path.
+class MemoryFile {
+ public:
+  MemoryFile(const uint8_t* data, size_t size) {
+    fd_ = memfd_create("fuzz-input", MFD_CLOEXEC);
+    if (fd_ < 0) throw std::runtime_error("memfd_create failed");
+    size_t done = 0;
+    while (done < size) {
+      ssize_t n = ::write(fd_, data + done, size - done);
+      if (n <= 0) throw std::runtime_error("memfd write failed");
+      done += static_cast<size_t>(n);
+    }
+  }
+  ~MemoryFile() { ::close(fd_); }
+  std::string path() const { return "/proc/self/fd/" + std::to_string(fd_); }
+
+ private:
+  int fd_ = -1;
+};
+
+// Reads a little of everything a core describes, as the later steps would.
+inline void read_around(CoreFile& core) {
+  uint8_t buffer[64];
+  ReadError error;
+  size_t count = 0;
+  for (const MemoryRegion& region : core.regions()) {
+    if (++count > 256) break;
+    core.read(region.start, buffer, sizeof buffer, &error);
+    if (region.size() >= sizeof buffer) core.read(region.end - sizeof buffer, buffer, sizeof buffer, &error);
+    core.direct(region.start, std::min<uint64_t>(region.size(), 4096));
+    read_c_string(core, region.start, 256, &error);
+    escape_for_terminal(region.path);
+  }
+  for (const ThreadInfo& thread : core.threads()) {
+    escape_for_terminal(thread.name);
+    valid_utf8(thread.name);
+  }
+  for (const MappedFile& file : core.mapped_files()) valid_utf8(file.path);
+  mapped_object_build_ids(core);
+  std::vector<AddressRange> keep = default_keep_ranges(core, SliceKeepOptions{});
+  plan_slice(core, keep);
+}
+
+// The ELF core reader: open from bytes, read around, find and decode comms.
+inline int run_core_reader(const uint8_t* data, size_t size) {
+  MemoryFile file(data, size);
+  std::unique_ptr<CoreFile> core;
+  try {
+    core = open_core_file(file.path(), "");
+  } catch (const BadInput&) {
+    return 0;
+  }
+  read_around(*core);
+  const LayoutProfile& layout = real_profile();
+  Discovery found = discover_communicators(*core, layout, DiscoveryOptions{});
+  nlohmann::json errors = nlohmann::json::array();
+  for (size_t i = 0; i < found.addresses.size() && i < 4; ++i)
+    decode_communicator(*core, layout, found.addresses[i], &errors);
+  return 0;
+}
+
+// The triage snapshot reader: JSON text -> ncclscope.state/1 summary -> a
+// triage report of it (twice, as two ranks) rendered as text and DOT.
+inline int run_snapshot_reader(const uint8_t* data, size_t size) {
+  nlohmann::json document =
+      nlohmann::json::parse(data, data + size, nullptr, /*allow_exceptions=*/false);
+  if (document.is_discarded()) return 0;
+  triage::ProcessView process;
+  try {
+    process = triage::summarize_state_document(document, "fuzz.json", "snapshot");
+  } catch (const BadInput&) {
+    return 0;
+  }
+  triage::ProcessView second = process;
+  second.input_name = "fuzz-copy.json";
+  TriageOptions options;
+  options.graph_group_threshold = 2;  // exercise the grouped graph too
+  nlohmann::json report = triage_processes({process, second}, {}, options);
+  render_triage_text(report);
+  render_triage_dot(report, options);
+  triage_exit_code(report);
+  report.dump(-1, ' ', false, nlohmann::json::error_handler_t::strict);
+  return 0;
+}
+
+}  // namespace nsc::fuzz

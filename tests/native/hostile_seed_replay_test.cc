@@ -1,0 +1,98 @@
+// Replays the committed fuzz corpus (tests/fuzz/corpus/TARGET/*: real seeds
+// and the reproducers of every crash the fuzzers found) through the same entry
+// points as the libFuzzer targets, in the normal build: CI always runs it.
+#define BOOST_TEST_MODULE hostile_seed_replay
+#include <boost/test/unit_test.hpp>
+
+#include <dirent.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <iterator>
+
+#include "../fuzz/fuzz_entry_points.h"
+
+namespace {
+
+using EntryPoint = int (*)(const uint8_t*, size_t);
+
+std::vector<std::string> corpus_files(const std::string& target) {
+  std::string directory = std::string(NCCLSCOPE_SOURCE_DIR) + "/tests/fuzz/corpus/" + target;
+  std::vector<std::string> files;
+  if (DIR* listing = opendir(directory.c_str())) {
+    while (dirent* entry = readdir(listing))
+      if (entry->d_name[0] != '.') files.push_back(directory + "/" + entry->d_name);
+    closedir(listing);
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::vector<uint8_t> file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// Every seed runs to completion within the time a fuzzer allows one unit.
+void replay(const std::string& target, EntryPoint entry, size_t minimum_seeds) {
+  std::vector<std::string> files = corpus_files(target);
+  BOOST_TEST(files.size() >= minimum_seeds, target << ": " << files.size() << " seeds");
+  for (const std::string& path : files) {
+    std::vector<uint8_t> bytes = file_bytes(path);
+    auto start = std::chrono::steady_clock::now();
+    BOOST_CHECK_NO_THROW(entry(bytes.data(), bytes.size()));
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    BOOST_TEST(seconds < 10.0, path << " took " << seconds << " s");
+  }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(core_reader_seeds) { replay("core_reader", nsc::fuzz::run_core_reader, 2); }
+BOOST_AUTO_TEST_CASE(layout_profile_seeds) { replay("layout_profile", nsc::fuzz::run_layout_profile, 1); }
+BOOST_AUTO_TEST_CASE(comm_decoder_seeds) { replay("comm_decoders", nsc::fuzz::run_comm_decoders, 1); }
+BOOST_AUTO_TEST_CASE(snapshot_reader_seeds) { replay("snapshot_reader", nsc::fuzz::run_snapshot_reader, 3); }
+
+// The harness itself: a real sliced core seed is read and its comm found.
+BOOST_AUTO_TEST_CASE(core_seed_holds_the_fixture_comm) {
+  std::string path = std::string(NCCLSCOPE_SOURCE_DIR) + "/tests/fuzz/corpus/core_reader/fixture-sliced-writable.core";
+  std::vector<uint8_t> bytes = file_bytes(path);
+  BOOST_REQUIRE(!bytes.empty());
+  nsc::fuzz::MemoryFile file(bytes.data(), bytes.size());
+  auto core = nsc::open_core_file(file.path(), "");
+  nsc::Discovery found = nsc::discover_communicators(*core, nsc::fuzz::real_profile(), {});
+  BOOST_REQUIRE(found.addresses.size() == 1u);
+  nlohmann::json errors = nlohmann::json::array();
+  nlohmann::json comm = nsc::decode_communicator(*core, nsc::fuzz::real_profile(), found.addresses[0], &errors);
+  BOOST_TEST(comm["comm_hash"] == "0x6db0a96d9cb7fc37");
+  BOOST_TEST(comm["rank"] == 1);
+  BOOST_TEST(comm["seq_launched"]["AllReduce"] == 7);
+}
+
+// The harness itself: the generated comm seed (make_comm_seed.py) decodes as
+// the comm_fixture's communicator through the repeating fuzz memory.
+BOOST_AUTO_TEST_CASE(comm_seed_holds_the_fixture_comm) {
+  std::string path = std::string(NCCLSCOPE_SOURCE_DIR) + "/tests/fuzz/corpus/comm_decoders/fixture-comm-scan";
+  std::vector<uint8_t> bytes = file_bytes(path);
+  BOOST_REQUIRE(bytes.size() > 1);
+  const nsc::LayoutProfile& layout = nsc::fuzz::real_profile();
+  nsc::fuzz::CyclicTarget target(bytes.data() + 1, bytes.size() - 1, nsc::fuzz::lowest_registry_symbol(layout));
+  nlohmann::json errors = nlohmann::json::array();
+  nlohmann::json comm = nsc::decode_communicator(target, layout, nsc::fuzz::CyclicTarget::kHeap, &errors);
+  BOOST_TEST(comm["comm_hash"] == "0x6db0a96d9cb7fc37");
+  BOOST_TEST(comm["rank"] == 1);
+  BOOST_TEST(comm["nranks"] == 2);
+  BOOST_TEST(comm["seq_launched"]["AllReduce"] == 7);
+  BOOST_TEST(comm["channels"][1]["ring"]["user_ranks"] == nlohmann::json({1, 0}));
+  BOOST_TEST(comm["p2p_op_count"]["total"] == 3);
+  BOOST_REQUIRE(comm["proxy_ops"].size() == 1u);
+  BOOST_TEST(comm["proxy_ops"][0]["op_count"] == 42);
+  BOOST_TEST(comm["planned"]["colls"][0]["count"] == 1024);
+  nsc::DiscoveryOptions options;
+  options.force_scan = true;
+  nsc::Discovery found = nsc::discover_communicators(target, layout, options);
+  // The memory repeats, so the comm's echoes 16 periods apart validate too.
+  BOOST_REQUIRE(!found.addresses.empty());
+  BOOST_TEST(found.addresses.front() == nsc::fuzz::CyclicTarget::kHeap);
+}
