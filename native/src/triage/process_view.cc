@@ -35,17 +35,11 @@ Maybe<int64_t> integer_at(const json& object, const char* key) {
   return value->get<int64_t>();
 }
 
-Maybe<int> small_integer_at(const json& object, const char* key) {
-  auto value = integer_at(object, key);
-  if (!value || *value < INT32_MIN || *value > INT32_MAX) return std::nullopt;
-  return static_cast<int>(*value);
-}
-
 Maybe<bool> boolean_at(const json& object, const char* key) {
   const json* value = member(object, key);
   if (value == nullptr) return std::nullopt;
+  // Only true and false: an integer is of the wrong type, so unknown (never true).
   if (value->is_boolean()) return value->get<bool>();
-  if (is_int64(*value)) return value->get<int64_t>() != 0;
   return std::nullopt;
 }
 
@@ -83,30 +77,31 @@ void read_unavailable(const json& object, const std::string& prefix,
                       std::vector<std::pair<std::string, std::string>>* out) {
   const json* map = member(object, "unavailable");
   if (map == nullptr || !map->is_object()) return;
+  // The key says the field is unavailable; a reason that is not text is an unknown reason.
   for (auto& [key, reason] : map->items())
-    out->emplace_back(prefix + key, reason.is_string() ? reason.get<std::string>() : reason.dump());
+    out->emplace_back(prefix + key, reason.is_string() ? reason.get<std::string>() : std::string());
 }
 
 ChannelView read_channel(const json& entry) {
   ChannelView channel;
-  channel.id = small_integer_at(entry, "id").value_or(-1);
+  channel.id = index_rule(integer_at(entry, "id")).value_or(-1);
   if (const json* ring = member(entry, "ring")) {
-    channel.ring_prev = small_integer_at(*ring, "prev");
-    channel.ring_next = small_integer_at(*ring, "next");
+    channel.ring_prev = neighbour_rule(integer_at(*ring, "prev"));
+    channel.ring_next = neighbour_rule(integer_at(*ring, "next"));
   }
   if (const json* tree = member(entry, "tree")) {
-    channel.tree_up = small_integer_at(*tree, "up");
+    channel.tree_up = neighbour_rule(integer_at(*tree, "up"));
     if (const json* down = member(*tree, "down"); down && down->is_array())
       for (const json& child : *down)
-        if (is_int64(child) && child.get<int64_t>() >= 0 && child.get<int64_t>() <= INT32_MAX)
-          channel.tree_down.push_back(static_cast<int>(child.get<int64_t>()));
+        if (auto rank = index_rule(is_int64(child) ? Maybe<int64_t>(child.get<int64_t>()) : std::nullopt))
+          channel.tree_down.push_back(*rank);
   }
   return channel;
 }
 
 ProxyOpView read_proxy_op(const json& entry) {
   ProxyOpView op;
-  if (auto count = integer_at(entry, "op_count")) op.op_count = static_cast<uint64_t>(*count);
+  if (auto count = count_rule(integer_at(entry, "op_count"))) op.op_count = static_cast<uint64_t>(*count);
   op.collective = text_at(entry, "collective");
   op.pattern = normalize_pattern(text_at(entry, "pattern"));
   op.direction = direction_of(op.pattern, op.collective);
@@ -114,13 +109,13 @@ ProxyOpView read_proxy_op(const json& entry) {
     for (const json& raw : *subs) {
       if (!raw.is_object()) continue;  // garbage entries are skipped, as by the SAX path
       ProxySubView sub;
-      sub.channel = small_integer_at(raw, "channel");
-      sub.peer = small_integer_at(raw, "peer");
-      sub.nsteps = integer_at(raw, "nsteps");
-      sub.posted = integer_at(raw, "posted");
-      sub.received = integer_at(raw, "received");
-      sub.transmitted = integer_at(raw, "transmitted");
-      sub.done = integer_at(raw, "done");
+      sub.channel = index_rule(integer_at(raw, "channel"));
+      sub.peer = index_rule(integer_at(raw, "peer"));
+      sub.nsteps = count_rule(integer_at(raw, "nsteps"));
+      sub.posted = count_rule(integer_at(raw, "posted"));
+      sub.received = count_rule(integer_at(raw, "received"));
+      sub.transmitted = count_rule(integer_at(raw, "transmitted"));
+      sub.done = count_rule(integer_at(raw, "done"));
       op.subs.push_back(sub);
     }
   }
@@ -130,9 +125,9 @@ ProxyOpView read_proxy_op(const json& entry) {
 void read_planned(const json& planned, CommView* comm) {
   if (!planned.is_object()) return;
   comm->planned_known = true;
-  comm->n_tasks_coll = integer_at(planned, "n_tasks_coll");
-  comm->n_tasks_p2p = integer_at(planned, "n_tasks_p2p");
-  comm->unlaunched_plans = integer_at(planned, "unlaunched_plans");
+  comm->n_tasks_coll = count_rule(integer_at(planned, "n_tasks_coll"));
+  comm->n_tasks_p2p = count_rule(integer_at(planned, "n_tasks_p2p"));
+  comm->unlaunched_plans = count_rule(integer_at(planned, "unlaunched_plans"));
   comm->in_group = boolean_at(planned, "in_group");
   if (const json* colls = member(planned, "colls"); colls && colls->is_array())
     for (const json& coll : *colls)
@@ -144,7 +139,7 @@ void read_planned(const json& planned, CommView* comm) {
       std::string kind = text_at(task, "kind");
       view.direction = kind == "send" ? P2pDirection::kSend
                        : kind == "recv" ? P2pDirection::kRecv : P2pDirection::kNone;
-      view.peer = small_integer_at(task, "peer").value_or(-1);
+      view.peer = index_rule(integer_at(task, "peer")).value_or(-1);
       comm->planned_p2p.push_back(view);
     }
   }
@@ -160,13 +155,13 @@ CommView read_comm(const json& entry, size_t position) {
   comm.comm_hash = hash;
   comm.comm_hash_text = hex(hash);  // one spelling, whatever the writer used
   comm.address = text_at(entry, "address");
-  comm.rank = small_integer_at(entry, "rank");
-  comm.nranks = small_integer_at(entry, "nranks");
+  comm.rank = index_rule(integer_at(entry, "rank"));
+  comm.nranks = size_rule(integer_at(entry, "nranks"));
   if (const json* seq = member(entry, "seq_launched"); seq && seq->is_object())
-    for (int c = 0; c < kNumCollectives; ++c) comm.seq_launched[c] = integer_at(*seq, kCollectiveNames[c]);
-  comm.coll_op_count = integer_at(entry, "coll_op_count");
+    for (int c = 0; c < kNumCollectives; ++c) comm.seq_launched[c] = count_rule(integer_at(*seq, kCollectiveNames[c]));
+  comm.coll_op_count = count_rule(integer_at(entry, "coll_op_count"));
   if (const json* p2p = member(entry, "p2p_op_count")) {
-    comm.p2p_total = integer_at(*p2p, "total");
+    comm.p2p_total = count_rule(integer_at(*p2p, "total"));
     read_unavailable(*p2p, "p2p_op_count.", &comm.unavailable);
   }
   if (const json* health = member(entry, "health")) {
@@ -226,13 +221,13 @@ FrameView make_frame(const std::string& function, std::string module, const Mayb
 namespace {
 
 FrameView read_frame(const json& entry, std::vector<std::string>* notes) {
-  return make_frame(text_at(entry, "function"), text_at(entry, "module"), integer_at(entry, "offset"),
+  return make_frame(text_at(entry, "function"), text_at(entry, "module"), count_rule(integer_at(entry, "offset")),
                     string_at(entry, "pc"), notes);
 }
 
 ThreadView read_thread(const json& entry, std::vector<std::string>* notes) {
   ThreadView thread;
-  thread.tid = integer_at(entry, "tid").value_or(0);
+  thread.tid = id_rule(integer_at(entry, "tid"));
   thread.name = text_at(entry, "name");
   thread.blocked_in = text_at(entry, "blocked_in");
   if (const json* frames = member(entry, "frames"); frames && frames->is_array())
@@ -254,7 +249,7 @@ int pick_principal_thread(const ProcessView& process) {
   if (process.threads.empty()) return -1;
   if (process.pid)
     for (size_t t = 0; t < process.threads.size(); ++t)
-      if (process.threads[t].tid == *process.pid) return static_cast<int>(t);
+      if (process.threads[t].tid && *process.threads[t].tid == *process.pid) return static_cast<int>(t);
   for (size_t t = 0; t < process.threads.size(); ++t)
     if (!is_service_thread(process.threads[t].blocked_in)) return static_cast<int>(t);
   return 0;
@@ -303,13 +298,13 @@ ProcessView summarize_state_document(const nlohmann::json& document, const std::
   process.input_name = input_name;
   process.kind = kind;
   if (const json* target = member(document, "target")) {
-    process.pid = integer_at(*target, "pid");
+    process.pid = id_rule(integer_at(*target, "pid"));
     process.executable = text_at(*target, "executable");
   }
   if (const json* host = member(document, "host")) process.hostname = text_at(*host, "hostname");
   if (const json* nccl = member(document, "nccl")) {
     process.nccl_version = text_at(*nccl, "version");
-    process.build_id_mismatch = boolean_at(*nccl, "build_id_mismatch").value_or(false);
+    process.build_id_mismatch = boolean_at(*nccl, "build_id_mismatch");
     process.nccl_found = !process.nccl_version.empty() || string_at(*nccl, "library").has_value();
   }
   const json* comms = member(document, "communicators");

@@ -85,7 +85,7 @@ struct FrameView {
 };
 
 struct ThreadView {
-  int64_t tid = 0;
+  Maybe<int64_t> tid;  // unknown when missing, of the wrong type or not positive
   std::string name;
   std::string blocked_in;  // schema class, "" when absent
   std::vector<FrameView> frames;  // innermost first, as the snapshot stores them
@@ -96,7 +96,7 @@ struct ProcessView {
   std::string kind;        // "snapshot", "core", "live"
   Maybe<int64_t> pid;
   std::string hostname, executable, nccl_version;
-  bool build_id_mismatch = false;
+  Maybe<bool> build_id_mismatch;  // unknown unless the snapshot says true or false
   bool nccl_found = false;  // the snapshot names a libnccl (version or library)
   std::vector<CommView> comms;
   std::vector<ThreadView> threads;

@@ -32,26 +32,14 @@ Maybe<int64_t> as_int(const Scalar& v) {
   if (v.type == Scalar::kInt) return v.integer;
   return std::nullopt;
 }
-Maybe<int> as_small_int(const Scalar& v) {
-  if (v.type != Scalar::kInt || v.integer < INT32_MIN || v.integer > INT32_MAX) return std::nullopt;
-  return static_cast<int>(v.integer);
-}
 Maybe<bool> as_bool(const Scalar& v) {
+  // Only true and false: an integer is of the wrong type, so unknown (never true).
   if (v.type == Scalar::kBool) return v.boolean;
-  if (v.type == Scalar::kInt) return v.integer != 0;
   return std::nullopt;
 }
 Maybe<std::string> as_string(const Scalar& v) {
   if (v.type == Scalar::kString) return *v.text;
   return std::nullopt;
-}
-std::string as_text(const Scalar& v) {
-  switch (v.type) {
-    case Scalar::kString: return *v.text;
-    case Scalar::kInt: return std::to_string(v.integer);
-    case Scalar::kBool: return v.boolean ? "true" : "false";
-    default: return "null";
-  }
 }
 
 struct RawFrame {
@@ -178,6 +166,9 @@ class Summarizer : public json::json_sax_t {
     if (parent.where == Where::kRoot && key_ == "communicators" && is_object) shape_error = "communicators is not an array";
     ++parent.elements;
     if (parent.where == Where::kComms && !is_object) bad_comm(parent.elements - 1);
+    // A reason that is not text still says the field is unavailable, for an unknown reason.
+    if (parent.where == Where::kCommUnavailable || parent.where == Where::kP2pUnavailable)
+      unavailable(parent.where, "");
     opened(where, parent.elements - 1);
     stack_.push_back({where});
     return true;
@@ -246,6 +237,10 @@ class Summarizer : public json::json_sax_t {
 
   CommView& comm() { return process_->comms.back(); }
 
+  void unavailable(Where map, std::string reason) {
+    comm().unavailable.emplace_back((map == Where::kP2pUnavailable ? "p2p_op_count." : "") + key_, std::move(reason));
+  }
+
   // Same words as the document path (read_comm) for an entry that is not a communicator.
   void bad_comm(size_t index) {
     process_->document_errors.push_back("communicator " + std::to_string(index) + " has no readable comm_hash");
@@ -263,7 +258,7 @@ class Summarizer : public json::json_sax_t {
         if (k == "communicators" && v.type != Scalar::kNull) shape_error = "communicators is not an array";
         break;
       case Where::kTarget:
-        if (k == "pid") process_->pid = as_int(v);
+        if (k == "pid") process_->pid = id_rule(as_int(v));
         else if (k == "executable") process_->executable = as_string(v).value_or("");
         break;
       case Where::kHost:
@@ -272,24 +267,24 @@ class Summarizer : public json::json_sax_t {
       case Where::kNccl:
         if (k == "version") process_->nccl_version = as_string(v).value_or("");
         else if (k == "library") library_named_ = library_named_ || v.type == Scalar::kString;
-        else if (k == "build_id_mismatch") process_->build_id_mismatch = as_bool(v).value_or(false);
+        else if (k == "build_id_mismatch") process_->build_id_mismatch = as_bool(v);
         break;
       case Where::kComm:
         if (k == "comm_hash") comm().comm_hash_text = as_string(v).value_or("");
         else if (k == "address") comm().address = as_string(v).value_or("");
-        else if (k == "rank") comm().rank = as_small_int(v);
-        else if (k == "nranks") comm().nranks = as_small_int(v);
-        else if (k == "coll_op_count") comm().coll_op_count = as_int(v);
+        else if (k == "rank") comm().rank = index_rule(as_int(v));
+        else if (k == "nranks") comm().nranks = size_rule(as_int(v));
+        else if (k == "coll_op_count") comm().coll_op_count = count_rule(as_int(v));
         break;
       case Where::kSeq:
         for (int c = 0; c < kNumCollectives; ++c)
-          if (k == kCollectiveNames[c]) comm().seq_launched[c] = as_int(v);
+          if (k == kCollectiveNames[c]) comm().seq_launched[c] = count_rule(as_int(v));
         break;
       case Where::kP2p:
-        if (k == "total") comm().p2p_total = as_int(v);
+        if (k == "total") comm().p2p_total = count_rule(as_int(v));
         break;
-      case Where::kP2pUnavailable: comm().unavailable.emplace_back("p2p_op_count." + k, as_text(v)); break;
-      case Where::kCommUnavailable: comm().unavailable.emplace_back(k, as_text(v)); break;
+      case Where::kP2pUnavailable:
+      case Where::kCommUnavailable: unavailable(level.where, as_string(v).value_or("")); break;
       case Where::kHealth: {
         HealthView& health = comm().health;
         if (k == "async_result") health.async_result = as_string(v);
@@ -301,41 +296,41 @@ class Summarizer : public json::json_sax_t {
         break;
       }
       case Where::kChannel:
-        if (k == "id") comm().channels.back().id = as_small_int(v).value_or(-1);
+        if (k == "id") comm().channels.back().id = index_rule(as_int(v)).value_or(-1);
         break;
       case Where::kRing:
-        if (k == "prev") comm().channels.back().ring_prev = as_small_int(v);
-        else if (k == "next") comm().channels.back().ring_next = as_small_int(v);
+        if (k == "prev") comm().channels.back().ring_prev = neighbour_rule(as_int(v));
+        else if (k == "next") comm().channels.back().ring_next = neighbour_rule(as_int(v));
         break;
       case Where::kTree:
-        if (k == "up") comm().channels.back().tree_up = as_small_int(v);
+        if (k == "up") comm().channels.back().tree_up = neighbour_rule(as_int(v));
         break;
       case Where::kTreeDown:
-        if (auto child = as_small_int(v); child && *child >= 0) comm().channels.back().tree_down.push_back(*child);
+        if (auto child = index_rule(as_int(v))) comm().channels.back().tree_down.push_back(*child);
         break;
       case Where::kProxyOp: {
         ProxyOpView& op = comm().proxy_ops.back();
         if (k == "op_count") {
-          if (auto count = as_int(v)) op.op_count = static_cast<uint64_t>(*count);
+          if (auto count = count_rule(as_int(v))) op.op_count = static_cast<uint64_t>(*count);
         } else if (k == "collective") op.collective = as_string(v).value_or("");
         else if (k == "pattern") op.pattern = as_string(v).value_or("");
         break;
       }
       case Where::kSub: {
         ProxySubView& sub = comm().proxy_ops.back().subs.back();
-        if (k == "channel") sub.channel = as_small_int(v);
-        else if (k == "peer") sub.peer = as_small_int(v);
-        else if (k == "nsteps") sub.nsteps = as_int(v);
-        else if (k == "posted") sub.posted = as_int(v);
-        else if (k == "received") sub.received = as_int(v);
-        else if (k == "transmitted") sub.transmitted = as_int(v);
-        else if (k == "done") sub.done = as_int(v);
+        if (k == "channel") sub.channel = index_rule(as_int(v));
+        else if (k == "peer") sub.peer = index_rule(as_int(v));
+        else if (k == "nsteps") sub.nsteps = count_rule(as_int(v));
+        else if (k == "posted") sub.posted = count_rule(as_int(v));
+        else if (k == "received") sub.received = count_rule(as_int(v));
+        else if (k == "transmitted") sub.transmitted = count_rule(as_int(v));
+        else if (k == "done") sub.done = count_rule(as_int(v));
         break;
       }
       case Where::kPlanned:
-        if (k == "n_tasks_coll") comm().n_tasks_coll = as_int(v);
-        else if (k == "n_tasks_p2p") comm().n_tasks_p2p = as_int(v);
-        else if (k == "unlaunched_plans") comm().unlaunched_plans = as_int(v);
+        if (k == "n_tasks_coll") comm().n_tasks_coll = count_rule(as_int(v));
+        else if (k == "n_tasks_p2p") comm().n_tasks_p2p = count_rule(as_int(v));
+        else if (k == "unlaunched_plans") comm().unlaunched_plans = count_rule(as_int(v));
         else if (k == "in_group") comm().in_group = as_bool(v);
         break;
       case Where::kPlannedColl:
@@ -343,11 +338,11 @@ class Summarizer : public json::json_sax_t {
         break;
       case Where::kPlannedP2p:
         if (k == "kind") planned_kind_ = as_string(v).value_or("");
-        else if (k == "peer") comm().planned_p2p.back().peer = as_small_int(v).value_or(-1);
+        else if (k == "peer") comm().planned_p2p.back().peer = index_rule(as_int(v)).value_or(-1);
         break;
       case Where::kThread: {
         ThreadView& thread = process_->threads.back();
-        if (k == "tid") thread.tid = as_int(v).value_or(0);
+        if (k == "tid") thread.tid = id_rule(as_int(v));
         else if (k == "name") thread.name = as_string(v).value_or("");
         else if (k == "blocked_in") thread.blocked_in = as_string(v).value_or("");
         break;
@@ -355,7 +350,7 @@ class Summarizer : public json::json_sax_t {
       case Where::kFrame:
         if (k == "function") frame_.function = as_string(v).value_or("");
         else if (k == "module") frame_.module = as_string(v).value_or("");
-        else if (k == "offset") frame_.offset = as_int(v);
+        else if (k == "offset") frame_.offset = count_rule(as_int(v));
         else if (k == "pc") frame_.pc = as_string(v);
         break;
       case Where::kErrors:

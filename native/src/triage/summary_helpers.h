@@ -2,6 +2,7 @@
 // parsed document (process_view.cc) and straight from its text (sax_summary.cc).
 #pragma once
 
+#include <climits>
 #include <string>
 #include <vector>
 
@@ -16,5 +17,36 @@ std::string normalize_pattern(const std::string& raw);
 P2pDirection direction_of(const std::string& pattern, const std::string& collective);
 int pick_principal_thread(const ProcessView& process);
 bool is_service_thread(const std::string& blocked_in);
+
+// Field rules, one per kind of field, applied by both summarizers to the integer a
+// value holds (std::nullopt when it is not an int64): docs/schema-state.md says a
+// value of the wrong type or out of range is unknown, never 0 and never true.
+
+// Counters, sizes, steps, ids, pids and tids: 0 or more.
+inline Maybe<int64_t> count_rule(const Maybe<int64_t>& value) {
+  if (!value || *value < 0) return std::nullopt;
+  return value;
+}
+// Ranks, peers, channel numbers: 0..INT32_MAX.
+inline Maybe<int> index_rule(const Maybe<int64_t>& value) {
+  if (!value || *value < 0 || *value > INT32_MAX) return std::nullopt;
+  return static_cast<int>(*value);
+}
+// nranks: a communicator has at least one rank.
+inline Maybe<int> size_rule(const Maybe<int64_t>& value) {
+  if (!value || *value < 1 || *value > INT32_MAX) return std::nullopt;
+  return static_cast<int>(*value);
+}
+// Ring and tree neighbours: -1 means "none" and values outside 0..nranks-1 are kept,
+// so that the analysis can warn about them; only non-int32 values are unknown.
+inline Maybe<int> neighbour_rule(const Maybe<int64_t>& value) {
+  if (!value || *value < INT32_MIN || *value > INT32_MAX) return std::nullopt;
+  return static_cast<int>(*value);
+}
+// Process and thread ids: the kernel never hands out 0 or negatives.
+inline Maybe<int64_t> id_rule(const Maybe<int64_t>& value) {
+  if (!value || *value <= 0) return std::nullopt;
+  return value;
+}
 
 }  // namespace nsc::triage

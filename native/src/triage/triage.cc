@@ -237,7 +237,7 @@ json inputs_json(const Job& job, const std::vector<TriageFailure>& failures) {
                       {"hostname", process.hostname.empty() ? json(nullptr) : json(process.hostname)},
                       {"world_rank", job.world_rank[p] ? json(*job.world_rank[p]) : json(nullptr)},
                       {"nccl_version", process.nccl_version.empty() ? json(nullptr) : json(process.nccl_version)},
-                      {"build_id_mismatch", process.build_id_mismatch},
+                      {"build_id_mismatch", process.build_id_mismatch ? json(*process.build_id_mismatch) : json(nullptr)},
                       {"communicators", comms}, {"snapshot_errors", process.document_errors.size()},
                       {"stack_notes", process.stack_notes}});
   }

@@ -194,7 +194,7 @@ class GraphBuilder {
       if (const ThreadView* thread = process.principal()) {
         node["blocked_in"] = thread->blocked_in.empty() ? json(nullptr) : json(thread->blocked_in);
         node["doing"] = describe_thread(*thread);
-        waits_in.push_back({{"what", "host-thread"}, {"tid", thread->tid},
+        waits_in.push_back({{"what", "host-thread"}, {"tid", thread->tid ? json(*thread->tid) : json(nullptr)},
                             {"blocked_in", thread->blocked_in}});
       } else {
         node["blocked_in"] = nullptr;
