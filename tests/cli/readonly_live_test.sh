@@ -100,13 +100,16 @@ settle() {  # settle PID
   return 0
 }
 
-# Runs ncclscope with SIGINT/SIGQUIT at their defaults (a script's background
-# jobs start with them ignored).
-with_default_signals() {
-  python3 -c 'import os, signal, sys
+# Execs its arguments with SIGINT/SIGQUIT at their defaults (a script's
+# background jobs start with them ignored); the pid stays the same.
+default_signals='import os, signal, sys
 for s in (signal.SIGINT, signal.SIGQUIT): signal.signal(s, signal.SIG_DFL)
-os.execv(sys.argv[1], sys.argv[1:])' "$@"
-}
+os.execv(sys.argv[1], sys.argv[1:])'
+
+# The kernel rewrites each thread's rseq area (cpu_id) whenever the thread
+# passes its return-to-user path, which every ptrace stop causes even though no
+# user code runs: fixtures run without rseq so that any change is ncclscope's.
+export GLIBC_TUNABLES=glibc.pthread.rseq=0
 
 # A profile for the stand-in library: the real 2.28.9 layout under its build-id.
 fake_lib=$build/fixtures/fakelib/libnccl.so.2
@@ -153,7 +156,7 @@ else
   settle "$target"
   for signal in INT TERM KILL; do
     python3 "$work/checksum.py" "$target" > "$work/before.$signal"
-    with_default_signals "$cli" state --pid "$target" --freeze > /dev/null 2>&1 &
+    python3 -c "$default_signals" "$cli" state --pid "$target" --freeze > /dev/null 2>&1 &
     tool=$!
     # Wait until ncclscope traces some thread of the target: the freeze is under way.
     seized=no

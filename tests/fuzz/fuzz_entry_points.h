@@ -27,6 +27,7 @@
 #include "target/slice_ranges.h"
 #include "target/core_writer.h"
 #include "triage/process_view.h"
+#include "triage/sax_summary.h"
 #include "triage/triage.h"
 #include "util/errors.h"
 #include "util/strings.h"
@@ -232,9 +233,17 @@ inline int run_core_reader(const uint8_t* data, size_t size) {
   return 0;
 }
 
-// The triage snapshot reader: JSON text -> ncclscope.state/1 summary -> a
-// triage report of it (twice, as two ranks) rendered as text and DOT.
+// The triage snapshot readers: the CLI's streaming one (summarize_state_text)
+// and the DOM one (summarize_state_document) -> a triage report of the summary
+// (twice, as two ranks) rendered as text and DOT.
 inline int run_snapshot_reader(const uint8_t* data, size_t size) {
+  std::string text(reinterpret_cast<const char*>(data), size);
+  try {
+    triage::ProcessView streamed;
+    std::string schema;
+    triage::summarize_state_text(text, "fuzz.json", "snapshot", &streamed, &schema);
+  } catch (const BadInput&) {
+  }
   nlohmann::json document =
       nlohmann::json::parse(data, data + size, nullptr, /*allow_exceptions=*/false);
   if (document.is_discarded()) return 0;

@@ -332,6 +332,22 @@ BOOST_AUTO_TEST_CASE(scanner_over_memory_full_of_magic) {
   BOOST_TEST(seconds < 20.0, "scan took " << seconds << " s");
   BOOST_TEST(found.addresses.size() == 1u);  // only the real comm validates
   BOOST_TEST(found.addresses[0] == kComm);
+  BOOST_TEST(found.candidates > 200000u);
+  BOOST_TEST(found.rejected.size() <= 256u);  // listed up to a cap; `candidates` has the count
+}
+
+// Repeated memory where many overlapping candidates validate (found by the
+// comm_decoders fuzzer: quadratic echo filtering, then one decode per echo).
+BOOST_AUTO_TEST_CASE(overlapping_valid_comms_count_once) {
+  HostileComm memory;
+  for (uint64_t echo : {kComm + 256, kComm + 512}) {
+    memory.target.put<uint64_t>(echo + offset_of("ncclComm", "startMagic"), nsc::kNcclMagic);
+    memory.target.put<uint64_t>(echo + offset_of("ncclComm", "endMagic"), nsc::kNcclMagic);
+    memory.target.put<int32_t>(echo + offset_of("ncclComm", "nRanks"), 2);
+  }
+  nsc::Discovery found = nsc::discover_communicators(memory.target, real_layout(), {});
+  BOOST_TEST(found.addresses == std::vector<uint64_t>{kComm});
+  BOOST_TEST(mentions(found.rejected, "inside comm 0x10000040"));
 }
 
 // A 14 TiB private read-write reservation (what a sanitizer's shadow memory

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <set>
 
 #include "nccl/object_view.h"
 #include "util/strings.h"
@@ -78,20 +79,38 @@ std::vector<uint64_t> read_registry(Target& target, const LayoutProfile& layout,
   return slots;
 }
 
+constexpr size_t kMaxRejectedListed = 256;  // rejected candidates listed in the document
+
 // A comm whose size is a multiple of 16 has its endMagic 16-aligned too: that
 // second hit is part of a found comm, not a rejected candidate.
 void drop_end_magic_echoes(const StructLayout* comm_type, Discovery* discovery) {
   const MemberLayout* end_magic = comm_type ? comm_type->find("endMagic") : nullptr;
   if (end_magic == nullptr) return;
+  std::set<uint64_t> echoes;  // a set: hostile memory can hold 10^5 candidates
+  for (uint64_t comm : discovery->addresses) echoes.insert(comm + end_magic->offset);
   nlohmann::json kept = nlohmann::json::array();
   for (const auto& rejected : discovery->rejected) {
     uint64_t address = 0;
     parse_u64(rejected["address"].get<std::string>(), &address);
-    bool echo = std::any_of(discovery->addresses.begin(), discovery->addresses.end(),
-                            [&](uint64_t comm) { return comm + end_magic->offset == address; });
-    if (!echo) kept.push_back(rejected);
+    if (!echoes.count(address)) kept.push_back(rejected);
   }
   discovery->rejected = kept;
+}
+
+// Real comms never overlap: a valid-looking candidate inside an accepted comm is
+// repeated memory (hostile or torn), and decoding each would multiply the work.
+void drop_overlapping(const StructLayout* comm_type, Discovery* discovery) {
+  if (comm_type == nullptr) return;
+  std::vector<uint64_t> kept;
+  for (uint64_t address : discovery->addresses) {
+    if (!kept.empty() && address < kept.back() + comm_type->size) {
+      if (discovery->rejected.size() < kMaxRejectedListed)
+        discovery->rejected.push_back({{"address", hex(address)}, {"why", "inside comm " + hex(kept.back())}});
+      continue;
+    }
+    kept.push_back(address);
+  }
+  discovery->addresses = kept;
 }
 
 }  // namespace
@@ -157,7 +176,8 @@ Discovery discover_communicators(Target& target, const LayoutProfile& layout,
     for (uint64_t address : candidates) {
       std::string why = check_comm_candidate(target, layout, address);
       if (why.empty()) discovery.addresses.push_back(address);
-      else discovery.rejected.push_back({{"address", hex(address)}, {"why", why}});
+      else if (discovery.rejected.size() < kMaxRejectedListed)  // `candidates` keeps the count
+        discovery.rejected.push_back({{"address", hex(address)}, {"why", why}});
     }
   };
   if (!options.force_scan && registry_available(layout)) {
@@ -190,6 +210,8 @@ Discovery discover_communicators(Target& target, const LayoutProfile& layout,
   }
   discovery.candidates = candidates.size();
   validate_into(candidates);
+  std::sort(discovery.addresses.begin(), discovery.addresses.end());
+  drop_overlapping(comm_type, &discovery);
   drop_end_magic_echoes(comm_type, &discovery);
   return discovery;
 }
