@@ -8,9 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/options.h"
-#include "layout/profile_store.h"
-#include "nccl/comm_decoder.h"
-#include "nccl/comm_scanner.h"
+#include "snapshot/state_document.h"
 #include "target/core_file.h"
 #include "target/core_writer.h"
 #include "target/library_resolver.h"
@@ -66,21 +64,22 @@ SliceRequest request_from_options(const ParsedOptions& options) {
   return request;
 }
 
-// Runs the NCCL decoders over the core through a RecordingTarget and returns
-// what they read. Mirrors build_state_document's decode steps; to be replaced by
-// a call to it once StateRequest can take a wrapped Target.
+// Runs the whole state decode over the core through a RecordingTarget and
+// returns what it read: every range a decoder needs survives the slice.
 std::vector<AddressRange> record_decoder_reads(CoreFile& core, const SliceRequest& request,
                                                size_t* communicators) {
   RecordingTarget recording(core);
-  ResolvedLibrary library = resolve_nccl_library(recording, request.search);
-  LayoutProfile layout = load_layout_for_library(library.local_path, library.build_id_in_target,
-                                                 request.profile_path, nullptr);
-  DiscoveryOptions discovery_options;
-  discovery_options.load_bias = library.load_bias;
-  Discovery discovery = discover_communicators(recording, layout, discovery_options);
-  nlohmann::json errors = nlohmann::json::array();
-  for (uint64_t address : discovery.addresses) decode_communicator(recording, layout, address, &errors);
-  *communicators = discovery.addresses.size();
+  StateRequest state;
+  state.core_path = core.path();
+  state.target = &recording;
+  state.sysroot = request.search.sysroot;
+  state.solib_search_path = request.search.solib_search_path;
+  state.profile_path = request.profile_path;
+  state.force_mismatch = request.search.force_mismatch;
+  state.stacks = false;  // stacks are kept whole by the slice plan itself
+  state.progress = false;
+  nlohmann::json document = build_state_document(state);
+  *communicators = document["communicators"].size();
   return recording.recorded_ranges();
 }
 

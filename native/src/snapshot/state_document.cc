@@ -112,7 +112,12 @@ json thread_list(Target& target) {
 }  // namespace
 
 json build_state_document(const StateRequest& request) {
-  std::unique_ptr<Target> target = open_target(request);
+  std::unique_ptr<Target> owned;
+  Target* target = request.target;
+  if (target == nullptr) {
+    owned = open_target(request);
+    target = owned.get();
+  }
   json document = {{"schema", "ncclscope.state/1"},
                    {"tool", {{"name", "ncclscope"}, {"version", NCCLSCOPE_VERSION}}},
                    {"target", target_json(*target, request)}};
@@ -163,7 +168,7 @@ json build_state_document(const StateRequest& request) {
   bool can_unwind = target->is_core() || (request.pid > 0 && request.freeze && !request.read_memory);
   if (request.stacks && can_unwind) {
     // libdwfl attaches each thread itself: end our freeze first (state is already read).
-    if (auto* live = dynamic_cast<LiveProcess*>(target.get())) live->resume();
+    if (auto* live = dynamic_cast<LiveProcess*>(target)) live->resume();
     document["threads"] = unwind_threads(*target, request, &warnings);
   } else {
     document["threads"] = request.read_memory ? json::array() : thread_list(*target);

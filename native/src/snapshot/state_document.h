@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "target/target.h"
+
 namespace nsc {
 
 // Memory supplied by a front end (gdb) for a target the library cannot open itself.
@@ -28,6 +30,7 @@ struct StateRequest {
   bool stacks = true;             // unwind host threads (live: only with freeze)
   bool progress = true;           // progress on stderr for long scans when it is a terminal
   ReadMemoryCallback read_memory; // when set: read memory through it
+  Target* target = nullptr;       // when set: decode this target (not owned), open nothing
   // With read_memory: the process's regions, [{"start":"0x..","end":"0x..","writable":true,
   // "shared":false,"path":"/usr/lib/libnccl.so.2","file_offset":"0x0"}] (gdb: info proc mappings).
   nlohmann::json callback_regions = nlohmann::json::array();
