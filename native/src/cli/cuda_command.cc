@@ -38,37 +38,6 @@ const char kCudaIpcUsage[] =
     "  --sysroot DIR, --solib-search-path D:D, --profile-path D:D   as for `ncclscope state` (--nccl)\n"
     "  --json          print JSON\n";
 
-struct CudaRequest {
-  std::string core_path;
-  int pid = 0;
-  std::string executable;
-  std::string sysroot;
-  std::vector<std::string> solib_search_path, profile_path;
-};
-
-CudaRequest request_from(const ParsedOptions& options) {
-  CudaRequest request;
-  request.core_path = options.value("--core");
-  if (request.core_path.empty() && options.positional.size() == 1) request.core_path = options.positional[0];
-  if (options.positional.size() > 1) throw UsageError("one target only");
-  std::string pid_text = options.value("--pid");
-  if (!pid_text.empty()) {
-    uint64_t pid = 0;
-    if (!parse_u64(pid_text, &pid) || pid == 0 || pid > 0x3fffffff)
-      throw UsageError("--pid " + pid_text + ": not a process id");
-    request.pid = static_cast<int>(pid);
-  }
-  if (request.core_path.empty() == (request.pid == 0))
-    throw UsageError("give exactly one of --core CORE or --pid PID");
-  request.executable = options.value("--exe");
-  request.sysroot = options.value("--sysroot");
-  for (const auto& list : options.all("--solib-search-path"))
-    for (const auto& dir : split_path_list(list)) request.solib_search_path.push_back(dir);
-  for (const auto& list : options.all("--profile-path"))
-    for (const auto& dir : split_path_list(list)) request.profile_path.push_back(dir);
-  return request;
-}
-
 // Marks recorder streams that NCCL holds: "nccl_roles": ["device_stream of comm 0x.."].
 void label_nccl_streams(nlohmann::json& document) {
   std::map<std::string, std::vector<std::string>> roles;
@@ -91,7 +60,7 @@ void label_nccl_streams(nlohmann::json& document) {
   }
 }
 
-nlohmann::json collect(const CudaRequest& request, bool with_nccl, bool records) {
+nlohmann::json collect(const StateRequest& request, bool with_nccl, bool records) {
   std::unique_ptr<Target> target = request.pid != 0 ? open_live(request.pid, false)
                                                      : open_core(request.core_path, request.executable);
   nlohmann::json document = {{"schema", "ncclscope.cuda/1"},
@@ -101,13 +70,7 @@ nlohmann::json collect(const CudaRequest& request, bool with_nccl, bool records)
   options.include_records = records;
   document["recorder"] = decode_recorder(*target, &errors, options);
   if (with_nccl) {
-    StateRequest state;
-    state.core_path = request.core_path;
-    state.pid = request.pid;
-    state.executable = request.executable;
-    state.sysroot = request.sysroot;
-    state.solib_search_path = request.solib_search_path;
-    state.profile_path = request.profile_path;
+    StateRequest state = request;
     state.stacks = request.pid == 0;  // cores unwind without stopping anything
     state.progress = false;
     nlohmann::json state_document = build_state_document(state);
@@ -279,7 +242,7 @@ int run_cuda_command(const char* name, const char* usage, const std::vector<std:
       std::fputs(usage, stdout);
       return kExitOk;
     }
-    nlohmann::json document = collect(request_from(options), options.has("--nccl"),
+    nlohmann::json document = collect(target_request_from_options(options), options.has("--nccl"),
                                       streams && options.has("--records"));
     if (options.has("--json"))
       std::cout << document.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";

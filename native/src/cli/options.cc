@@ -1,6 +1,7 @@
 #include "cli/options.h"
 
 #include "util/errors.h"
+#include "util/strings.h"
 
 namespace nsc::cli {
 
@@ -59,6 +60,31 @@ std::vector<std::string> split_path_list(const std::string& colon_separated) {
     start = end + 1;
   }
   return parts;
+}
+
+StateRequest target_request_from_options(const ParsedOptions& options) {
+  StateRequest request;
+  request.core_path = options.value("--core");
+  if (request.core_path.empty() && options.positional.size() == 1) request.core_path = options.positional[0];
+  if (options.positional.size() > 1) throw UsageError("one target only");
+  std::string pid_text = options.value("--pid");
+  if (!pid_text.empty()) {
+    uint64_t pid = 0;
+    if (!parse_u64(pid_text, &pid) || pid == 0 || pid > 0x3fffffff)
+      throw UsageError("--pid " + pid_text + ": not a process id");
+    request.pid = static_cast<int>(pid);
+  }
+  if (request.core_path.empty() == (request.pid == 0))
+    throw UsageError("give exactly one of --core CORE or --pid PID");
+  request.executable = options.value("--exe");
+  request.sysroot = options.value("--sysroot");
+  for (const auto& list : options.all("--solib-search-path"))
+    for (const auto& dir : split_path_list(list)) request.solib_search_path.push_back(dir);
+  for (const auto& list : options.all("--profile-path"))
+    for (const auto& dir : split_path_list(list)) request.profile_path.push_back(dir);
+  request.force_mismatch = options.has("--force-mismatch");
+  request.freeze = options.has("--freeze");
+  return request;
 }
 
 }  // namespace nsc::cli

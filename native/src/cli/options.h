@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "snapshot/state_document.h"
+
 namespace nsc::cli {
 
 struct ParsedOptions {
@@ -25,5 +27,10 @@ ParsedOptions parse_options(const std::vector<std::string>& args,
                             const std::set<std::string>& flag_options);
 
 std::vector<std::string> split_path_list(const std::string& colon_separated);
+
+// The target options shared by state, cuda-streams and cuda-ipc: --core CORE (or one
+// positional CORE) | --pid PID, --exe, --sysroot, --solib-search-path, --profile-path,
+// --force-mismatch, --freeze. Throws nsc::UsageError on a bad or missing target.
+StateRequest target_request_from_options(const ParsedOptions& options);
 
 }  // namespace nsc::cli

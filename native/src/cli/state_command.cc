@@ -26,27 +26,7 @@ const char kStateUsage[] =
     "  --json                     print the ncclscope.state/1 document\n";
 
 StateRequest request_from_options(const ParsedOptions& options) {
-  StateRequest request;
-  request.core_path = options.value("--core");
-  if (request.core_path.empty() && options.positional.size() == 1) request.core_path = options.positional[0];
-  if (options.positional.size() > 1) throw UsageError("state takes one target");
-  std::string pid_text = options.value("--pid");
-  if (!pid_text.empty()) {
-    uint64_t pid = 0;
-    if (!parse_u64(pid_text, &pid) || pid == 0 || pid > 0x3fffffff)
-      throw UsageError("--pid " + pid_text + ": not a process id");
-    request.pid = static_cast<int>(pid);
-  }
-  if (request.core_path.empty() == (request.pid == 0))
-    throw UsageError("give exactly one of --core CORE or --pid PID");
-  request.executable = options.value("--exe");
-  request.sysroot = options.value("--sysroot");
-  for (const auto& list : options.all("--solib-search-path"))
-    for (const auto& dir : split_path_list(list)) request.solib_search_path.push_back(dir);
-  for (const auto& list : options.all("--profile-path"))
-    for (const auto& dir : split_path_list(list)) request.profile_path.push_back(dir);
-  request.force_mismatch = options.has("--force-mismatch");
-  request.freeze = options.has("--freeze");
+  StateRequest request = target_request_from_options(options);
   request.stacks = !options.has("--no-stacks");
   request.progress = isatty(STDERR_FILENO);
   return request;
