@@ -14,7 +14,7 @@ work=$(mktemp -d)
 chmod 755 "$work"
 export XDG_CACHE_HOME=$work/cache
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$work"; }
+cleanup() { for p in "${pids[@]}"; do { kill -9 "$p"; wait "$p"; } 2>/dev/null; done; rm -rf "$work"; }
 trap cleanup EXIT
 failures=0
 check() {  # check NAME CONDITION-COMMAND...

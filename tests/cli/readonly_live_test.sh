@@ -13,7 +13,7 @@ real_lib=/usr/local/cuda-13.0/lib/libnccl.so.2
 work=$(mktemp -d)
 export XDG_CACHE_HOME=$work/cache
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$work"; }
+cleanup() { for p in "${pids[@]}"; do { kill -9 "$p"; wait "$p"; } 2>/dev/null; done; rm -rf "$work"; }
 trap cleanup EXIT
 failures=0
 check() {  # check NAME CONDITION-COMMAND...
@@ -100,12 +100,6 @@ settle() {  # settle PID
   return 0
 }
 
-# Execs its arguments with SIGINT/SIGQUIT at their defaults (a script's
-# background jobs start with them ignored); the pid stays the same.
-default_signals='import os, signal, sys
-for s in (signal.SIGINT, signal.SIGQUIT): signal.signal(s, signal.SIG_DFL)
-os.execv(sys.argv[1], sys.argv[1:])'
-
 # The kernel rewrites each thread's rseq area (cpu_id) whenever the thread
 # passes its return-to-user path, which every ptrace stop causes even though no
 # user code runs: fixtures run without rseq so that any change is ncclscope's.
@@ -154,20 +148,34 @@ else
   for _ in $(seq 200); do grep -q '^ready' "$work/stack.out" && break; sleep 0.1; done
   check "stack fixture with 402 threads ready" grep -q '^ready' "$work/stack.out"
   settle "$target"
+  # Starts `state --freeze` (SIGINT at its default), spins on the target's main
+  # thread until ncclscope traces it (the freeze is under way), sends SIGNAL,
+  # and prints "seized EXIT-STATUS".
+  cat > "$work/kill_during_freeze.py" <<'PY'
+import os, signal, subprocess, sys
+target, signame, command = sys.argv[1], sys.argv[2], sys.argv[3:]
+def default_signals():
+    for s in (signal.SIGINT, signal.SIGQUIT, signal.SIGHUP, signal.SIGTERM):
+        signal.signal(s, signal.SIG_DFL)
+tool = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=default_signals)
+wanted = f"TracerPid:\t{tool.pid}\n"
+seized = False
+while tool.poll() is None:
+    try:
+        with open(f"/proc/{target}/status") as status:
+            if wanted in status.read():
+                seized = True
+                break
+    except OSError:
+        break
+os.kill(tool.pid, getattr(signal, "SIG" + signame))
+print("seized" if seized else "missed", tool.wait())
+PY
   for signal in INT TERM KILL; do
     python3 "$work/checksum.py" "$target" > "$work/before.$signal"
-    python3 -c "$default_signals" "$cli" state --pid "$target" --freeze > /dev/null 2>&1 &
-    tool=$!
-    # Wait until ncclscope traces some thread of the target: the freeze is under way.
-    seized=no
-    for _ in $(seq 1000); do
-      if grep -qs "^TracerPid:[[:space:]]*$tool\$" /proc/"$target"/task/*/status; then seized=yes; break; fi
-      sleep 0.01
-    done
-    kill -s "$signal" "$tool" 2>/dev/null
-    wait "$tool" 2>/dev/null; rc=$?
-    check "SIG$signal during --freeze: the kill landed while threads were seized" test "$seized" = yes
-    check "SIG$signal during --freeze: ncclscope ended by the signal (exit $rc)" test "$rc" = $((128 + $(kill -l "$signal")))
+    read -r seized rc < <(python3 "$work/kill_during_freeze.py" "$target" "$signal" "$cli" state --pid "$target" --freeze)
+    check "SIG$signal during --freeze: the kill landed while threads were seized" test "$seized" = seized
+    check "SIG$signal during --freeze: ncclscope ended by the signal ($rc)" test "$rc" = "-$(kill -l "$signal")"
     sleep 0.2  # let the kernel finish detaching
     python3 "$work/checksum.py" "$target" > "$work/after.$signal"
     check "SIG$signal during --freeze: every thread running again, untraced, no signal pending" target_is_clean "$target"

@@ -12,7 +12,7 @@ real_lib=/usr/local/cuda-13.0/lib/libnccl.so.2
 work=$(mktemp -d)
 export XDG_CACHE_HOME=$work/cache
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$work"; }
+cleanup() { for p in "${pids[@]}"; do { kill -9 "$p"; wait "$p"; } 2>/dev/null; done; rm -rf "$work"; }
 trap cleanup EXIT
 failures=0
 check() {  # check NAME CONDITION-COMMAND...
