@@ -22,12 +22,14 @@ const char kStateUsage[] =
     "  --profile-path D:D         extra directories of layout profiles (<build-id>.json)\n"
     "  --force-mismatch           use a libnccl whose build-id differs from the target's (warns)\n"
     "  --freeze                   live: stop all threads for a consistent read; always resumed\n"
-    "  --no-stacks                do not unwind host threads\n"
+    "  --no-stacks                do not unwind host threads (cores)\n"
+    "  --stacks                   live: unwind host threads too (stops each thread for a few ms)\n"
     "  --json                     print the ncclscope.state/1 document\n";
 
 StateRequest request_from_options(const ParsedOptions& options) {
   StateRequest request = target_request_from_options(options);
   request.stacks = !options.has("--no-stacks");
+  request.live_stacks = options.has("--stacks");
   request.progress = isatty(STDERR_FILENO);
   return request;
 }
@@ -38,7 +40,7 @@ int run_state_command(const std::vector<std::string>& args) {
   try {
     ParsedOptions options = parse_options(
         args, {"--core", "--pid", "--exe", "--sysroot", "--solib-search-path", "--profile-path"},
-        {"--json", "--force-mismatch", "--freeze", "--no-stacks", "--help", "-h"});
+        {"--json", "--force-mismatch", "--freeze", "--no-stacks", "--stacks", "--help", "-h"});
     if (options.has("--help") || options.has("-h")) {
       std::fputs(kStateUsage, stdout);
       return kExitOk;

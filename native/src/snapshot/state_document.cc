@@ -165,7 +165,7 @@ json build_state_document(const StateRequest& request) {
   document["recorder"] = decode_recorder(*target, &errors);  // flight recorder rings, when loaded
 
   json warnings = json::array();
-  bool can_unwind = target->is_core() || (request.pid > 0 && request.freeze && !request.read_memory);
+  bool can_unwind = target->is_core() || (request.pid > 0 && request.live_stacks && !request.read_memory);
   if (request.stacks && can_unwind) {
     // libdwfl attaches each thread itself: end our freeze first (state is already read).
     if (auto* live = dynamic_cast<LiveProcess*>(target)) live->resume();

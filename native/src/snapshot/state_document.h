@@ -27,7 +27,8 @@ struct StateRequest {
   std::vector<std::string> profile_path;       // extra layout profile directories
   bool force_mismatch = false;    // use a libnccl whose build-id differs from the target's
   bool freeze = false;            // live: stop threads for a consistent read, always resume
-  bool stacks = true;             // unwind host threads (live: only with freeze)
+  bool stacks = true;             // unwind host threads of a core
+  bool live_stacks = false;       // live: unwind too (libdwfl stops each thread briefly)
   bool progress = true;           // progress on stderr for long scans when it is a terminal
   ReadMemoryCallback read_memory; // when set: read memory through it
   Target* target = nullptr;       // when set: decode this target (not owned), open nothing

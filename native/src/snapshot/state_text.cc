@@ -166,7 +166,7 @@ void render_threads(const json& document, std::ostringstream& out) {
     const json& blocked_in = field(thread, "blocked_in");
     out << "  " << cell_text(field(thread, "tid")) << " "
         << escape_for_terminal(cell_text(field(thread, "name"))) << "  "
-        << (blocked_in.is_null() ? "(stack not unwound: live needs --freeze)" : cell_text(blocked_in));
+        << (blocked_in.is_null() ? "(stack not unwound: live needs --stacks)" : cell_text(blocked_in));
     const json& frames = field(thread, "frames");
     for (size_t i = 0; i < frames.size() && i < 3; ++i)
       out << (i == 0 ? "  at " : " < ") << escape_for_terminal(frame_text(frames[i]));

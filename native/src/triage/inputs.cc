@@ -182,7 +182,8 @@ StateRequest state_request(const LoadRequest& request, const WorkItem& item) {
   state.sysroot = request.sysroot;
   state.solib_search_path = request.solib_search_path;
   state.profile_path = request.profile_path;
-  state.freeze = item.pid != 0;  // stacks of a live process need its threads stopped (always resumed)
+  state.freeze = item.pid != 0;       // a consistent read of every rank (always resumed)
+  state.live_stacks = item.pid != 0;  // triage needs each rank's host stacks
   state.progress = false;
   return state;
 }
