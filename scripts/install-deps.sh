@@ -6,7 +6,7 @@ profile=${1:-build}
 packages=(g++ cmake ninja-build pkg-config libdw-dev libelf-dev libboost-test-dev
           nlohmann-json3-dev xz-utils ca-certificates)
 if [ "$profile" = test ]; then
-  packages+=(gdb gdbserver python3 graphviz elfutils file procps util-linux)
+  packages+=(gdb gdbserver python3 graphviz elfutils file procps util-linux libc6-dbg)
 fi
 missing=()
 for package in "${packages[@]}"; do
