@@ -8,7 +8,7 @@
 #       runs `ncclscope triage DIR TRIAGE-ARGS...`.
 #   cluster-collect.sh node [--ncclscope PATH]
 #       the per-node part: finds processes with libnccl mapped (/proc/*/maps),
-#       runs `ncclscope state --pid P --json` for each and prints one framed line
+#       runs `ncclscope state --pid P --freeze --stacks --json` for each and prints one framed line
 #       per snapshot on stdout (gzip+base64), so any launcher that forwards
 #       stdout (srun, pdsh, kubectl exec, ssh) can carry them.
 #
@@ -54,7 +54,7 @@ node_main() {
       sed -n -E 's/^(RANK|OMPI_COMM_WORLD_RANK|PMI_RANK|PMIX_RANK|SLURM_PROCID)=([0-9]+)$/\1 \2/p' |
       awk '{v[$1]=$2} END {split("RANK OMPI_COMM_WORLD_RANK PMI_RANK PMIX_RANK SLURM_PROCID", o, " "); for (i = 1; i <= 5; i++) if (o[i] in v) {print v[o[i]]; exit}}')
     if [ -n "$rank" ]; then name=rank-$rank; else name=$host-pid$pid; fi
-    json=$("$nsc" state --pid "$pid" --json 2>/dev/null)
+    json=$("$nsc" state --pid "$pid" --freeze --stacks --json 2>/dev/null)  # host stacks for triage
     rc=$?
     # 1 = partial: some fields unreadable, the snapshot still says so itself.
     if [ "$rc" -le 1 ] && [ -n "$json" ]; then
