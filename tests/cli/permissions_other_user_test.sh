@@ -25,15 +25,7 @@ as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups env HOME=/nonex
 if ! as_nobody test -x "$cli"; then echo "skip: user nobody cannot run $cli (directory permissions)"; exit 77; fi
 
 fake_lib=$build/fixtures/fakelib/libnccl.so.2
-fake_id=$(python3 "$src/tests/cli/build_id.py" "$fake_lib")
-mkdir -p "$work/profiles"
-python3 - "$profile" "$fake_id" "$work/profiles/$fake_id.json" <<'PY'
-import json, sys
-profile = json.load(open(sys.argv[1]))
-profile["build_id"] = sys.argv[2]
-profile["symbols"] = {}
-json.dump(profile, open(sys.argv[3], "w"))
-PY
+fake_id=$(python3 "$src/tests/cli/fake_profile.py" "$profile" "$fake_lib" "$work/profiles")
 chmod -R a+rX "$work/profiles"
 
 "$comm_fixture" --profile "$profile" --library "$fake_lib" > "$work/fixture.out" 2>&1 &

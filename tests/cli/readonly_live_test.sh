@@ -107,15 +107,7 @@ export GLIBC_TUNABLES=glibc.pthread.rseq=0
 
 # A profile for the stand-in library: the real 2.28.9 layout under its build-id.
 fake_lib=$build/fixtures/fakelib/libnccl.so.2
-fake_id=$(python3 "$src/tests/cli/build_id.py" "$fake_lib")
-mkdir -p "$work/profiles"
-python3 - "$profile" "$fake_id" "$work/profiles/$fake_id.json" <<'PY'
-import json, sys
-profile = json.load(open(sys.argv[1]))
-profile["build_id"] = sys.argv[2]
-profile["symbols"] = {}
-json.dump(profile, open(sys.argv[3], "w"))
-PY
+fake_id=$(python3 "$src/tests/cli/fake_profile.py" "$profile" "$fake_lib" "$work/profiles")
 
 "$comm_fixture" --profile "$profile" --library "$fake_lib" > "$work/fixture.out" 2>&1 &
 fixture=$!; pids+=($fixture)

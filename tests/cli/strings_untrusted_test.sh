@@ -65,14 +65,7 @@ fake_lib=$build/fixtures/fakelib/libnccl.so.2
 evil_dir=$work/$'\e[2J\e]0;pwned\a'$'\xff'dir
 mkdir -p "$evil_dir" "$work/profiles"
 cp "$fake_lib" "$evil_dir/libnccl.so.2"
-fake_id=$(python3 "$src/tests/cli/build_id.py" "$fake_lib")
-python3 - "$profile" "$fake_id" "$work/profiles/$fake_id.json" <<'PY'
-import json, sys
-profile = json.load(open(sys.argv[1]))
-profile["build_id"] = sys.argv[2]
-profile["symbols"] = {}
-json.dump(profile, open(sys.argv[3], "w"))
-PY
+fake_id=$(python3 "$src/tests/cli/fake_profile.py" "$profile" "$fake_lib" "$work/profiles")
 "$comm_fixture" --profile "$profile" --library "$evil_dir/libnccl.so.2" > "$work/fixture.out" 2>&1 &
 fixture=$!; pids+=($fixture)
 for _ in $(seq 50); do [ -s "$work/fixture.out" ] && break; sleep 0.1; done
