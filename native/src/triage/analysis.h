@@ -62,6 +62,8 @@ struct Job {
   std::vector<int> commless_processes;         // usable inputs holding no communicator
   std::vector<std::string> errors;             // job-level error lines
   bool unrelated_jobs = false;
+  // The report's "recorder" section (chains, mismatches); null when no input had a recorder.
+  nlohmann::json recorder;
 
   const CommView& comm_of(const Member& member) const {
     return processes[member.process].comms[member.comm];
@@ -76,6 +78,10 @@ void find_unrelated_jobs(Job* job);
 void analyze_communicators(Job* job);
 nlohmann::json build_wait_graph(const Job& job);  // nodes, edges, cycles, culprits
 nlohmann::json build_stack_classes(const Job& job);
+// Flight recorder data (recorder_join.cc): communicators only the recorder knows, before
+// the merge; cross-rank argument mismatches and cross-stream chains, after the findings.
+void add_recorder_communicators(ProcessView* process);
+void analyze_recorder(Job* job);
 
 // "rank 1: X; ranks 0,2-7: Y" from text -> ranks.
 std::string grouped_phrase(const std::map<std::string, std::vector<int>>& ranks_by_text,

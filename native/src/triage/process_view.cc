@@ -328,6 +328,7 @@ ProcessView summarize_state_document(const nlohmann::json& document, const std::
       if (error.is_object()) process.document_errors.push_back(text_at(error, "message"));
       else if (error.is_string()) process.document_errors.push_back(error.get<std::string>());
     }
+  if (const json* recorder = member(document, "recorder")) process.recorder = sanitize_recorder_section(*recorder);
   process.principal_thread = pick_principal_thread(process);
   return process;
 }

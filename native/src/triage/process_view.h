@@ -72,6 +72,9 @@ struct CommView {
   // field name ("seq_launched.AllGather", "health.abort_flag") -> reason.
   std::vector<std::pair<std::string, std::string>> unavailable;
   size_t position = 0;  // index in the document's communicators[]: registry order
+  // No NCCL communicator with this hash in memory: identity and counters come from the
+  // flight recorder's comm table and its recorded collectives (recorder_join.cc).
+  bool from_recorder = false;
 
   std::string unavailable_reason(const std::string& field) const;
   Maybe<int64_t> total_launched() const;  // sum of seq_launched when all are known
@@ -105,6 +108,9 @@ struct ProcessView {
   // Modules whose frames carry a note (e.g. "libc.so.6 (build-id mismatch: ...)"): their
   // frames are not symbolized; said once per input instead of in every frame.
   std::vector<std::string> stack_notes;
+  // The flight recorder's section, reduced to what triage uses and type-checked
+  // (sanitize_recorder_section); null when the process had no recorder.
+  nlohmann::json recorder;
 
   const ThreadView* principal() const {
     return principal_thread >= 0 ? &threads[principal_thread] : nullptr;
@@ -115,6 +121,10 @@ struct ProcessView {
 // `ncclscope.state/1` document. `kind` is what the input was ("snapshot", ...).
 ProcessView summarize_state_document(const nlohmann::json& document, const std::string& input_name,
                                      const std::string& kind);
+
+// The "recorder" section of a state document reduced to what triage uses, every value
+// type-checked (a snapshot is untrusted input); null when absent or not found.
+nlohmann::json sanitize_recorder_section(const nlohmann::json& section);
 
 // Host-side blocking classes that mean "inside an NCCL call, not launched yet".
 bool is_nccl_host_call(const std::string& blocked_in);

@@ -74,6 +74,23 @@ std::string dot_quote(const std::string& text) {
   return out + "\"";
 }
 
+// Present only when some input had the flight recorder loaded.
+void render_recorder(const json& recorder, std::vector<std::string>* lines) {
+  lines->push_back("");
+  size_t with = recorder["inputs"].size(), without = recorder["inputs_without_recorder"].size();
+  lines->push_back("Flight recorder (" + std::to_string(with) + " of " + std::to_string(with + without) + " inputs):");
+  lines->push_back("  numbering: " + text_of(recorder["numbering"]));
+  size_t compared = recorder.value("compared_collectives", 0);
+  if (compared == 0)
+    lines->push_back("  arguments: no collective was recorded by two ranks at the same seq: nothing to compare");
+  else if (recorder["mismatches"].empty())
+    lines->push_back("  arguments: " + std::to_string(compared) + " collective" + (compared == 1 ? "" : "s") +
+                     " recorded by two or more ranks, all with the same count, datatype and root");
+  for (const json& mismatch : recorder["mismatches"]) lines->push_back("  " + text_of(mismatch["text"]));
+  for (const json& chain : recorder["chains"]) lines->push_back("  chain: " + text_of(chain["text"]));
+  if (recorder["chains"].empty()) lines->push_back("  chains: no recorded thread is blocked in a synchronize");
+}
+
 }  // namespace
 
 std::string render_triage_text(const nlohmann::json& report) {
@@ -113,6 +130,8 @@ std::string render_triage_text(const nlohmann::json& report) {
       std::string head = "    [" + text_of(finding["kind"]) + "]";
       if (finding["collective"].is_string()) head += " " + text_of(finding["collective"]);
       if (finding["seq"].is_number_integer()) head += " #" + std::to_string(finding["seq"].get<int64_t>());
+      // Recorder findings also give the recorder's own 0-based seq.
+      if (finding.contains("recorder_seq")) head += " (seq " + finding["recorder_seq"].dump() + ")";
       if (!finding["waiting_ranks"].empty()) head += ": waiting " + phrase_of_ranks(finding["waiting_ranks"]);
       if (!finding["culprit_ranks"].empty())
         head += std::string(finding["waiting_ranks"].empty() ? ": " : ", ") + "culprit " +
@@ -121,6 +140,7 @@ std::string render_triage_text(const nlohmann::json& report) {
       for (const json& evidence : finding["evidence"]) lines.push_back("      - " + text_of(evidence));
     }
   }
+  if (report.contains("recorder")) render_recorder(report["recorder"], &lines);
   lines.push_back("");
   size_t nedges = graph["edges"].size();
   lines.push_back("Wait-for graph: " + std::to_string(graph["nodes"].size()) + " nodes, " + std::to_string(nedges) +

@@ -57,45 +57,50 @@ class Summarizer : public json::json_sax_t {
   std::string shape_error;  // the document has the wrong shape
   std::string parse_problem;
 
-  bool null() override { return scalar(Scalar{}); }
+  bool null() override { return capturing() ? capture(nullptr) : scalar(Scalar{}); }
   bool boolean(bool value) override {
+    if (capturing()) return capture(value);
     Scalar v;
     v.type = Scalar::kBool;
     v.boolean = value;
     return scalar(v);
   }
   bool number_integer(number_integer_t value) override {
+    if (capturing()) return capture(value);
     Scalar v;
     v.type = Scalar::kInt;
     v.integer = value;
     return scalar(v);
   }
   bool number_unsigned(number_unsigned_t value) override {
+    if (capturing()) return capture(value);
     Scalar v;
     v.type = value > static_cast<uint64_t>(INT64_MAX) ? Scalar::kOther : Scalar::kInt;
     v.integer = static_cast<int64_t>(value);
     return scalar(v);
   }
-  bool number_float(number_float_t, const string_t&) override {
+  bool number_float(number_float_t value, const string_t&) override {
+    if (capturing()) return capture(value);
     Scalar v;
     v.type = Scalar::kOther;
     return scalar(v);
   }
   bool string(string_t& value) override {
+    if (capturing()) return capture(value);
     Scalar v;
     v.type = Scalar::kString;
     v.text = &value;
     return scalar(v);
   }
-  bool binary(binary_t&) override { return scalar(Scalar{Scalar::kOther}); }
+  bool binary(binary_t&) override { return capturing() ? capture(nullptr) : scalar(Scalar{Scalar::kOther}); }
   bool key(string_t& value) override {
     key_ = value;
     return true;
   }
-  bool start_object(std::size_t) override { return enter(true); }
-  bool start_array(std::size_t) override { return enter(false); }
-  bool end_object() override { return leave(); }
-  bool end_array() override { return leave(); }
+  bool start_object(std::size_t) override { return capture_enter(true) || enter(true); }
+  bool start_array(std::size_t) override { return capture_enter(false) || enter(false); }
+  bool end_object() override { return capturing() ? capture_leave() : leave(); }
+  bool end_array() override { return capturing() ? capture_leave() : leave(); }
   bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& error) override {
     std::string message = error.what();
     size_t bracket = message.find("] ");
@@ -109,6 +114,47 @@ class Summarizer : public json::json_sax_t {
     Where where;
     size_t elements = 0;  // arrays: elements seen so far
   };
+
+  // The top-level "recorder" object is kept as a small document (sanitized when it closes):
+  // triage uses its nested comms, ops and chains as they are.
+  bool capturing() const { return !capture_stack_.empty(); }
+
+  bool capture(json value) {
+    json& parent = *capture_stack_.back();
+    if (parent.is_array()) parent.push_back(std::move(value));
+    else parent[key_] = std::move(value);
+    return true;
+  }
+
+  // True when the container was taken by the capture (so enter() must not see it).
+  bool capture_enter(bool is_object) {
+    json container = is_object ? json::object() : json::array();
+    if (!capturing()) {
+      if (stack_.size() != 1 || stack_.back().where != Where::kRoot || key_ != "recorder" || !is_object) return false;
+      captured_ = std::move(container);
+      capture_stack_.push_back(&captured_);
+      return true;
+    }
+    json& parent = *capture_stack_.back();
+    json* child;
+    if (parent.is_array()) {
+      parent.push_back(std::move(container));
+      child = &parent.back();
+    } else {
+      child = &(parent[key_] = std::move(container));
+    }
+    capture_stack_.push_back(child);
+    return true;
+  }
+
+  bool capture_leave() {
+    capture_stack_.pop_back();
+    if (!capturing()) {
+      process_->recorder = sanitize_recorder_section(captured_);
+      captured_ = nullptr;
+    }
+    return true;
+  }
 
   Where child_of(Where parent, bool is_object) const {
     const std::string& k = key_;
@@ -373,6 +419,8 @@ class Summarizer : public json::json_sax_t {
   std::string key_;
   RawFrame frame_;
   std::string planned_kind_;
+  json captured_;                     // the "recorder" object while it is read
+  std::vector<json*> capture_stack_;  // open containers inside it, innermost last
 };
 
 }  // namespace

@@ -74,6 +74,11 @@ std::string comm_ranks_phrase(const Job& job, size_t g, const std::vector<int>& 
   return text;
 }
 
+// A "<field>-mismatch" finding from the flight recorder (recorder_join.cc).
+bool is_recorded_mismatch(const Finding& finding) {
+  return finding.extra.contains("source") && finding.extra["source"] == "flight-recorder" && finding.seq;
+}
+
 std::string finding_sentence(const Job& job, size_t g, const Finding& finding) {
   const CommGroup& group = job.comms[g];
   std::string where = "On communicator " + group.hash_text +
@@ -104,6 +109,21 @@ std::string finding_sentence(const Job& job, size_t g, const Finding& finding) {
     return where + ", " + culprits + (finding.kind == "aborted-rank" ? " aborted" : " failed") +
            (finding.evidence.empty() ? "" : " (" + finding.evidence.front() + ")") +
            (finding.waiting.empty() ? "." : "; " + waiting + " " + triage::verb_for(finding.waiting, "waits", "wait") + " on it.");
+  if (is_recorded_mismatch(finding)) {
+    std::string fields;
+    for (const json& name : finding.extra["fields"]) fields += (fields.empty() ? "" : " and ") + name.get<std::string>();
+    std::string listing;
+    for (const json& value : finding.extra["values"]) {
+      listing += (listing.empty() ? "" : ", ") + std::string("rank ") + std::to_string(value["rank"].get<int>()) +
+                 " count " + (value["count"].is_number() ? std::to_string(value["count"].get<uint64_t>()) : "?") + " " +
+                 (value["datatype"].is_string() ? value["datatype"].get<std::string>() : "?");
+      if (value.contains("root") && finding.kind == "root-mismatch") listing += " root " + value["root"].dump();
+    }
+    return where + ", the ranks launched " + finding.collective + " #" + std::to_string(*finding.seq) + " (seq " +
+           finding.extra["recorder_seq"].dump() + ") with different " + fields + ": " + listing +
+           (finding.culprits.empty() ? "" : "; " + culprits + " " + triage::verb_for(finding.culprits, "disagrees", "disagree") + " with the others") +
+           " (flight recorder).";
+  }
   if (finding.kind == "absent-ranks")
     return where + ", " + culprits + " " + triage::verb_for(finding.culprits, "appears", "appear") +
            " in no input's communicator list (aborted, destroyed or exited) while " + waiting + " " +
@@ -165,17 +185,25 @@ std::string verdict_summary(const Job& job, const std::string& verdict, const js
     std::vector<std::pair<int, std::string>> sentences;
     for (size_t g = 0; g < job.comms.size(); ++g)
       for (const Finding& finding : job.findings[g]) {
-        if (!finding.explains_hang) continue;
+        if (!finding.explains_hang && !is_recorded_mismatch(finding)) continue;
         bool root = false;
         for (int rank : finding.culprits)
           if (const triage::Member* member = job.comms[g].find(rank)) root = root || roots.count(member->process);
         int priority = (root || finding.culprits_absent ? 0 : 1) * 10 + (finding.kind == "absent-ranks" ? 1 : 0);
+        if (is_recorded_mismatch(finding)) priority = -1;  // what host state cannot see goes first
         sentences.emplace_back(priority, finding_sentence(job, g, finding));
       }
     std::stable_sort(sentences.begin(), sentences.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
     for (size_t s = 0; s < sentences.size() && s < 3; ++s) text += " " + sentences[s].second;
     if (sentences.size() > 3) text += " (" + std::to_string(sentences.size() - 3) + " more findings below.)";
+    // The flight recorder's chain behind the first waiting rank, when one joins a finding.
+    if (!job.recorder.is_null())
+      for (const json& chain : job.recorder["chains"])
+        if (!chain["finding"].is_null()) {
+          text += " Chain (flight recorder): " + chain["text"].get<std::string>() + ".";
+          break;
+        }
     std::vector<int> root_ids;
     for (const json& id : graph["root_culprits"]) root_ids.push_back(id.get<int>());
     if (!root_ids.empty()) text += " Culprit: " + describe_nodes(graph, root_ids) + ".";
@@ -184,6 +212,16 @@ std::string verdict_summary(const Job& job, const std::string& verdict, const js
       if (node["role"] == "waiting") waiting_ids.push_back(node["id"].get<int>());
     if (!waiting_ids.empty() && waiting_ids.size() <= 4096) text += " Waiting: " + describe_nodes(graph, waiting_ids) + ".";
     return text;
+  }
+  if (verdict == "mismatch") {
+    text = "Mismatch: no hang is evident, but ranks launched the same collective with different arguments.";
+    size_t told = 0;
+    for (size_t g = 0; g < job.comms.size(); ++g)
+      for (const Finding& finding : job.findings[g])
+        if (is_recorded_mismatch(finding) && told++ < 3) text += " " + finding_sentence(job, g, finding);
+    if (told > 3) text += " (" + std::to_string(told - 3) + " more findings below.)";
+    return text + " NCCL does not check this: such a collective reads and writes different sizes on different "
+                  "ranks and completes with wrong results or hangs.";
   }
   if (verdict == "incomplete") {
     text = "Incomplete: no culprit can be named from these inputs.";
@@ -211,14 +249,16 @@ std::string verdict_summary(const Job& job, const std::string& verdict, const js
 
 std::string decide_verdict(const Job& job) {
   if (job.unrelated_jobs || job.processes.empty()) return "error";
-  bool incomplete = false;
+  bool incomplete = false, mismatch = false;
   for (size_t g = 0; g < job.comms.size(); ++g)
     for (const Finding& finding : job.findings[g]) {
       if (finding.explains_hang) return "hang";
+      mismatch = mismatch || is_recorded_mismatch(finding);
       if (finding.kind == "absent-ranks" || finding.kind == "counters-unavailable" ||
           finding.kind == "in-flight-consistent" || finding.kind == "stuck-before-launch")
         incomplete = true;
     }
+  if (mismatch) return "mismatch";
   for (const triage::ProcessView& process : job.processes)
     if (const triage::ThreadView* thread = process.principal())
       incomplete = incomplete || triage::is_gpu_wait(thread->blocked_in) ||
@@ -256,6 +296,7 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
   std::vector<TriageFailure> failures = input_failures;
   Job job;
   for (triage::ProcessView& process : processes) {
+    triage::add_recorder_communicators(&process);
     if (process.comms.empty() && !process.nccl_found) {
       failures.push_back({process.input_name, process.kind,
                           process.input_name + ": no NCCL in this process (no libnccl, no communicator)"});
@@ -266,6 +307,7 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
   triage::merge_communicators(&job);
   triage::find_unrelated_jobs(&job);
   triage::analyze_communicators(&job);
+  triage::analyze_recorder(&job);
   json report = {{"schema", "ncclscope.triage/1"},
                  {"tool", {{"name", "ncclscope"}, {"version", NCCLSCOPE_VERSION}}}};
   std::string verdict = decide_verdict(job);
@@ -285,6 +327,13 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
   json communicators = json::array();
   for (size_t g = 0; g < job.comms.size(); ++g) communicators.push_back(communicator_json(job, g));
   report["communicators"] = communicators;
+  if (!job.recorder.is_null()) {
+    // Each chain also says what its rank's node waits in.
+    for (const json& chain : job.recorder["chains"])
+      graph["nodes"][chain["node"].get<size_t>()]["waits_in"].push_back(
+          {{"what", "stream-chain"}, {"tid", chain["tid"]}, {"text", chain["text"]}});
+    report["recorder"] = job.recorder;
+  }
   report["graph"] = std::move(graph);
   report["stack_classes"] = triage::build_stack_classes(job);
   report["inputs"] = inputs_json(job, failures);
