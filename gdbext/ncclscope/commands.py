@@ -221,29 +221,22 @@ def collect_threads(session, args):
 
 
 @nccl_command(
-    "nccl-kernels", "List the NCCL kernels resident on the GPUs (cuda-gdb only), with their communicators.",
+    "nccl-kernels", "The NCCL kernels resident on the GPUs (cuda-gdb only): per block its channel "
+    "and what it waits for.",
     render=render_kernels,
-    arguments=[argument("--all", action="store_true", help="also kernels that are not NCCL's")],
-    description="From `info cuda kernels`: the collective, reduction op, type, algorithm and "
-                "protocol encoded in the kernel name (ncclDevKernel_<Coll>_<Op>_<type>_<ALGO>_<PROTO>), "
-                "the grid (one block per channel) and SMs, and the communicators of this process "
-                "on that device.\nWith --json: {\"kernels\": [...]}.")
+    arguments=[argument("--all", action="store_true", help="also list kernels that are not NCCL's"),
+               argument("--record", metavar="FILE", help="also write a replay bundle (docs/kernels.md)")],
+    description="From `info cuda kernels` and device memory read through cuda-gdb (no -G needed): "
+                "the collective, op, type, algorithm and protocol of each kernel and of the function "
+                "each block runs; its communicator (the kernel argument's comm == ncclComm.devComm); "
+                "per block the channel (b-th set bit of the channel mask) and, from the device-side "
+                "step counters, \"waiting for data from rank R at step S\" or \"waiting for rank R to "
+                "free a slot\".\nWith --json: the ncclscope.kernels/1 document.")
 def collect_kernels(session, args):
-    kernels = session.cuda_kernels()
-    if kernels is None:
+    document = session.kernel_view(record_path=args.record)
+    if document is None:
         raise UsageError("nccl-kernels: needs cuda-gdb (GPU kernels are not visible to gdb)")
-    try:
-        communicators = communicators_of(session.document())
-    except UsageError:
-        communicators = []  # the kernels are still worth listing
-    listed = []
-    for kernel in kernels:
-        nccl = decode_nccl_kernel_name(kernel.get("invocation"))
-        if nccl is None and not args.all:
-            continue
-        entry = dict(kernel)
-        entry["nccl"] = nccl
-        entry["communicators"] = [_identity(comm) for comm in communicators
-                                  if nccl is not None and comm.get("cuda_dev") == kernel.get("device")]
-        listed.append(entry)
-    return {"kernels": listed, "total_kernels": len(kernels)}
+    if not args.all:
+        document = dict(document)
+        document.pop("other_kernels", None)
+    return document

@@ -12,7 +12,7 @@ import os
 
 import gdb  # noqa: E402 - only importable inside gdb
 
-from . import gdbparse
+from . import gdbparse, kernels
 from .library import NSC_ERROR_BAD_INPUT, NativeError, NativeLibrary, LibraryNotFound, ReadFailed, find_library
 from .registry import UsageError
 from .text import escape_for_terminal
@@ -118,6 +118,24 @@ def host_focus():
         except gdb.error as error:
             gdb.write("ncclscope: could not restore CUDA focus (%s): %s\n" % (device_focus, error),
                       gdb.STDERR)
+
+
+def _cuda_execute(command):
+    try:
+        return _execute(command)
+    except gdb.error as error:
+        raise kernels.CommandFailed(str(error))
+
+
+def _restore_focus(device_focus, host_thread):
+    """Puts cuda-gdb's focus back on the kernel/block/thread, or the host thread, it had."""
+    try:
+        if device_focus:
+            _execute(device_focus)
+        elif host_thread is not None and host_thread.is_valid():
+            _execute("thread %d" % host_thread.num)
+    except gdb.error as error:
+        gdb.write("ncclscope: could not restore the focus: %s\n" % error, gdb.STDERR)
 
 
 def read_target_memory(address, length):
@@ -285,6 +303,39 @@ class GdbSession:
             return gdbparse.parse_cuda_kernels(_execute("info cuda kernels"))
         except gdb.error:
             return []
+
+    def kernel_view(self, record_path=None):
+        """nccl-kernels: cuda-gdb's resident kernels, per block channel and device-side wait."""
+        if not is_cuda_gdb():
+            return None
+        target = describe_target()
+        if target.kind == "none":
+            raise UsageError("nccl-kernels: no process (attach with cuda-gdb -p PID)")
+        execute = _cuda_execute
+        recorder = kernels.Recorder(execute) if record_path else None
+        host_reader = read_target_memory
+        if recorder:
+            execute, host_reader = recorder.execute, recorder.reader("host", read_target_memory)
+        read_device = kernels.device_reader(execute)
+        if recorder:
+            read_device = recorder.reader("device", read_device)
+        # Host memory through gdb (as under cuda-gdb by default), so a recording holds all of it.
+        request = self.callback_request(target)
+        restore = kernels.restore_focus_command(execute)
+        selected = gdb.selected_thread()
+        try:
+            document = kernels.build_view(self.library(), execute, request, host_reader, read_device,
+                                          host_focus)
+        except NativeError as error:
+            raise UsageError("nccl-kernels: %s" % error.message)
+        finally:
+            _restore_focus(restore, selected)
+        if recorder:
+            bundle = {"schema": "ncclscope.kernel-replay/1", "request": request,
+                      "commands": recorder.commands, "reads": recorder.reads, "result": document}
+            with open(record_path, "w", encoding="utf-8") as handle:
+                json.dump(bundle, handle, indent=1, sort_keys=True)
+        return document
 
     def target_kind(self):
         return "snapshot" if self.snapshot_path else describe_target().kind

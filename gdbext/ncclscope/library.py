@@ -103,6 +103,9 @@ class NativeLibrary:
             lib.nsc_run_json.argtypes = [ctypes.c_char_p, READ_MEMORY_FN, ctypes.c_void_p,
                                          ctypes.POINTER(ctypes.c_void_p)]
             lib.nsc_run_json.restype = ctypes.c_void_p
+            lib.nsc_run_json_device.argtypes = [ctypes.c_char_p, READ_MEMORY_FN, ctypes.c_void_p,
+                                                READ_MEMORY_FN, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)]
+            lib.nsc_run_json_device.restype = ctypes.c_void_p
             lib.nsc_error_kind.argtypes = [ctypes.c_void_p]
             lib.nsc_error_kind.restype = ctypes.c_int
             lib.nsc_error_message.argtypes = [ctypes.c_void_p]
@@ -119,16 +122,19 @@ class NativeLibrary:
     def version(self):
         return self._lib.nsc_version().decode("utf-8", "replace")
 
-    def run(self, request, reader=None):
+    def run(self, request, reader=None, device_reader=None):
         """(document, partial_message) for a request dict; raises NativeError without a document.
 
         reader(address, length) -> bytes of exactly length, or raises ReadFailed(reason).
+        device_reader: the same for memory as the GPU sees it (cuda-gdb), or None.
         """
-        callback = (READ_MEMORY_FN(make_read_callback(reader, threading.get_ident())) if reader
-                    else READ_MEMORY_FN())
+        def as_callback(function):
+            return READ_MEMORY_FN(make_read_callback(function, threading.get_ident())) if function \
+                else READ_MEMORY_FN()
+        callback, device_callback = as_callback(reader), as_callback(device_reader)
         out = ctypes.c_void_p()
         encoded = json.dumps(request).encode("utf-8")
-        error = self._lib.nsc_run_json(encoded, callback, None, ctypes.byref(out))
+        error = self._lib.nsc_run_json_device(encoded, callback, None, device_callback, None, ctypes.byref(out))
         kind, message = 0, ""
         if error:
             kind = self._lib.nsc_error_kind(error)

@@ -578,24 +578,76 @@ def render_threads(data, args=None):
 
 # --- nccl-kernels --------------------------------------------------------
 
+def _kernel_what(decoded, fallback):
+    if not decoded:
+        return escape_for_terminal(fallback)
+    return " ".join(escape_for_terminal(decoded.get(key)) for key in
+                    ("collective", "op", "datatype", "algorithm", "protocol", "detail") if decoded.get(key))
+
+
+def _block_text(block):
+    """What one block does, e.g. "RING SIMPLE: waiting for data from rank 1 at step 24"."""
+    what = " ".join(escape_for_terminal(block.get(key)) for key in ("algorithm", "protocol")
+                    if block.get(key)) or "function unknown"
+    waits = [wait for wait in block.get("waits") or [] if str(wait.get("kind", "")).startswith("waiting")]
+    if waits:
+        return "%s: %s" % (what, "; ".join(escape_for_terminal(wait.get("text")) for wait in waits))
+    if block.get("state") == "unknown":
+        reasons = [block["reason"]] if block.get("reason") else sorted(
+            {"%s %s: %s" % (wait.get("direction"), wait.get("peer"), wait.get("text"))
+             for wait in block.get("waits") or [] if wait.get("kind") == "unknown"})
+        return "%s: wait unknown (%s)" % (what, escape_for_terminal("; ".join(reasons) or "counters unavailable"))
+    return "%s: not waiting on a peer (data and slots available)" % what
+
+
+def _block_groups(blocks):
+    """Consecutive blocks with the same text, as ("blocks 0-23 (channels 0-23)", text)."""
+    groups = []
+    for block in blocks:
+        text = _block_text(block)
+        if groups and groups[-1][2] == text and groups[-1][1][-1]["block"] + 1 == block["block"]:
+            groups[-1][1].append(block)
+        else:
+            groups.append((None, [block], text))
+    lines = []
+    for _unused, members, text in groups:
+        first, last = members[0], members[-1]
+        span = "block %d" % first["block"] if first is last else "blocks %d-%d" % (first["block"], last["block"])
+        channels = [member.get("channel") for member in members]
+        if None in channels:
+            where = "channel unknown"
+        elif len(channels) == 1:
+            where = "channel %d" % channels[0]
+        else:
+            where = "channels %s" % ",".join(str(channel) for channel in channels) \
+                if channels != list(range(channels[0], channels[0] + len(channels))) \
+                else "channels %d-%d" % (channels[0], channels[-1])
+        lines.append("    %s (%s) %s" % (span, where, text))
+    return lines
+
+
 def render_kernels(data, args=None):
     lines = []
     for kernel in data.get("kernels") or []:
         field = Field(kernel)
-        nccl = kernel.get("nccl")
-        if nccl:
-            what = " ".join(escape_for_terminal(nccl.get(key)) for key in
-                            ("collective", "op", "datatype", "algorithm", "protocol", "detail")
-                            if nccl.get(key))
-        else:
-            what = escape_for_terminal(kernel.get("invocation"))
         lines.append("kernel %s on device %s (grid %s, %s%s): %s" % (
             field.text("kernel"), field.text("device"), field.text("grid"), field.text("status"),
-            ", focus" if kernel.get("focus") else "", what))
-        lines.append("    %s blocks x %s threads on %s SMs" % (
-            field.text("grid_dim"), field.text("block_dim"), field.text("sms")))
-        for comm in kernel.get("communicators") or []:
-            lines.append("    " + comm_title(comm))
+            ", focus" if kernel.get("focus") else "", _kernel_what(kernel.get("nccl"), kernel.get("invocation"))))
+        lines.append("    %s blocks x %s threads; channel mask %s" % (
+            field.text("grid_dim"), field.text("block_dim"), field.text("channel_mask")))
+        comm = kernel.get("communicator")
+        if comm:
+            lines.append("    %s [%s]" % (comm_title(comm), escape_for_terminal(kernel.get("communicator_match"))))
+        else:
+            lines.append("    communicator unknown: %s" % escape_for_terminal(kernel.get("communicator_match")))
+        for note in kernel.get("notes") or []:
+            lines.append("    note: %s" % escape_for_terminal(note))
+        for wait in kernel.get("waits") or []:
+            lines.append("    => %s" % escape_for_terminal(wait.get("text")))
+        lines.extend(_block_groups(kernel.get("blocks") or []))
+    for kernel in data.get("other_kernels") or []:
+        lines.append("kernel %s on device %s: %s (not NCCL)" % (
+            kernel.get("kernel"), kernel.get("device"), escape_for_terminal(kernel.get("invocation"))))
     total = data.get("total_kernels", 0)
     shown = len(data.get("kernels") or [])
     lines.append("%d NCCL kernel%s (%d kernel%s resident)" % (

@@ -45,6 +45,17 @@ typedef int (*nsc_read_memory_fn)(void *context, uint64_t address, void *buffer,
 nsc_error *nsc_run_json(const char *request_json, nsc_read_memory_fn read_memory,
                         void *read_context, char **json_out);
 
+/* Like nsc_run_json with a second reader for memory as the GPU sees it (under
+ * cuda-gdb: @global reads); read_device may be NULL. With it, "state" gives each
+ * communicator a "device" section (connection step counters), and the command
+ *   {"command":"kernel-view", ...target as above..., "kernels":[...]}
+ * joins the kernels the debugger saw (docs/kernels.md) with them and returns an
+ * ncclscope.kernels/1 document; given "state" (a state document decoded with a
+ * device reader), kernel-view only joins and reads no memory. */
+nsc_error *nsc_run_json_device(const char *request_json, nsc_read_memory_fn read_memory,
+                               void *read_context, nsc_read_memory_fn read_device,
+                               void *device_context, char **json_out);
+
 void nsc_string_free(char *string);
 
 /* "0.1.0" */

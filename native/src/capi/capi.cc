@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "nccl/kernel_view.h"
 #include "snapshot/state_document.h"
 #include "util/errors.h"
 #include "util/strings.h"
@@ -71,6 +72,25 @@ nsc::StateRequest state_request_from_json(const nlohmann::json& request, nsc_rea
   return state;
 }
 
+// ncclscope.kernels/1: the kernel view plus the communicators' device sections it judged from.
+nlohmann::json kernel_view_document(const nlohmann::json& state, const nlohmann::json& kernels) {
+  nlohmann::json communicators = nlohmann::json::array();
+  for (const nlohmann::json& comm : state.value("communicators", nlohmann::json::array()))
+    communicators.push_back({{"address", comm.value("address", nlohmann::json())},
+                             {"comm_hash", comm.value("comm_hash", nlohmann::json())},
+                             {"rank", comm.value("rank", nlohmann::json())},
+                             {"nranks", comm.value("nranks", nlohmann::json())},
+                             {"cuda_dev", comm.value("cuda_dev", nlohmann::json())},
+                             {"device", comm.value("device", nlohmann::json())}});
+  return {{"schema", "ncclscope.kernels/1"},
+          {"tool", state.value("tool", nlohmann::json())},
+          {"target", state.value("target", nlohmann::json())},
+          {"nccl", state.value("nccl", nlohmann::json())},
+          {"kernels", nsc::build_kernel_view(state, kernels)},
+          {"communicators", communicators},
+          {"errors", state.value("errors", nlohmann::json::array())}};
+}
+
 }  // namespace
 
 extern "C" {
@@ -83,15 +103,29 @@ const char* nsc_version(void) { return NCCLSCOPE_VERSION; }
 
 nsc_error* nsc_run_json(const char* request_json, nsc_read_memory_fn read_memory, void* read_context,
                         char** json_out) {
+  return nsc_run_json_device(request_json, read_memory, read_context, nullptr, nullptr, json_out);
+}
+
+nsc_error* nsc_run_json_device(const char* request_json, nsc_read_memory_fn read_memory, void* read_context,
+                               nsc_read_memory_fn read_device, void* device_context, char** json_out) {
   if (json_out == nullptr) return make_error(NSC_ERROR_USAGE, "json_out is NULL");
   *json_out = nullptr;
   try {
     nlohmann::json request = nlohmann::json::parse(request_json ? request_json : "");
     std::string command = request.value("command", "state");
-    if (command != "state") throw nsc::UsageError("unknown command '" + command + "'");
-    nlohmann::json document = nsc::build_state_document(state_request_from_json(request, read_memory, read_context));
+    if (command != "state" && command != "kernel-view") throw nsc::UsageError("unknown command '" + command + "'");
+    nlohmann::json document;
+    if (command == "kernel-view" && request.contains("state")) {
+      document = request["state"];  // decoded earlier in this session: join only
+    } else {
+      nsc::StateRequest state = state_request_from_json(request, read_memory, read_context);
+      if (read_device != nullptr) state.read_device_memory = wrap_callback(read_device, device_context);
+      document = nsc::build_state_document(state);
+    }
+    int exit_code = nsc::state_exit_code(document);
+    if (command == "kernel-view") document = kernel_view_document(document, request.value("kernels", nlohmann::json::array()));
     *json_out = copy_string(document.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-    if (nsc::state_exit_code(document) != 0)
+    if (exit_code != 0)
       return make_error(NSC_ERROR_PARTIAL, "some memory or fields were unreadable (see \"errors\")");
     return nullptr;
   } catch (const nsc::BadInput& error) {

@@ -65,6 +65,8 @@ const std::vector<std::string>& required_struct_names() {
       "ncclTaskColl", "ncclTaskP2p", "ncclKernelPlan", "ncclPeerInfo", "ncclStrongStream",
       "ncclCudaStreamList", "ncclGroupJob", "ncclCommCallback", "ncclDevComm", "ncclDevChannel",
       "ncclKernelComm", "ncclDevCommAndChannels", "ncclWorkList",
+      // Device-side connection state (connection_decoder.cc, kernel view).
+      "ncclDevChannelPeer", "ncclKernelCommAndChannels", "ncclDevKernelArgs", "ncclRecvMem", "ncclSendMem",
       // CUDA resources NCCL holds (nccl_cuda_decoder.cc).
       "ncclReg", "ncclIpcRegInfo", "ncclCommEventCallback", "ncclStrongStreamCapture",
       "ncclCudaContext", "ncclProxyConnection", "p2pResources",

@@ -10,6 +10,7 @@
 #include "layout/profile_store.h"
 #include "nccl/comm_decoder.h"
 #include "nccl/comm_scanner.h"
+#include "nccl/connection_decoder.h"
 #include "stacks/thread_stacks.h"
 #include "target/callback_target.h"
 #include "target/core_file.h"
@@ -159,8 +160,16 @@ json build_state_document(const StateRequest& request) {
   document["discovery"] = discovery_json(discovery);
 
   json communicators = json::array();
-  for (uint64_t address : discovery.addresses)
+  std::unique_ptr<Target> device;
+  if (request.read_device_memory)
+    device = std::make_unique<CallbackTarget>("device memory", target->pid(), request.read_device_memory,
+                                              std::vector<MemoryRegion>{}, "");
+  for (uint64_t address : discovery.addresses) {
     communicators.push_back(decode_communicator(*target, layout, address, &errors));
+    if (device)
+      communicators.back()["device"] =
+          decode_device_connections(*target, *device, layout, address, communicators.back());
+  }
   document["communicators"] = communicators;
   document["recorder"] = decode_recorder(*target, &errors);  // flight recorder rings, when loaded
 

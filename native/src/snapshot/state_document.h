@@ -31,6 +31,9 @@ struct StateRequest {
   bool live_stacks = false;       // live: unwind too (libdwfl stops each thread briefly)
   bool progress = true;           // progress on stderr for long scans when it is a terminal
   ReadMemoryCallback read_memory; // when set: read memory through it
+  // When set: memory as the GPU sees it (cuda-gdb @global reads); each communicator
+  // then gets a "device" section with its connections' step counters.
+  ReadMemoryCallback read_device_memory;
   Target* target = nullptr;       // when set: decode this target (not owned), open nothing
   // With read_memory: the process's regions, [{"start":"0x..","end":"0x..","writable":true,
   // "shared":false,"path":"/usr/lib/libnccl.so.2","file_offset":"0x0"}] (gdb: info proc mappings).

@@ -1,0 +1,219 @@
+#include "nccl/kernel_view.h"
+
+#include <map>
+#include <set>
+
+#include "util/strings.h"
+
+namespace nsc {
+namespace {
+
+using nlohmann::json;
+
+// The member at key, or a null json: a reference into the document, never a copy.
+const json& member(const json& object, const char* key) {
+  static const json null_json;
+  if (!object.is_object()) return null_json;
+  auto it = object.find(key);
+  return it == object.end() ? null_json : *it;
+}
+
+bool is_uint(const json& value) { return value.is_number_unsigned() || (value.is_number_integer() && value.get<int64_t>() >= 0); }
+
+std::string str(const json& object, const char* key) {
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+json unknown(const json& conn, std::string why) {
+  return {{"kind", "unknown"}, {"peer", conn.value("peer", json())}, {"text", std::move(why)}};
+}
+
+json recv_wait(const json& conn, const std::string& protocol) {
+  const json& head = conn.value("head", json());
+  if (!is_uint(head)) return unknown(conn, "recv head counter unavailable");
+  uint64_t step = head.get<uint64_t>();
+  bool ready;
+  if (protocol == "SIMPLE") {
+    const json& tail = conn.value("tail", json());
+    if (!is_uint(tail)) return unknown(conn, "recv tail counter unavailable");
+    ready = tail.get<uint64_t>() > step;
+  } else {
+    const json& flags = conn.value(protocol == "LL" ? "ll" : "ll128", json());
+    if (!flags.is_object()) return unknown(conn, protocol + " flag of the next slot unavailable");
+    ready = member(flags, "data_ready") == true;
+  }
+  int64_t peer = conn.value("peer", -1);
+  if (ready)
+    return {{"kind", "ready"}, {"peer", peer}, {"step", step},
+            {"text", "data from rank " + std::to_string(peer) + " for step " + std::to_string(step) + " has arrived"}};
+  std::string text = "waiting for data from rank " + std::to_string(peer) + " at step " + std::to_string(step);
+  const json& launch = conn.value("step_at_launch", json());
+  if (is_uint(launch) && launch.get<uint64_t>() == step)
+    text += " (nothing received since the kernel started)";
+  else if (is_uint(launch) && launch.get<uint64_t>() < step)
+    text += " (" + std::to_string(step - launch.get<uint64_t>()) + " steps received since the kernel started)";
+  return {{"kind", "waiting-for-data"}, {"peer", peer}, {"step", step}, {"text", text}};
+}
+
+json send_wait(const json& conn, const std::string& protocol, uint64_t nccl_steps) {
+  const json& head = conn.value("head", json());
+  if (!is_uint(head)) return unknown(conn, "send head counter unavailable");
+  uint64_t freed = head.get<uint64_t>();
+  uint64_t in_flight;
+  if (protocol == "SIMPLE") {
+    const json& tail = conn.value("tail", json());
+    if (!is_uint(tail)) return unknown(conn, "send tail counter unavailable");
+    in_flight = tail.get<uint64_t>() >= freed ? tail.get<uint64_t>() - freed : 0;
+  } else {
+    const json& flags = conn.value(protocol == "LL" ? "ll" : "ll128", json());
+    if (!flags.is_object()) return unknown(conn, protocol + " flags of the peer's slots unavailable");
+    const json& posted = member(flags, "posted_beyond_head");
+    if (!is_uint(posted)) return unknown(conn, protocol + " posted slots unavailable");
+    in_flight = posted.get<uint64_t>();
+  }
+  int64_t peer = conn.value("peer", -1);
+  if (in_flight < nccl_steps)
+    return {{"kind", "ready"}, {"peer", peer}, {"step", freed + in_flight},
+            {"text", std::to_string(nccl_steps - in_flight) + " of " + std::to_string(nccl_steps) +
+                         " slots free towards rank " + std::to_string(peer)}};
+  return {{"kind", "waiting-for-slot"}, {"peer", peer}, {"step", freed + in_flight},
+          {"text", "waiting for rank " + std::to_string(peer) + " to free a slot (all " +
+                       std::to_string(nccl_steps) + " posted, rank " + std::to_string(peer) +
+                       " consumed up to step " + std::to_string(freed) + ")"}};
+}
+
+// Connections the running algorithm moves data on: ring prev->me->next, tree up/down.
+bool used_by(const json& conn, const std::string& algorithm) {
+  std::set<std::string> roles;
+  for (const json& role : conn.value("roles", json::array())) roles.insert(role.get<std::string>());
+  std::string direction = str(conn, "direction");
+  if (algorithm == "RING") return (direction == "recv" && roles.count("ring-prev")) ||
+                                  (direction == "send" && roles.count("ring-next"));
+  if (algorithm == "TREE") return roles.count("tree-up") || roles.count("tree-down");
+  return true;
+}
+
+const json* find_communicator(const json& state, const json& kernel, std::string* match) {
+  std::string dev_comm = str(kernel, "dev_comm");
+  const json& comms = member(state, "communicators");
+  if (!comms.is_array()) {
+    *match = "no communicators decoded";
+    return nullptr;
+  }
+  if (!dev_comm.empty())
+    for (const json& comm : comms)
+      if (str(member(comm, "device"), "dev_comm") == dev_comm) {
+        *match = "kernel argument comm == ncclComm.devComm";
+        return &comm;
+      }
+  std::vector<const json*> on_device;
+  for (const json& comm : comms)
+    if (member(comm, "cuda_dev") == member(kernel, "device")) on_device.push_back(&comm);
+  if (on_device.size() == 1) {
+    *match = "guess: the only communicator on device " + kernel.value("device", json()).dump();
+    return on_device[0];
+  }
+  *match = on_device.empty() ? "no communicator on this device"
+                             : std::to_string(on_device.size()) + " communicators on this device; kernel argument unreadable";
+  return nullptr;
+}
+
+json block_view(const json& block, const json& kernel, const json* comm) {
+  json out = {{"block", block.value("block", json())}, {"channel", block.value("channel", json())},
+              {"channel_source", block.value("channel_source", json())},
+              {"function", block.value("function", json())}, {"waits", json::array()}};
+  const json& running = block.value("running", kernel.value("nccl", json::object()));
+  std::string algorithm = str(running, "algorithm"), protocol = str(running, "protocol");
+  out["algorithm"] = algorithm.empty() ? json(nullptr) : json(algorithm);
+  out["protocol"] = protocol.empty() ? json(nullptr) : json(protocol);
+  const json& channel_id = block.value("channel", json());
+  if (comm == nullptr || !channel_id.is_number_integer()) {
+    out["state"] = "unknown";
+    out["reason"] = comm == nullptr ? "communicator not identified" : "channel of this block unknown";
+    return out;
+  }
+  const json& device = member(*comm, "device");
+  uint64_t steps = is_uint(member(device, "nccl_steps")) ? member(device, "nccl_steps").get<uint64_t>() : 0;
+  const json* channel = nullptr;
+  const json& channels = member(device, "channels");
+  if (channels.is_array())
+    for (const json& candidate : channels)
+      if (member(candidate, "id") == channel_id) channel = &candidate;
+  if (channel == nullptr || steps == 0) {
+    out["state"] = "unknown";
+    out["reason"] = "no device connection data for channel " + channel_id.dump();
+    return out;
+  }
+  if (protocol != "LL" && protocol != "LL128" && protocol != "SIMPLE") {
+    out["state"] = "unknown";
+    out["reason"] = "protocol of the running function unknown";
+    return out;
+  }
+  bool any_unknown = false;
+  const json& connections = member(*channel, "connections");
+  for (const json& conn : connections.is_array() ? connections : json::array()) {
+    if (member(conn, "connected") == false || !used_by(conn, algorithm)) continue;
+    json wait = member(conn, "connected") != true ? unknown(conn, "connection state unavailable")
+                : str(conn, "direction") == "recv"  ? recv_wait(conn, protocol)
+                                                    : send_wait(conn, protocol, steps);
+    wait["direction"] = conn.value("direction", json());
+    any_unknown |= wait["kind"] == "unknown";
+    out["waits"].push_back(std::move(wait));
+  }
+  bool waiting = false;
+  for (const json& wait : out["waits"]) waiting |= str(wait, "kind").rfind("waiting", 0) == 0;
+  out["state"] = waiting ? "waiting" : (any_unknown || out["waits"].empty()) ? "unknown" : "not-waiting-on-peers";
+  if (out["waits"].empty()) out["reason"] = "no connected connection of this channel decoded";
+  return out;
+}
+
+// "waiting for data from rank 1 (24 of 24 blocks)": the peers the blocks wait on.
+json kernel_summary(const json& blocks) {
+  std::map<std::string, int> count;  // "kind peer" -> blocks
+  for (const json& block : blocks)
+    for (const json& wait : block.value("waits", json::array()))
+      if (str(wait, "kind").rfind("waiting", 0) == 0)
+        ++count[str(wait, "kind") + " " + std::to_string(wait.value("peer", -1))];
+  json waits = json::array();
+  for (const auto& [key, n] : count) {
+    size_t space = key.find(' ');
+    std::string kind = key.substr(0, space), peer = key.substr(space + 1);
+    std::string text = kind == "waiting-for-data" ? "waiting for data from rank " + peer
+                                                  : "waiting for rank " + peer + " to free a slot";
+    waits.push_back({{"kind", kind}, {"peer", std::stoll(peer)}, {"blocks", n},
+                     {"text", text + " (" + std::to_string(n) + " of " + std::to_string(blocks.size()) + " blocks)"}});
+  }
+  return waits;
+}
+
+}  // namespace
+
+json connection_wait(const json& connection, const std::string& protocol, uint64_t nccl_steps) {
+  return str(connection, "direction") == "recv" ? recv_wait(connection, protocol)
+                                                : send_wait(connection, protocol, nccl_steps);
+}
+
+json build_kernel_view(const json& state, const json& kernels) {
+  json out = json::array();
+  for (const json& kernel : kernels) {
+    json view = kernel;
+    view.erase("blocks");
+    std::string match;
+    const json* comm = find_communicator(state, kernel, &match);
+    view["communicator"] = comm == nullptr ? json(nullptr)
+                                           : json{{"address", comm->value("address", json())},
+                                                  {"comm_hash", comm->value("comm_hash", json())},
+                                                  {"rank", comm->value("rank", json())},
+                                                  {"nranks", comm->value("nranks", json())}};
+    view["communicator_match"] = match;
+    json blocks = json::array();
+    for (const json& block : kernel.value("blocks", json::array())) blocks.push_back(block_view(block, kernel, comm));
+    view["waits"] = kernel_summary(blocks);
+    view["blocks"] = blocks;
+    out.push_back(std::move(view));
+  }
+  return out;
+}
+
+}  // namespace nsc

@@ -1,0 +1,26 @@
+// The kernel view: each resident NCCL kernel (as cuda-gdb lists it), the
+// communicator it belongs to, and per block the channel it runs and what that
+// channel waits for: "waiting for data from rank R at step S" or "waiting for
+// rank R to free a slot", judged from the device-side counters that
+// connection_decoder reads (docs/kernels.md).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+namespace nsc {
+
+// state: an ncclscope.state/1 document whose communicators carry a "device"
+// section (connection_decoder). kernels: what the debugger saw, one entry per
+// kernel: {"kernel", "device", "grid", "status", "grid_dim", "block_dim", "invocation",
+// "nccl":{collective, op, datatype, algorithm, protocol}, "dev_comm", "channel_mask",
+// "blocks":[{"block", "channel", "channel_source", "function",
+//            "running":{algorithm, protocol}}]}.
+// Returns the `kernels` array of ncclscope.kernels/1.
+nlohmann::json build_kernel_view(const nlohmann::json& state, const nlohmann::json& kernels);
+
+// What one connection waits for under a protocol ("LL", "LL128", "SIMPLE"):
+// {"kind":"waiting-for-data"|"waiting-for-slot"|"ready"|"unknown", "peer", "step", "text"}.
+nlohmann::json connection_wait(const nlohmann::json& connection, const std::string& protocol,
+                               uint64_t nccl_steps);
+
+}  // namespace nsc
