@@ -57,6 +57,7 @@ run_case skip-collective skip-collective "" "0 1"
 run_case skip-collective-simple skip-collective Simple "0"
 run_case skip-collective-ll128 skip-collective LL128 "0"
 run_case mismatched-collective mismatched-collective "" "0 1"
+[ "${ONE_GPU:-0}" = 1 ] || ONE_GPU=1 run_case skip-collective-net skip-collective "" "0"
 for f in "$RESULTS"/*-rank0.cuda-gdb.txt; do echo "===== $f"; sed -n '/^(gdb) nccl-kernels/,/^\[nccl-kernels took/p' "$f" | head -20; done
 tar -C "$OUT" -cJf "$OUT/kernels.tar.xz" kernels && rm -rf "$RESULTS"
 ls -l "$OUT"; log done

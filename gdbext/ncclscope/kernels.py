@@ -142,21 +142,37 @@ def restore_focus_command(execute):
         return None
 
 
+class _FocusKeys:
+    """Keys commands by the cuda-gdb focus they ran under: `x (@shared ...)` and
+    `info symbol $pc` answer differently for each block."""
+
+    def __init__(self):
+        self.focus = ""
+
+    def key(self, command):
+        if command.startswith("cuda kernel ") and "block (" in command:
+            self.focus = command
+            return command
+        return "%s | %s" % (self.focus, command) if self.focus else command
+
+
 class Recorder:
     """Wraps execute and the memory readers, keeping every answer for a replay bundle."""
 
     def __init__(self, execute):
         self._execute = execute
+        self._keys = _FocusKeys()
         self.commands = {}
         self.reads = {"host": [], "device": []}
 
     def execute(self, command):
+        key = self._keys.key(command)
         try:
             text = self._execute(command)
         except CommandFailed as error:
-            self.commands[command] = {"error": str(error)}
+            self.commands[key] = {"error": str(error)}
             raise
-        self.commands[command] = {"output": text}
+        self.commands[key] = {"output": text}
         return text
 
     def reader(self, kind, read):
@@ -175,13 +191,14 @@ class Replay:
     """Serves a recorded bundle: the same commands and reads give the same answers."""
 
     def __init__(self, bundle):
+        self._keys = _FocusKeys()
         self.commands = bundle.get("commands") or {}
         self.reads = {kind: {(int(address, 16), length): (data, why)
                              for address, length, data, why in (bundle.get("reads") or {}).get(kind, [])}
                       for kind in ("host", "device")}
 
     def execute(self, command):
-        answer = self.commands.get(command)
+        answer = self.commands.get(self._keys.key(command))
         if answer is None:
             raise CommandFailed("not recorded: %s" % command)
         if "error" in answer:

@@ -29,31 +29,61 @@ json unknown(const json& conn, std::string why) {
   return {{"kind", "unknown"}, {"peer", conn.value("peer", json())}, {"text", std::move(why)}};
 }
 
-json recv_wait(const json& conn, const std::string& protocol) {
-  const json& head = conn.value("head", json());
-  if (!is_uint(head)) return unknown(conn, "recv head counter unavailable");
-  uint64_t step = head.get<uint64_t>();
-  bool ready;
+// Slots of data already posted beyond `base` for this protocol, or null when unreadable.
+json arrived_beyond(const json& conn, const std::string& protocol, uint64_t base) {
   if (protocol == "SIMPLE") {
-    const json& tail = conn.value("tail", json());
-    if (!is_uint(tail)) return unknown(conn, "recv tail counter unavailable");
-    ready = tail.get<uint64_t>() > step;
-  } else {
-    const json& flags = conn.value(protocol == "LL" ? "ll" : "ll128", json());
-    if (!flags.is_object()) return unknown(conn, protocol + " flag of the next slot unavailable");
-    ready = member(flags, "data_ready") == true;
+    const json& tail = member(conn, "tail");
+    if (!is_uint(tail)) return nullptr;
+    return tail.get<uint64_t>() > base ? tail.get<uint64_t>() - base : 0;
   }
-  int64_t peer = conn.value("peer", -1);
-  if (ready)
-    return {{"kind", "ready"}, {"peer", peer}, {"step", step},
-            {"text", "data from rank " + std::to_string(peer) + " for step " + std::to_string(step) + " has arrived"}};
-  std::string text = "waiting for data from rank " + std::to_string(peer) + " at step " + std::to_string(step);
-  const json& launch = conn.value("step_at_launch", json());
-  if (is_uint(launch) && launch.get<uint64_t>() == step)
-    text += " (nothing received since the kernel started)";
-  else if (is_uint(launch) && launch.get<uint64_t>() < step)
-    text += " (" + std::to_string(step - launch.get<uint64_t>()) + " steps received since the kernel started)";
-  return {{"kind", "waiting-for-data"}, {"peer", peer}, {"step", step}, {"text", text}};
+  const json& flags = member(conn, protocol == "LL" ? "ll" : "ll128");
+  if (!is_uint(member(flags, "base")) || member(flags, "base").get<uint64_t>() != base) return nullptr;
+  return member(flags, "arrived_beyond_base");
+}
+
+json waiting_for_data(int64_t peer, uint64_t step, const std::string& detail) {
+  return {{"kind", "waiting-for-data"}, {"peer", peer}, {"step", step},
+          {"text", "waiting for data from rank " + std::to_string(peer) + " at step " + std::to_string(step) + detail}};
+}
+
+// The receiver's position is its published head when readable (exact); otherwise the
+// step saved at launch is a lower bound, and "nothing arrived beyond it" still proves the wait.
+json recv_wait(const json& conn, const std::string& protocol) {
+  int64_t peer = member(conn, "peer").is_number_integer() ? member(conn, "peer").get<int64_t>() : -1;
+  const json& head = member(conn, "head");
+  const json& launch = member(conn, "step_at_launch");
+  if (is_uint(head)) {
+    uint64_t step = head.get<uint64_t>();
+    json arrived = arrived_beyond(conn, protocol, step);
+    if (!is_uint(arrived)) return unknown(conn, "data posted by rank " + std::to_string(peer) + " unreadable");
+    if (arrived.get<uint64_t>() > 0)
+      return {{"kind", "ready"}, {"peer", peer}, {"step", step},
+              {"text", "data from rank " + std::to_string(peer) + " for step " + std::to_string(step) + " has arrived"}};
+    std::string since = is_uint(launch) && launch.get<uint64_t>() == step
+                            ? " (nothing received since the kernel started)"
+                            : is_uint(launch) && launch.get<uint64_t>() < step
+                                  ? " (" + std::to_string(step - launch.get<uint64_t>()) + " steps received since the kernel started)"
+                                  : "";
+    return waiting_for_data(peer, step, since);
+  }
+  if (!is_uint(launch)) return unknown(conn, "recv head and step at launch unavailable");
+  uint64_t step = launch.get<uint64_t>();
+  json arrived = arrived_beyond(conn, protocol, step);
+  if (!is_uint(arrived)) return unknown(conn, "data posted by rank " + std::to_string(peer) + " unreadable");
+  if (arrived.get<uint64_t>() == 0)
+    return waiting_for_data(peer, step, " (nothing received since the kernel started; head is in rank " +
+                                            std::to_string(peer) + "'s memory)");
+  return unknown(conn, "rank " + std::to_string(peer) + " posted " + arrived.dump() +
+                           " steps since the kernel started at step " + std::to_string(step) +
+                           "; this rank's position (head in rank " + std::to_string(peer) + "'s memory) unreadable");
+}
+
+// "rank 1 consumed up to step 24 (nothing since the kernel started)".
+std::string consumed_fact(const json& conn, uint64_t freed) {
+  std::string text = "rank " + member(conn, "peer").dump() + " consumed up to step " + std::to_string(freed);
+  const json& launch = member(conn, "step_at_launch");
+  if (is_uint(launch) && launch.get<uint64_t>() == freed) text += " (nothing since the kernel started)";
+  return text;
 }
 
 json send_wait(const json& conn, const std::string& protocol, uint64_t nccl_steps) {
@@ -63,11 +93,11 @@ json send_wait(const json& conn, const std::string& protocol, uint64_t nccl_step
   uint64_t in_flight;
   if (protocol == "SIMPLE") {
     const json& tail = conn.value("tail", json());
-    if (!is_uint(tail)) return unknown(conn, "send tail counter unavailable");
+    if (!is_uint(tail)) return unknown(conn, consumed_fact(conn, freed) + "; what this rank posted is unreadable");
     in_flight = tail.get<uint64_t>() >= freed ? tail.get<uint64_t>() - freed : 0;
   } else {
     const json& flags = conn.value(protocol == "LL" ? "ll" : "ll128", json());
-    if (!flags.is_object()) return unknown(conn, protocol + " flags of the peer's slots unavailable");
+    if (!flags.is_object()) return unknown(conn, consumed_fact(conn, freed) + "; " + protocol + " flags in its buffer unreadable");
     const json& posted = member(flags, "posted_beyond_head");
     if (!is_uint(posted)) return unknown(conn, protocol + " posted slots unavailable");
     in_flight = posted.get<uint64_t>();
@@ -123,6 +153,7 @@ json block_view(const json& block, const json& kernel, const json* comm) {
   json out = {{"block", block.value("block", json())}, {"channel", block.value("channel", json())},
               {"channel_source", block.value("channel_source", json())},
               {"function", block.value("function", json())}, {"waits", json::array()}};
+  if (block.contains("channel_in_shared")) out["channel_in_shared"] = block["channel_in_shared"];
   const json& running = block.value("running", kernel.value("nccl", json::object()));
   std::string algorithm = str(running, "algorithm"), protocol = str(running, "protocol");
   out["algorithm"] = algorithm.empty() ? json(nullptr) : json(algorithm);

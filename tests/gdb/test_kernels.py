@@ -1,0 +1,121 @@
+"""nccl-kernels: parsing of cuda-gdb output and replays of real sessions recorded on 2x H200.
+
+The bundles in data/kernel-replay/ were written by `nccl-kernels --record` under
+cuda-gdb on real hung jobs (scripts/device-kernels-run.sh, docs/kernels.md): every
+cuda-gdb command output and every host/device memory read. Replaying them runs the
+same collector and the same native decoder on the same bytes, without a GPU.
+"""
+
+import json
+import lzma
+import os
+import unittest
+
+from ncclscope import gdbparse, kernels, library, render
+
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "kernel-replay")
+
+# Real `x/4gx (@global void*)ADDR` output from the probe run (2026-11-29, H200).
+X_OUTPUT = ("0x7f82f5e00260:\t0x00007f830a800000\t0x00007f830a880000\n"
+            "0x7f82f5e00270:\t0x00007f830ad30000\t0x0000000000000000\n")
+
+
+class ParsingTest(unittest.TestCase):
+    def test_x_words(self):
+        self.assertEqual(gdbparse.parse_x_words(X_OUTPUT),
+                         [0x7f830a800000, 0x7f830a880000, 0x7f830ad30000, 0])
+        self.assertEqual(gdbparse.parse_x_words("0x400 <ncclShmem>:\t0x0000000000000018"), [24])
+        self.assertEqual(gdbparse.parse_x_words("Cannot access memory at address 0x0"), [])
+
+    def test_channel_of_block_is_the_nth_set_bit(self):
+        self.assertEqual([gdbparse.nth_set_bit(0xffffff, b) for b in (0, 5, 23)], [0, 5, 23])
+        self.assertEqual([gdbparse.nth_set_bit(0b1010_0100, b) for b in range(3)], [2, 5, 7])
+        self.assertIsNone(gdbparse.nth_set_bit(0b1, 1))
+
+    def test_kernel_args_found_by_content(self):
+        dev_comm = 0x7f94d4800000
+        words = [0] * 64 + [dev_comm, 0xffffff, 0, 0, 7]
+        self.assertEqual(gdbparse.find_kernel_args(words, {dev_comm}, 24), 64 * 8)
+        self.assertIsNone(gdbparse.find_kernel_args(words, {dev_comm}, 23))  # mask must fit the grid
+        self.assertIsNone(gdbparse.find_kernel_args(words, {0x1234}, 24))  # comm must be a devComm
+
+    def test_running_function_decoded(self):
+        name = "ncclDevFunc_AllReduce_Sum_f32_RING_SIMPLE"
+        self.assertEqual(gdbparse.decode_nccl_kernel_name(name, "ncclDevFunc_")["protocol"], "SIMPLE")
+        self.assertIsNone(gdbparse.decode_nccl_kernel_name(name))
+
+
+def load_bundle(name):
+    with lzma.open(os.path.join(DATA, name + ".replay.json.xz"), "rt", encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+class ReplayTest(unittest.TestCase):
+    """Needs libncclscope.so (NCCLSCOPE_BUILD); reads only the bundles, no GPU and no CUDA."""
+
+    def setUp(self):
+        build = os.environ.get("NCCLSCOPE_BUILD", "")
+        path = os.path.join(build, "lib", "libncclscope.so")
+        if not build or not os.path.isfile(path):
+            self.skipTest("no libncclscope.so in NCCLSCOPE_BUILD")
+        self.lib = library.NativeLibrary(path)
+
+    def replay(self, name):
+        bundle = load_bundle(name)
+        replay = kernels.Replay(bundle)
+        request = dict(bundle["request"])
+        request["profile_path"] = os.path.join(os.path.dirname(DATA), "..", "..", "..", "native", "profiles")
+        return kernels.build_view(self.lib, replay.execute, request, replay.reader("host"), replay.reader("device"))
+
+    def assert_waiting_for_rank1(self, document, nblocks, step, protocol):
+        self.assertEqual(len(document["kernels"]), 1)
+        kernel = document["kernels"][0]
+        self.assertEqual(kernel["communicator_match"], "kernel argument comm == ncclComm.devComm")
+        self.assertEqual(kernel["communicator"]["rank"], 0)
+        self.assertEqual(kernel["channel_mask"], hex((1 << nblocks) - 1))
+        self.assertEqual([block["channel"] for block in kernel["blocks"]], list(range(nblocks)))
+        self.assertTrue(all(block["channel_in_shared"] == block["channel"] for block in kernel["blocks"]))
+        self.assertEqual({block["protocol"] for block in kernel["blocks"]}, {protocol})
+        self.assertEqual(kernel["waits"], [{"kind": "waiting-for-data", "peer": 1, "blocks": nblocks,
+                                            "text": "waiting for data from rank 1 (%d of %d blocks)"
+                                                    % (nblocks, nblocks)}])
+        for block in kernel["blocks"]:
+            waiting = [wait for wait in block["waits"] if wait["kind"] == "waiting-for-data"]
+            self.assertEqual([(wait["peer"], wait["step"], wait["direction"]) for wait in waiting],
+                             [(1, step, "recv")])
+        return kernel
+
+    def test_skip_collective_nvlink_simple(self):
+        # Rank 1 never called its 4th AllReduce: every channel of rank 0 waits on rank 1.
+        document = self.replay("skip-collective-rank0")
+        kernel = self.assert_waiting_for_rank1(document, 24, 24, "SIMPLE")
+        self.assertEqual(kernel["nccl"]["protocol"], "LL")  # the kernel's name; it runs SIMPLE
+        self.assertIn("blocks 0-23 (channels 0-23) RING SIMPLE: waiting for data from rank 1 at step 24",
+                      render.render_kernels(document))
+
+    def test_skip_collective_ll128(self):
+        self.assert_waiting_for_rank1(self.replay("skip-collective-ll128-rank0"), 24, 6, "LL128")
+
+    def test_skip_collective_net_reads_the_exact_head(self):
+        kernel = self.assert_waiting_for_rank1(self.replay("skip-collective-net-rank0"), 2, 24, "SIMPLE")
+        # NET: the receiver's head is in this process's (host) memory, so the step is exact.
+        self.assertEqual(kernel["blocks"][0]["waits"][0]["text"],
+                         "waiting for data from rank 1 at step 24 (nothing received since the kernel started)")
+
+    def test_culprit_rank_has_no_kernel(self):
+        for name in ("skip-collective-rank1", "mismatched-collective-rank1"):
+            document = self.replay(name)
+            self.assertEqual(document["kernels"], [])
+            self.assertEqual(document["total_kernels"], 0)
+
+    def test_mismatched_collective_is_not_guessed(self):
+        # Rank 1's ReduceScatter posted 4 steps into rank 0's AllReduce: the wait cannot be proven.
+        kernel = self.replay("mismatched-collective-rank0")["kernels"][0]
+        self.assertEqual(kernel["waits"], [])
+        self.assertEqual({block["state"] for block in kernel["blocks"]}, {"unknown"})
+        self.assertIn("rank 1 posted 4 steps since the kernel started at step 24",
+                      kernel["blocks"][0]["waits"][0]["text"])
+
+
+if __name__ == "__main__":
+    unittest.main()
