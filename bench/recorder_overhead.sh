@@ -2,9 +2,13 @@
 # Flight recorder cost.
 #   bench/recorder_overhead.sh cpu BUILD_DIR   per-record cost (no GPU): build/bench/recorder_overhead
 #   bench/recorder_overhead.sh gpu LIBRARY     on the GPU machine: a 2-rank PyTorch DDP training loop
-#       with and without the recorder (CUDA_INJECTION64_PATH + NCCL_PROFILER_PLUGIN), alternating
-#       runs; prints step times, the slowdown, and what the recorder saw (sources, threads, comms).
-# Env: PYTHON (default /opt/torch/.venv/bin/python), STEPS (default 300), RUNS (default 3).
+#       run in three configurations, interleaved run by run: off, the NCCL profiler plugin only
+#       (NCCL_PROFILER_PLUGIN), and the whole recorder (+ CUDA_INJECTION64_PATH: CUPTI callbacks).
+#       Each run reports its median step time (rank 0, after warm-up); the summary gives, per
+#       configuration, the median over runs and the slowdown against off, plus every run's value.
+# Env: PYTHON (default /opt/torch/.venv/bin/python), STEPS (default 300), RUNS (default 3),
+#      MODEL small (8 x Linear(2048), batch 64: ~2.5 ms steps) or medium (8 x Linear(8192),
+#      batch 1024: tens of ms, closer to a real training step).
 set -euo pipefail
 
 mode=${1:-cpu}
@@ -40,10 +44,11 @@ def run(rank, steps, out, library):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT="29533")
     torch.cuda.set_device(rank)
     dist.init_process_group("nccl", rank=rank, world_size=2)
-    model = torch.nn.Sequential(*[torch.nn.Linear(2048, 2048) for _ in range(8)]).cuda()
+    width, batch = (8192, 1024) if os.environ.get("MODEL") == "medium" else (2048, 64)
+    model = torch.nn.Sequential(*[torch.nn.Linear(width, width) for _ in range(8)]).cuda()
     ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[rank])
     optimizer = torch.optim.SGD(ddp.parameters(), lr=1e-3)
-    data = torch.randn(64, 2048, device="cuda")
+    data = torch.randn(batch, width, device="cuda")
     times = []
     for step in range(steps):
         torch.cuda.synchronize()
@@ -53,8 +58,9 @@ def run(rank, steps, out, library):
         optimizer.step()
         torch.cuda.synchronize()
         times.append(time.perf_counter() - start)
-    warm = times[steps // 5:]
+    warm = sorted(times[steps // 5:])
     result = {"rank": rank, "mean_step_ms": 1000 * sum(warm) / len(warm),
+              "median_step_ms": 1000 * warm[len(warm) // 2],
               "recorder": header(library) if library else None}
     with open(f"{out}.{rank}", "w") as f:
         json.dump(result, f)
@@ -65,28 +71,31 @@ if __name__ == "__main__":
     mp.spawn(run, args=(steps, out, library), nprocs=2)
 EOF
 
-measure() {  # $1 = on|off, $2 = run index
+measure() {  # $1 = off|profiler|on, $2 = run index
   local out="$work/result.$1.$2"
-  if [[ $1 == on ]]; then
-    CUDA_INJECTION64_PATH=$library NCCL_PROFILER_PLUGIN=$library "$python" "$work/train.py" "$steps" "$out" "$library"
-  else
-    "$python" "$work/train.py" "$steps" "$out"
-  fi
-  cat "$out.0"; echo
+  case $1 in
+    on) CUDA_INJECTION64_PATH=$library NCCL_PROFILER_PLUGIN=$library "$python" "$work/train.py" "$steps" "$out" "$library" ;;
+    profiler) NCCL_PROFILER_PLUGIN=$library "$python" "$work/train.py" "$steps" "$out" "$library" ;;
+    off) "$python" "$work/train.py" "$steps" "$out" ;;
+  esac
+  echo "$1 run $2: $(cat "$out.0")"
 }
 
 for run in $(seq 1 "$runs"); do
-  measure off "$run"
-  measure on "$run"
+  for config in off profiler on; do measure "$config" "$run"; done
 done
-"$python" - "$work" "$runs" <<'EOF'
-import json, sys, glob
+"$python" - "$work" "$runs" <<'PY'
+import json, sys, glob, statistics
 work, runs = sys.argv[1], int(sys.argv[2])
-def mean(kind):
-    values = [json.load(open(f))["mean_step_ms"] for f in glob.glob(f"{work}/result.{kind}.*.0")]
-    return min(values)  # best of runs: the least disturbed
-off, on = mean("off"), mean("on")
-print(json.dumps({"step_ms_without": round(off, 3), "step_ms_with_recorder": round(on, 3),
-                  "slowdown_percent": round(100 * (on - off) / off, 2)}))
-EOF
+def medians(kind):
+    return [json.load(open(f))["median_step_ms"] for f in sorted(glob.glob(f"{work}/result.{kind}.*.0"))]
+summary = {"model": __import__("os").environ.get("MODEL", "small"), "runs": runs}
+off = statistics.median(medians("off"))
+for kind in ("off", "profiler", "on"):
+    values = medians(kind)
+    middle = statistics.median(values)
+    summary[kind] = {"median_step_ms": round(middle, 3), "runs_ms": [round(v, 3) for v in values],
+                     "slowdown_percent": round(100 * (middle - off) / off, 2)}
+print(json.dumps(summary))
+PY
 rm -rf "$work"

@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cuda/recorder_decoder.h"
 #include "snapshot/state_document.h"
 #include "target/core_file.h"
 #include "target/core_writer.h"
@@ -83,6 +84,15 @@ std::vector<AddressRange> record_decoder_reads(CoreFile& core, const SliceReques
   return recording.recorded_ranges();
 }
 
+// Without libnccl the state decode stops early: the flight recorder's region (if any)
+// is still worth keeping, so decode it alone through a RecordingTarget.
+std::vector<AddressRange> record_recorder_reads(CoreFile& core) {
+  RecordingTarget recording(core);
+  nlohmann::json errors = nlohmann::json::array();
+  decode_recorder(recording, &errors);
+  return recording.recorded_ranges();
+}
+
 // Reads every kept range back from the written core: it must hold the same bytes.
 bool verify_slice(CoreFile& original, const std::string& output_path,
                   const std::vector<AddressRange>& ranges) {
@@ -119,6 +129,7 @@ int slice(const SliceRequest& request, bool json_output) {
     } catch (const BadInput& error) {
       std::fprintf(stderr, "ncclscope slice: NCCL pass skipped: %s\n", escape_for_terminal(error.what()).c_str());
       exit_code = kExitPartial;
+      decoded = record_recorder_reads(*core);
     }
     keep.insert(keep.end(), decoded.begin(), decoded.end());
   }

@@ -258,13 +258,25 @@ bool magic_at(Target& target, uint64_t page, bool* unreadable) {
   return std::memcmp(probe, kMagic, sizeof(kMagic)) == 0;
 }
 
+// End of the run of back-to-back regions holding `address` (a sliced core splits one
+// mapping into a kept segment and an unsaved one), or 0 when no region holds it.
+uint64_t contiguous_end(const std::vector<MemoryRegion>& regions, uint64_t address) {
+  const MemoryRegion* region = find_region(regions, address);
+  if (region == nullptr) return 0;
+  uint64_t end = region->end;
+  for (const MemoryRegion* next = find_region(regions, end); next != nullptr && next->start == end;
+       next = find_region(regions, end))
+    end = next->end;
+  return end;
+}
+
 // Validates a magic hit (the whole region must fit its mapping); records why a hit was rejected.
 bool accept_header(Target& target, uint64_t page, std::vector<std::string>* rejected) {
   RecorderHeader header;
   std::string why;
-  const MemoryRegion* mapping = find_region(target.regions(), page);
+  uint64_t mapping_end = contiguous_end(target.regions(), page);
   if (read_exact(target, page, &header, sizeof(header), &why) && header_plausible(header, page, &why)) {
-    if (mapping == nullptr || header.region_size <= mapping->end - page) return true;
+    if (mapping_end == 0 || header.region_size <= mapping_end - page) return true;
     why = "region of " + std::to_string(header.region_size) + " bytes does not fit its mapping";
   }
   if (rejected) rejected->push_back(hex(page) + ": " + why);
