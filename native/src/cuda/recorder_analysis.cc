@@ -65,22 +65,35 @@ nlohmann::json compare_recorded_collectives(const std::vector<nlohmann::json>& r
 
 namespace {
 
-// Annotates one NCCL op (a chain step's after_nccl_op or nccl_op) with who launched it.
-void annotate_op(nlohmann::json& step, const std::vector<nlohmann::json>& states) {
-  const nlohmann::json& op = step.contains("after_nccl_op") && step["after_nccl_op"].is_object()
-                                 ? step["after_nccl_op"] : step.value("nccl_op", nlohmann::json());
-  if (!op.is_object() || !op.contains("seq")) return;
-  std::string hash = op.value("comm_hash", "");
-  std::string collective = op.value("collective", "");
-  uint64_t seq = op["seq"].get<uint64_t>();
-  nlohmann::json waiting = nlohmann::json::array(), launched = nlohmann::json::array();
+// (comm hash, collective) -> (rank, seq_launched) of every state holding that communicator.
+using LaunchIndex = std::map<std::pair<std::string, std::string>, std::vector<std::pair<int64_t, uint64_t>>>;
+
+LaunchIndex index_launches(const std::vector<nlohmann::json>& states) {
+  LaunchIndex index;
   for (const nlohmann::json& state : states)
     for (const auto& comm : state.value("communicators", nlohmann::json::array())) {
-      if (comm.value("comm_hash", nlohmann::json()) != hash) continue;
+      const nlohmann::json& hash = comm.value("comm_hash", nlohmann::json());
+      const nlohmann::json& rank = comm.value("rank", nlohmann::json());
       const nlohmann::json& launches = comm.value("seq_launched", nlohmann::json::object());
-      if (!launches.contains(collective) || !launches[collective].is_number()) continue;
-      (launches[collective].get<uint64_t>() <= seq ? waiting : launched).push_back(comm.value("rank", -1));
+      if (!hash.is_string() || !rank.is_number_integer() || !launches.is_object()) continue;
+      for (const auto& [collective, launched] : launches.items())
+        if (launched.is_number_integer() && launched.get<int64_t>() >= 0)
+          index[{hash.get<std::string>(), collective}].emplace_back(rank.get<int64_t>(), launched.get<uint64_t>());
     }
+  return index;
+}
+
+// Annotates one NCCL op (a chain step's after_nccl_op or nccl_op) with who launched it.
+void annotate_op(nlohmann::json& step, const LaunchIndex& index) {
+  const nlohmann::json& op = step.contains("after_nccl_op") && step["after_nccl_op"].is_object()
+                                 ? step["after_nccl_op"] : step.value("nccl_op", nlohmann::json());
+  if (!op.is_object() || !op.contains("seq") || !op["seq"].is_number_integer()) return;
+  if (!op["seq"].is_number_unsigned() && op["seq"].get<int64_t>() < 0) return;
+  uint64_t seq = op["seq"].get<uint64_t>();
+  nlohmann::json waiting = nlohmann::json::array(), launched = nlohmann::json::array();
+  auto found = index.find({op.value("comm_hash", ""), op.value("collective", "")});
+  if (found != index.end())
+    for (const auto& [rank, count] : found->second) (count <= seq ? waiting : launched).push_back(rank);
   step["waits_for_ranks"] = waiting;
   step["launched_by_ranks"] = launched;
 }
@@ -89,9 +102,11 @@ void annotate_op(nlohmann::json& step, const std::vector<nlohmann::json>& states
 
 nlohmann::json annotate_chains_with_ranks(const nlohmann::json& chains,
                                           const std::vector<nlohmann::json>& states) {
+  // Indexed once: a 4,096-rank job has a chain on nearly every rank.
+  LaunchIndex index = index_launches(states);
   nlohmann::json annotated = chains;
   for (auto& chain : annotated)
-    for (auto& step : chain["steps"]) annotate_op(step, states);
+    for (auto& step : chain["steps"]) annotate_op(step, index);
   return annotated;
 }
 

@@ -284,11 +284,11 @@ class RecorderAnalyzer {
 
   // --- chains ---------------------------------------------------------------
 
-  // What annotate_chains_with_ranks reads: each process's communicators and launch counts.
+  // What annotate_chains_with_ranks reads: one state-like document with every process's
+  // communicators and launch counts.
   json launch_states() const {
-    json states = json::array();
-    for (const ProcessView& process : job_.processes) {
-      json comms = json::array();
+    json comms = json::array();
+    for (const ProcessView& process : job_.processes)
       for (const CommView& comm : process.comms) {
         if (!comm.rank) continue;
         json launched = json::object();
@@ -296,9 +296,7 @@ class RecorderAnalyzer {
           if (comm.seq_launched[c]) launched[kCollectiveNames[c]] = *comm.seq_launched[c];
         comms.push_back({{"comm_hash", comm.comm_hash_text}, {"rank", *comm.rank}, {"seq_launched", launched}});
       }
-      states.push_back({{"communicators", comms}});
-    }
-    return states;
+    return {{"communicators", comms}};
   }
 
   static std::string op_text(const json& op) {
@@ -372,30 +370,34 @@ class RecorderAnalyzer {
   }
 
   json build_chains() {
-    json states = launch_states();
-    json out = json::array();
-    for (int p : recorded_) {
-      const ProcessView& process = job_.processes[p];
-      json annotated = annotate_chains_with_ranks(process.recorder["chains"], states);
-      for (const json& chain : annotated) {
-        const json* awaited = nullptr;
-        std::string text = chain_text(chain["steps"], &awaited);
-        json entry = {{"node", p}, {"input", process.input_name},
-                      {"world_rank", job_.world_rank[p] ? json(*job_.world_rank[p]) : json(nullptr)},
-                      {"tid", chain.value("tid", json())}, {"steps", chain["steps"]},
-                      {"waits_for_ranks", json::array()}, {"finding", nullptr}};
-        if (awaited != nullptr) {
-          bool after = awaited->contains("after_nccl_op") && (*awaited)["after_nccl_op"].is_object();
-          const json& op = after ? (*awaited)["after_nccl_op"] : (*awaited)["nccl_op"];
-          int g = group_of_hash(job_, text_of(op["comm_hash"], ""));
-          std::string end = awaited_text(*awaited, op, g);
-          if (!end.empty()) text += " -> " + end;
-          if (awaited->contains("waits_for_ranks")) entry["waits_for_ranks"] = (*awaited)["waits_for_ranks"];
-          if (g >= 0 && op.contains("seq")) entry["finding"] = join_finding(g, op, p, text);
-        }
-        entry["text"] = job_.process_label(p) + ": " + text;
-        out.push_back(entry);
+    json all = json::array();  // every rank's chains, annotated in one pass
+    for (int p : recorded_)
+      for (json chain : job_.processes[p].recorder["chains"]) {
+        chain["node"] = p;
+        all.push_back(std::move(chain));
       }
+    json annotated = annotate_chains_with_ranks(all, {launch_states()});
+    json out = json::array();
+    for (const json& chain : annotated) {
+      int p = chain["node"].get<int>();
+      const ProcessView& process = job_.processes[p];
+      const json* awaited = nullptr;
+      std::string text = chain_text(chain["steps"], &awaited);
+      json entry = {{"node", p}, {"input", process.input_name},
+                    {"world_rank", job_.world_rank[p] ? json(*job_.world_rank[p]) : json(nullptr)},
+                    {"tid", chain.value("tid", json())}, {"steps", chain["steps"]},
+                    {"waits_for_ranks", json::array()}, {"finding", nullptr}};
+      if (awaited != nullptr) {
+        bool after = awaited->contains("after_nccl_op") && (*awaited)["after_nccl_op"].is_object();
+        const json& op = after ? (*awaited)["after_nccl_op"] : (*awaited)["nccl_op"];
+        int g = group_of_hash(job_, text_of(op["comm_hash"], ""));
+        std::string end = awaited_text(*awaited, op, g);
+        if (!end.empty()) text += " -> " + end;
+        if (awaited->contains("waits_for_ranks")) entry["waits_for_ranks"] = (*awaited)["waits_for_ranks"];
+        if (g >= 0 && op.contains("seq")) entry["finding"] = join_finding(g, op, p, text);
+      }
+      entry["text"] = job_.process_label(p) + ": " + text;
+      out.push_back(entry);
     }
     return out;
   }
