@@ -38,8 +38,10 @@ nlohmann::json compare_recorded_collectives(const std::vector<nlohmann::json>& r
     }
   }
   nlohmann::json mismatches = nlohmann::json::array();
+  uint64_t compared = 0;
   for (const auto& [key, ops] : by_collective) {
     if (ops.size() < 2) continue;
+    ++compared;
     const auto& [hash, func, seq] = key;
     // Root matters only for rooted collectives.
     bool rooted = func == "Broadcast" || func == "Reduce" || func == "Gather" || func == "Scatter";
@@ -60,7 +62,7 @@ nlohmann::json compare_recorded_collectives(const std::vector<nlohmann::json>& r
   nlohmann::json seqs = nlohmann::json::array();
   for (const auto& [key, ranks] : last_seq)
     seqs.push_back({{"comm_hash", key.first}, {"collective", key.second}, {"ranks", ranks}});
-  return {{"mismatches", mismatches}, {"last_seq", seqs}};
+  return {{"mismatches", mismatches}, {"last_seq", seqs}, {"compared", compared}};
 }
 
 namespace {
@@ -84,29 +86,34 @@ LaunchIndex index_launches(const std::vector<nlohmann::json>& states) {
 }
 
 // Annotates one NCCL op (a chain step's after_nccl_op or nccl_op) with who launched it.
-void annotate_op(nlohmann::json& step, const LaunchIndex& index) {
+void annotate_op(nlohmann::json& step, const LaunchIndex& index, bool list_launched) {
   const nlohmann::json& op = step.contains("after_nccl_op") && step["after_nccl_op"].is_object()
                                  ? step["after_nccl_op"] : step.value("nccl_op", nlohmann::json());
   if (!op.is_object() || !op.contains("seq") || !op["seq"].is_number_integer()) return;
   if (!op["seq"].is_number_unsigned() && op["seq"].get<int64_t>() < 0) return;
   uint64_t seq = op["seq"].get<uint64_t>();
   nlohmann::json waiting = nlohmann::json::array(), launched = nlohmann::json::array();
+  uint64_t launched_count = 0;
   auto found = index.find({op.value("comm_hash", ""), op.value("collective", "")});
   if (found != index.end())
-    for (const auto& [rank, count] : found->second) (count <= seq ? waiting : launched).push_back(rank);
+    for (const auto& [rank, count] : found->second) {
+      if (count <= seq) waiting.push_back(rank);
+      else if (++launched_count && list_launched) launched.push_back(rank);
+    }
   step["waits_for_ranks"] = waiting;
-  step["launched_by_ranks"] = launched;
+  if (list_launched) step["launched_by_ranks"] = launched;
+  else step["launched_by_count"] = launched_count;
 }
 
 }  // namespace
 
 nlohmann::json annotate_chains_with_ranks(const nlohmann::json& chains,
-                                          const std::vector<nlohmann::json>& states) {
+                                          const std::vector<nlohmann::json>& states, bool list_launched) {
   // Indexed once: a 4,096-rank job has a chain on nearly every rank.
   LaunchIndex index = index_launches(states);
   nlohmann::json annotated = chains;
   for (auto& chain : annotated)
-    for (auto& step : chain["steps"]) annotate_op(step, index);
+    for (auto& step : chain["steps"]) annotate_op(step, index, list_launched);
   return annotated;
 }
 

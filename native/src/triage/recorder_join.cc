@@ -27,6 +27,7 @@ using nlohmann::json;
 // Bounds on what a (possibly hostile) snapshot can make triage hold.
 constexpr size_t kMaxComms = 64, kMaxOpsPerComm = 4096, kMaxChains = 64, kMaxSteps = 16,
                  kMaxThreads = 4096;
+constexpr size_t kChainsPerFinding = 3;  // chain lines in one finding's evidence
 
 const json* field(const json& object, const char* key) {
   if (!object.is_object()) return nullptr;
@@ -105,9 +106,16 @@ json sanitize_comm(const json& comm) {
     for (const json& op : *ops) {
       // Only launched collectives carry a seq; API records and P2P ops have none.
       if (!op.is_object() || op.value("record", json()) != "nccl_coll" || !uint_at(op, "seq")) continue;
-      json clean = sanitize_op(op);
-      if (!clean.is_null() && clean["comm_hash"] == hash && out["ops"].size() < kMaxOpsPerComm)
-        out["ops"].push_back(clean);
+      // Kept small (4,096 ranks x 64 ops): what compare_recorded_collectives reads.
+      const json* op_hash = field(op, "comm_hash");
+      bool same_comm = op_hash != nullptr && (*op_hash == *field(comm, "comm_hash") || canonical_hash(op, "comm_hash") == hash);
+      json collective = string_or_null(op, "collective");
+      if (!same_comm || collective.is_null() || out["ops"].size() >= kMaxOpsPerComm) continue;
+      auto count = uint_at(op, "count");
+      json compact = {{"record", "nccl_coll"}, {"collective", std::move(collective)}, {"seq", *uint_at(op, "seq")},
+                      {"count", count ? json(*count) : json(nullptr)}, {"datatype", string_or_null(op, "datatype")}};
+      if (auto root = int_at(op, "root")) compact["root"] = *root;
+      out["ops"].push_back(std::move(compact));
     }
   return out;
 }
@@ -155,7 +163,6 @@ class RecorderAnalyzer {
 
   void run() {
     if (recorded_.empty()) return;  // no recorder anywhere: the report is exactly as before
-    index_ops();
     json mismatches = find_mismatches();
     json chains = build_chains();
     json inputs = json::array(), without = json::array();
@@ -177,22 +184,21 @@ class RecorderAnalyzer {
   }
 
  private:
-  // (hash, function, seq) -> comm rank -> recorded op
-  void index_ops() {
+  // (hash, function, seq) -> comm rank -> recorded op, for the mismatched collectives only.
+  void index_ops(const std::map<CollectiveKey, std::vector<std::string>>& wanted) {
     for (int p : recorded_)
       for (const json& comm : job_.processes[p].recorder["comms"]) {
-        if (!comm["rank"].is_number_integer()) continue;
         int rank = comm["rank"].get<int>();
-        for (const json& op : comm["ops"])
-          ops_[{op["comm_hash"].get<std::string>(), op["collective"].get<std::string>(), op["seq"].get<uint64_t>()}]
-              .emplace(rank, op);
+        const std::string& hash = comm["comm_hash"].get_ref<const std::string&>();
+        for (const json& op : comm["ops"]) {
+          CollectiveKey key{hash, op["collective"].get<std::string>(), op["seq"].get<uint64_t>()};
+          if (wanted.count(key)) ops_[key].emplace(rank, &op);
+        }
       }
   }
 
   // Collectives (comm, function, seq) recorded on two or more ranks: what the argument check covered.
-  size_t compared_collectives() const {
-    return std::count_if(ops_.begin(), ops_.end(), [](const auto& entry) { return entry.second.size() >= 2; });
-  }
+  uint64_t compared_collectives() const { return compared_; }
 
   static std::string value_text(const json& op, const std::vector<std::string>& fields) {
     std::string text = "count " + (op["count"].is_number() ? std::to_string(op["count"].get<uint64_t>()) : "?") +
@@ -203,14 +209,20 @@ class RecorderAnalyzer {
   }
 
   json find_mismatches() {
+    // The comms move into the comparison's input and back: no copy of 4,096 ranks' ops.
     std::vector<json> sections;
-    for (int p : recorded_) sections.push_back(job_.processes[p].recorder);
+    for (int p : recorded_)
+      sections.push_back({{"found", true}, {"comms", std::move(job_.processes[p].recorder["comms"])}});
     json compared = compare_recorded_collectives(sections);
+    for (size_t i = 0; i < recorded_.size(); ++i)
+      job_.processes[recorded_[i]].recorder["comms"] = std::move(sections[i]["comms"]);
+    compared_ = compared["compared"].get<uint64_t>();
     std::map<CollectiveKey, std::vector<std::string>> fields_of;
     for (const json& mismatch : compared["mismatches"])
       fields_of[{mismatch["comm_hash"].get<std::string>(), mismatch["collective"].get<std::string>(),
                  mismatch["seq"].get<uint64_t>()}]
           .push_back(mismatch["field"].get<std::string>());
+    if (!fields_of.empty()) index_ops(fields_of);
     json out = json::array();
     for (const auto& [key, fields] : fields_of) {
       const auto& [hash, collective, seq] = key;
@@ -240,14 +252,15 @@ class RecorderAnalyzer {
 
   Finding mismatch_finding(const CollectiveKey& key, const std::vector<std::string>& fields) const {
     const auto& [hash, collective, seq] = key;
-    const std::map<int, json>& by_rank = ops_.at(key);
+    const std::map<int, const json*>& by_rank = ops_.at(key);
     Finding finding{fields.front() + "-mismatch", collective};
     finding.seq = static_cast<int64_t>(seq + 1);
     finding.edge_kind = "mismatch";
     std::map<std::string, std::vector<int>> ranks_by_value;
     json values = json::array();
     std::string listing;
-    for (const auto& [rank, op] : by_rank) {
+    for (const auto& [rank, op_pointer] : by_rank) {
+      const json& op = *op_pointer;
       std::string value = value_text(op, fields);
       ranks_by_value[value].push_back(rank);
       listing += (listing.empty() ? "" : ", ") + ("rank " + std::to_string(rank)) + " " + value;
@@ -349,12 +362,12 @@ class RecorderAnalyzer {
   std::string awaited_text(const json& step, const json& op, int g) const {
     if (!step.contains("waits_for_ranks")) return "";
     std::vector<int> waiting = step["waits_for_ranks"].get<std::vector<int>>();
-    std::vector<int> launched = step["launched_by_ranks"].get<std::vector<int>>();
+    uint64_t launched = step.value("launched_by_count", uint64_t(0));
     normalize_ranks(&waiting);
     std::string collective = text_of(op["collective"]);
     std::string where = g >= 0 && g != job_.world_comm ? " of comm " + text_of(op["comm_hash"]) : "";
     if (waiting.empty())
-      return launched.empty() ? "" : "every rank given launched that " + collective + ": the wait is on the GPU or network";
+      return launched == 0 ? "" : "every rank given launched that " + collective + ": the wait is on the GPU or network";
     std::string text = "that " + collective + " waits for " + ranks_phrase(waiting) + where;
     if (g >= 0 && op.contains("seq")) {
       std::set<int64_t> counts;
@@ -376,7 +389,7 @@ class RecorderAnalyzer {
         chain["node"] = p;
         all.push_back(std::move(chain));
       }
-    json annotated = annotate_chains_with_ranks(all, {launch_states()});
+    json annotated = annotate_chains_with_ranks(all, {launch_states()}, false);
     json out = json::array();
     for (const json& chain : annotated) {
       int p = chain["node"].get<int>();
@@ -399,15 +412,24 @@ class RecorderAnalyzer {
       entry["text"] = job_.process_label(p) + ": " + text;
       out.push_back(entry);
     }
+    for (const auto& [where, joined] : chains_joined_)
+      if (joined > kChainsPerFinding)
+        job_.findings[where.first][where.second].evidence.push_back(
+            "flight recorder chains of " + std::to_string(joined - kChainsPerFinding) +
+            " more ranks end at this collective too (report: recorder.chains)");
     return out;
   }
 
   // The chain's awaited op is the collective a finding is about: say so in that finding.
   json join_finding(int g, const json& op, int process, const std::string& text) {
     int64_t seq = static_cast<int64_t>(op["seq"].get<uint64_t>()) + 1;
-    for (Finding& finding : job_.findings[g]) {
+    for (size_t f = 0; f < job_.findings[g].size(); ++f) {
+      Finding& finding = job_.findings[g][f];
       if (finding.collective != text_of(op["collective"], "") || !finding.seq || *finding.seq != seq) continue;
-      finding.evidence.push_back("flight recorder chain, " + job_.process_label(process) + ": " + text);
+      // A few chains read well; thousands of ranks' chains are counted (all are in recorder.chains).
+      size_t& joined = chains_joined_[{g, f}];
+      if (++joined <= kChainsPerFinding)
+        finding.evidence.push_back("flight recorder chain, " + job_.process_label(process) + ": " + text);
       return {{"comm_hash", job_.comms[g].hash_text}, {"kind", finding.kind},
               {"collective", finding.collective}, {"seq", seq}};
     }
@@ -416,8 +438,10 @@ class RecorderAnalyzer {
 
   Job& job_;
   std::vector<int> recorded_;
-  std::map<CollectiveKey, std::map<int, json>> ops_;
+  std::map<CollectiveKey, std::map<int, const json*>> ops_;  // into the processes' recorder sections
   std::map<int, size_t> mismatches_added_;
+  uint64_t compared_ = 0;
+  std::map<std::pair<int, size_t>, size_t> chains_joined_;  // (comm group, finding) -> chains
 };
 
 }  // namespace

@@ -86,8 +86,16 @@ void render_recorder(const json& recorder, std::vector<std::string>* lines) {
   else if (recorder["mismatches"].empty())
     lines->push_back("  arguments: " + std::to_string(compared) + " collective" + (compared == 1 ? "" : "s") +
                      " recorded by two or more ranks, all with the same count, datatype and root");
-  for (const json& mismatch : recorder["mismatches"]) lines->push_back("  " + text_of(mismatch["text"]));
-  for (const json& chain : recorder["chains"]) lines->push_back("  chain: " + text_of(chain["text"]));
+  // Thousands of ranks: the first few of each, the rest counted (all are in --json).
+  constexpr size_t kShown = 8;
+  const json& mismatches = recorder["mismatches"];
+  for (size_t i = 0; i < mismatches.size() && i < kShown; ++i) lines->push_back("  " + text_of(mismatches[i]["text"]));
+  if (mismatches.size() > kShown)
+    lines->push_back("  ... and " + std::to_string(mismatches.size() - kShown) + " more mismatches (--json: recorder.mismatches)");
+  const json& chains = recorder["chains"];
+  for (size_t i = 0; i < chains.size() && i < kShown; ++i) lines->push_back("  chain: " + text_of(chains[i]["text"]));
+  if (chains.size() > kShown)
+    lines->push_back("  ... and " + std::to_string(chains.size() - kShown) + " more chains (--json: recorder.chains)");
   if (recorder["chains"].empty()) lines->push_back("  chains: no recorded thread is blocked in a synchronize");
 }
 
