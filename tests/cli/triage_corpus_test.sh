@@ -73,6 +73,11 @@ expected = {
     # Both ranks printed COLLECTIVE_COMPLETED: the half-count AllReduce completed silently.
     "mismatched-count": ("no-hang", [], "no-hang-evident", None, None),
     "mismatched-collective-rank0-only": ("incomplete", [], "absent-ranks", None, None),
+    # Captured with the flight recorder loaded: the same hangs, and the silent count mismatch
+    # that host NCCL state cannot see (#4 = the 4th AllReduce; the recorder's seq 3).
+    "skip-collective-recorder": ("hang", [1], "missing-collective", "AllReduce", 4),
+    "cross-stream-recorder": ("hang", [1], "missing-collective", "AllGather", 4),
+    "mismatched-count-recorder": ("mismatch", [], "count-mismatch", "AllReduce", 4),
 }
 if scenario not in expected:
     truths = [json.load(open(p)) for p in glob.glob(os.path.join(directory, "*ground_truth.json"))]
