@@ -320,7 +320,8 @@ class GdbSession:
         if recorder:
             read_device = recorder.reader("device", read_device)
         # Host memory through gdb (as under cuda-gdb by default), so a recording holds all of it.
-        request = self.callback_request(target)
+        with host_focus():  # `info proc mappings` must describe the host process
+            request = self.callback_request(target)
         restore = kernels.restore_focus_command(execute)
         selected = gdb.selected_thread()
         try:

@@ -77,22 +77,30 @@ uint64_t expected_flag(int protocol, uint64_t step) {
   return protocol == kProtoLL ? static_cast<uint32_t>(step + 1) : step + 1;
 }
 
-// Recv side: does the slot the receiver reads next already hold the sender's data?
+// Recv side: how many slots from the receiver's position already hold the sender's data.
+// The position is the head the receiver publishes; when that lives in the peer's memory
+// (P2P: not readable through cuda-gdb), the step saved at launch is a lower bound.
 void put_recv_flags(json& conn, json& unavailable, Target& device, const uint64_t buffers[3],
                     const ProtocolGeometry& geometry) {
-  if (!conn["head"].is_number_unsigned()) return;
-  uint64_t head = conn["head"].get<uint64_t>();
+  const char* base_from = conn["head"].is_number_unsigned() ? "head"
+                          : conn["step_at_launch"].is_number_unsigned() ? "step_at_launch" : nullptr;
+  if (base_from == nullptr) return;
+  uint64_t base = conn[base_from].get<uint64_t>();
   for (int protocol : {kProtoLL, kProtoLL128}) {
     const char* key = protocol == kProtoLL ? "ll" : "ll128";
     if (buffers[protocol] == 0 || geometry.buff_sizes[protocol] <= 0) continue;
-    Fetched<uint64_t> flag = slot_flag(device, buffers[protocol], protocol, head, geometry);
-    if (!flag.ok()) {
-      unavailable[key] = flag.unavailable;
-      continue;
+    uint64_t arrived = 0;
+    std::string why;
+    for (; arrived < geometry.steps; ++arrived) {
+      Fetched<uint64_t> flag = slot_flag(device, buffers[protocol], protocol, base + arrived, geometry);
+      if (!flag.ok()) {
+        why = flag.unavailable;
+        break;
+      }
+      if (*flag.value != expected_flag(protocol, base + arrived)) break;
     }
-    conn[key] = {{"slot", head % geometry.steps}, {"flag", *flag.value},
-                 {"expected", expected_flag(protocol, head)},
-                 {"data_ready", *flag.value == expected_flag(protocol, head)}};
+    if (!why.empty() && arrived == 0) unavailable[key] = why;
+    else conn[key] = {{"base", base}, {"base_from", base_from}, {"arrived_beyond_base", arrived}};
   }
 }
 
