@@ -2,7 +2,7 @@
 # Runs one libFuzzer target for a set time, at nice 19, one process.
 #
 #   scripts/fuzz.sh TARGET SECONDS [libFuzzer options...]
-#   TARGET: core_reader | layout_profile | comm_decoders | snapshot_reader
+#   TARGET: core_reader | layout_profile | comm_decoders | snapshot_reader | recorder_decoder
 #
 # Needs the fuzz build (clang): 
 #   CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DNCCLSCOPE_FUZZ=ON -DNCCLSCOPE_SANITIZE=ON
@@ -23,11 +23,14 @@ if [ ! -x "$binary" ]; then
   exit 77
 fi
 seeds=$src/tests/fuzz/corpus/$target
+# -max_len: the largest seed plus ~20%. Larger inputs only make every execution
+# slower (libFuzzer grows units toward max_len), they reach no new code.
 case $target in
-  core_reader) max_len=1048576 ;;      # sliced fixture cores are a few hundred KB
-  layout_profile) max_len=131072 ;;    # the real 2.28.9 profile is 82 KB
-  snapshot_reader) max_len=131072 ;;
+  core_reader) max_len=196608 ;;       # the sliced fixture core seed is 160,432 bytes
+  layout_profile) max_len=98304 ;;     # the real 2.28.9 profile is 82,570 bytes
+  snapshot_reader) max_len=16384 ;;    # the state --json seeds are under 4 KB
   comm_decoders) max_len=8192 ;;       # repeated to fill the 1 MB comm
+  recorder_decoder) max_len=24576 ;;   # the driver's region (4 rings of 64 records) is 20,353 bytes
   *) echo "fuzz.sh: unknown target $target"; exit 64 ;;
 esac
 dict=()
@@ -44,8 +47,10 @@ fi
 mkdir -p "$corpus" "$artifacts"
 
 # Leaks, one malloc over 512 MB (a garbage count turned into an allocation) and
-# any unit slower than 10 s count as findings.
-ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0} \
+# any unit slower than 10 s count as findings. malloc_context_size=0: ASan does
+# not unwind the stack on every malloc (10-25% of each execution); a report then
+# lacks allocation stacks: rerun the reproducer without it to get them.
+ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0:malloc_context_size=0} \
 UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
 nice -n 19 "$binary" "$corpus" "$seeds" -max_total_time="$seconds" -max_len=$max_len \
   -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=512 -print_final_stats=1 \

@@ -394,4 +394,31 @@ BOOST_AUTO_TEST_CASE(scanner_skips_a_terabyte_reservation) {
   BOOST_TEST(target.reserved_bytes_read == 0u);
   BOOST_TEST(found.addresses == std::vector<uint64_t>{kComm});
   BOOST_TEST(found.regions_scanned == 1u);
+  // The skipped reservation is listed for the user, with its exact extent.
+  BOOST_REQUIRE(found.skipped_regions.size() == 1u);
+  BOOST_TEST(found.skipped_regions[0]["start"] == "0x2007fff8000");  // 0x10007fff8000 - 14 TiB
+  BOOST_TEST(found.skipped_regions[0]["size"] == 14ull << 40);
+  BOOST_TEST(found.skipped_regions[0]["reason"].get<std::string>().find("larger than 64 GiB") != std::string::npos);
+}
+
+// Only reservations are listed: a huge [heap] is scanned, and regions that could
+// never hold a comm (read-only, shared) are not "skipped"; a registry hit scans nothing.
+BOOST_AUTO_TEST_CASE(skipped_regions_name_only_passed_over_candidates) {
+  nsc::MemoryRegion heap, shared, read_only, reservation;
+  heap.start = 0x1000; heap.end = heap.start + (65ull << 30); heap.path = "[heap]";
+  shared = reservation = read_only = heap;
+  shared.path = reservation.path = read_only.path = "";
+  heap.readable = heap.writable = shared.readable = shared.writable = true;
+  shared.shared = true;
+  read_only.readable = true;
+  reservation.readable = reservation.writable = true;
+  BOOST_TEST(nsc::scan_skip_reason(heap).empty());
+  BOOST_TEST(nsc::scan_skip_reason(shared).empty());
+  BOOST_TEST(nsc::scan_skip_reason(read_only).empty());
+  BOOST_TEST(!nsc::scan_skip_reason(reservation).empty());
+  reservation.end = reservation.start + (64ull << 30);  // exactly the limit: scanned
+  BOOST_TEST(nsc::scan_skip_reason(reservation).empty());
+  HostileComm memory;
+  nsc::Discovery found = nsc::discover_communicators(memory.target, real_layout(), {});
+  BOOST_TEST(found.skipped_regions.empty());
 }

@@ -53,6 +53,7 @@ BOOST_AUTO_TEST_CASE(core_reader_seeds) { replay("core_reader", nsc::fuzz::run_c
 BOOST_AUTO_TEST_CASE(layout_profile_seeds) { replay("layout_profile", nsc::fuzz::run_layout_profile, 1); }
 BOOST_AUTO_TEST_CASE(comm_decoder_seeds) { replay("comm_decoders", nsc::fuzz::run_comm_decoders, 1); }
 BOOST_AUTO_TEST_CASE(snapshot_reader_seeds) { replay("snapshot_reader", nsc::fuzz::run_snapshot_reader, 3); }
+BOOST_AUTO_TEST_CASE(recorder_decoder_seeds) { replay("recorder_decoder", nsc::fuzz::run_recorder_decoder, 3); }
 
 // The harness itself: a real sliced core seed is read and its comm found.
 BOOST_AUTO_TEST_CASE(core_seed_holds_the_fixture_comm) {
@@ -95,4 +96,28 @@ BOOST_AUTO_TEST_CASE(comm_seed_holds_the_fixture_comm) {
   // The memory repeats, so the comm's echoes 16 periods apart validate too.
   BOOST_REQUIRE(!found.addresses.empty());
   BOOST_TEST(found.addresses.front() == nsc::fuzz::CyclicTarget::kHeap);
+}
+
+// The harness itself: the recorder seeds (make_recorder_seed.py, a real region
+// of recorder_driver) decode as the driver's scenario in every mode.
+BOOST_AUTO_TEST_CASE(recorder_seed_holds_the_driver_region) {
+  std::string path = std::string(NCCLSCOPE_SOURCE_DIR) + "/tests/fuzz/corpus/recorder_decoder/recorder-driver-region";
+  std::vector<uint8_t> bytes = file_bytes(path);
+  BOOST_REQUIRE(bytes.size() > 1);
+  for (uint8_t mode : {0, 1, 2}) {
+    bytes[0] = mode;
+    nsc::fuzz::RecorderFuzzTarget target(bytes.data() + 1, bytes.size() - 1, mode & 1, (mode & 2) != 0);
+    nlohmann::json errors = nlohmann::json::array();
+    nlohmann::json recorder = nsc::decode_recorder(target, &errors);
+    BOOST_REQUIRE(recorder["found"] == true);
+    BOOST_TEST(recorder["address"] == "0x7e0000000000");
+    BOOST_TEST(recorder["records_per_ring"] == 64);
+    BOOST_TEST(recorder["max_threads"] == 4);
+    BOOST_TEST(recorder["threads"].size() == 2u);
+    BOOST_REQUIRE(recorder["comms"].size() == 1u);
+    BOOST_TEST(recorder["comms"][0]["comm_hash"] == "0x6db0a96d9cb7fc37");
+    BOOST_TEST(recorder["comms"][0]["name"] == "driver-comm");
+    BOOST_TEST(recorder["comms"][0]["last_seq"]["AllGather"] == 1);
+    BOOST_TEST(errors.empty());
+  }
 }

@@ -208,7 +208,11 @@ nlohmann::json describe_record(const TimedRecord& timed) {
 uint64_t ticks_to_ns(const RecorderHeader& header, uint64_t ticks) {
   if (header.clock == kClockMonotonic || header.ticks_per_second == 0) return ticks;
   long double delta = (long double)(int64_t)(ticks - header.start_ticks);
-  return header.start_monotonic_ns + (int64_t)(delta * 1e9L / (long double)header.ticks_per_second);
+  long double ns = delta * 1e9L / (long double)header.ticks_per_second;
+  // A torn or hostile header (tiny ticks_per_second) puts this outside int64: converting it would be UB.
+  constexpr long double kLimit = 9.2e18L;
+  ns = std::max(-kLimit, std::min(kLimit, ns));
+  return header.start_monotonic_ns + (int64_t)ns;
 }
 
 bool read_exact(Target& target, uint64_t address, void* buffer, size_t size, std::string* why) {

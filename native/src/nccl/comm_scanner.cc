@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <set>
 
 #include "nccl/object_view.h"
@@ -33,18 +34,24 @@ void scan_buffer(const uint8_t* bytes, uint64_t length, uint64_t base, uint64_t 
 }
 
 // Reads a region in chunks when the target cannot hand out its bytes directly.
+// `chunk` is the caller's buffer, reused across regions: no zero-fill, no fresh
+// 4 MiB allocation per region (each is page-faulted in again).
 void scan_region_by_reads(Target& target, const MemoryRegion& region, uint64_t value,
                           unsigned value_size, uint64_t stride, uint64_t phase,
-                          std::vector<uint64_t>* matches) {
-  std::vector<uint8_t> chunk;
+                          std::vector<uint64_t>* matches, std::unique_ptr<uint8_t[]>* chunk,
+                          uint64_t* chunk_size) {
+  uint64_t needed = std::min(kChunkBytes, region.size()) + phase + value_size;  // overlap: a value across chunks
+  if (*chunk_size < needed) {
+    chunk->reset(new uint8_t[needed]);
+    *chunk_size = needed;
+  }
   for (uint64_t start = region.start; start < region.end; start += kChunkBytes) {
     uint64_t length = std::min(kChunkBytes, region.end - start);
-    chunk.resize(length + phase + value_size);  // overlap so a value across chunks is seen
-    uint64_t readable = std::min<uint64_t>(chunk.size(), region.end - start);
+    uint64_t readable = std::min<uint64_t>(length + phase + value_size, region.end - start);
     ReadError error;
-    if (!target.scan_read(start, chunk.data(), readable, &error)) return;  // unreadable: skip region
+    if (!target.scan_read(start, chunk->get(), readable, &error)) return;  // unreadable: skip region
     std::vector<uint64_t> found;
-    scan_buffer(chunk.data(), readable, start, value, value_size, stride, phase, &found);
+    scan_buffer(chunk->get(), readable, start, value, value_size, stride, phase, &found);
     for (uint64_t address : found)
       if (address < start + length) matches->push_back(address);
   }
@@ -119,10 +126,34 @@ void drop_overlapping(const StructLayout* comm_type, Discovery* discovery) {
 // not allocator arenas: sweeping one never ends and faults page tables into a live target.
 constexpr uint64_t kMaxScannedRegion = 64ull << 30;
 
-bool is_scannable_region(const MemoryRegion& region) {
-  return region.readable && region.writable && !region.shared && region.saved &&
-         region.end > region.start && (region.size() <= kMaxScannedRegion || region.path == "[heap]");
+namespace {
+bool may_hold_heap_comm(const MemoryRegion& region) {
+  return region.readable && region.writable && !region.shared && region.saved && region.end > region.start;
 }
+}  // namespace
+
+bool is_scannable_region(const MemoryRegion& region) {
+  return may_hold_heap_comm(region) && (region.size() <= kMaxScannedRegion || region.path == "[heap]");
+}
+
+std::string scan_skip_reason(const MemoryRegion& region) {
+  if (!may_hold_heap_comm(region) || is_scannable_region(region)) return "";
+  return "private mapping larger than " + std::to_string(kMaxScannedRegion >> 30) +
+         " GiB: an address-space reservation (e.g. sanitizer shadow), not an allocator arena";
+}
+
+namespace {
+// Lists what a scan passed over: a comm allocated there would be missed.
+nlohmann::json skipped_regions_of(Target& target) {
+  nlohmann::json skipped = nlohmann::json::array();
+  for (const MemoryRegion& region : target.regions()) {
+    std::string reason = scan_skip_reason(region);
+    if (!reason.empty())
+      skipped.push_back({{"start", hex(region.start)}, {"size", region.size()}, {"reason", reason}});
+  }
+  return skipped;
+}
+}  // namespace
 
 uint64_t scan_for_value(Target& target, uint64_t value, unsigned value_size, uint64_t stride,
                         uint64_t phase, const ScanProgress& progress,
@@ -131,12 +162,14 @@ uint64_t scan_for_value(Target& target, uint64_t value, unsigned value_size, uin
   for (const MemoryRegion& region : target.regions())
     if (is_scannable_region(region)) total += region.size();
   uint64_t done = 0;
+  std::unique_ptr<uint8_t[]> chunk;
+  uint64_t chunk_size = 0;
   for (const MemoryRegion& region : target.regions()) {
     if (!is_scannable_region(region)) continue;
     if (const uint8_t* bytes = target.scan_direct(region.start, region.size()))
       scan_buffer(bytes, region.size(), region.start, value, value_size, stride, phase, matches);
     else
-      scan_region_by_reads(target, region, value, value_size, stride, phase, matches);
+      scan_region_by_reads(target, region, value, value_size, stride, phase, matches, &chunk, &chunk_size);
     done += region.size();
     ++*regions_scanned;
     if (progress) progress(done, total);
@@ -195,6 +228,7 @@ Discovery discover_communicators(Target& target, const LayoutProfile& layout,
   }
 
   discovery.method = "scan";
+  discovery.skipped_regions = skipped_regions_of(target);
   const StructLayout* comm_type = layout.find_struct("ncclComm");
   std::vector<uint64_t> candidates;
   if (comm_type != nullptr && comm_type->find("startMagic") != nullptr) {

@@ -34,6 +34,9 @@ struct Discovery {
   uint64_t candidates = 0;
   nlohmann::json rejected = nlohmann::json::array();  // [{"address","why"}]
   std::string registry_note;        // why the registry was not used, if it was not
+  // Regions a scan passed over although they could hold a comm (too large to be
+  // an allocator arena): [{"start","size","reason"}], so the user sees them.
+  nlohmann::json skipped_regions = nlohmann::json::array();
 };
 
 Discovery discover_communicators(Target& target, const LayoutProfile& layout,
@@ -41,6 +44,10 @@ Discovery discover_communicators(Target& target, const LayoutProfile& layout,
 
 // Regions a heap-allocated comm can live in: readable, writable, private, saved.
 bool is_scannable_region(const MemoryRegion& region);
+
+// Why a scan skips a region that is otherwise a candidate (readable, writable,
+// private, saved); empty when it is scanned or was never a candidate.
+std::string scan_skip_reason(const MemoryRegion& region);
 
 // Addresses A (aligned to `stride`) in scannable regions where the `value_size`-byte
 // value at A + phase equals `value`. Returns how many bytes were examined.

@@ -139,7 +139,9 @@ void CoreFile::add_segment(uint64_t vaddr, uint64_t memsz, uint64_t filesz, uint
 void CoreFile::add_note_segment(uint64_t offset, uint64_t filesz) {
   uint64_t in_file = offset >= file_size_ ? 0 : std::min(filesz, file_size_ - offset);
   if (in_file < filesz) notes_.problems.push_back("note segment truncated");
-  note_segments_.emplace_back(file_bytes_ + offset, file_bytes_ + offset + in_file);
+  // A note offset past the end of the file reads nothing (and forms no pointer past the mapping).
+  const uint8_t* begin = in_file > 0 ? file_bytes_ + offset : file_bytes_;
+  note_segments_.emplace_back(begin, begin + in_file);
   parse_note_segment(note_segments_.back().data(), in_file, &notes_);
 }
 
