@@ -600,12 +600,27 @@ def _block_text(block):
     return "%s: not waiting on a peer (data and slots available)" % what
 
 
+def _peers_text(blocks):
+    """"; ring 1 -> me -> 1, tree up 1" when every block of the group has the same neighbours."""
+    peers = [block.get("peers") for block in blocks]
+    if not peers[0] or any(peer != peers[0] for peer in peers):
+        return ""
+    first = peers[0]
+    text = "; ring %s -> me -> %s" % (first.get("ring_prev"), first.get("ring_next"))
+    if first.get("tree_up") not in (None, -1):
+        text += ", tree up %s" % first.get("tree_up")
+    if first.get("tree_down"):
+        text += ", tree down %s" % ",".join(str(rank) for rank in first["tree_down"])
+    return escape_for_terminal(text)
+
+
 def _block_groups(blocks):
     """Consecutive blocks with the same text, as ("blocks 0-23 (channels 0-23)", text)."""
     groups = []
     for block in blocks:
         text = _block_text(block)
-        if groups and groups[-1][2] == text and groups[-1][1][-1]["block"] + 1 == block["block"]:
+        if groups and groups[-1][2] == text and groups[-1][1][-1]["block"] + 1 == block["block"] \
+                and groups[-1][1][-1].get("peers") == block.get("peers"):
             groups[-1][1].append(block)
         else:
             groups.append((None, [block], text))
@@ -622,7 +637,7 @@ def _block_groups(blocks):
             where = "channels %s" % ",".join(str(channel) for channel in channels) \
                 if channels != list(range(channels[0], channels[0] + len(channels))) \
                 else "channels %d-%d" % (channels[0], channels[-1])
-        lines.append("    %s (%s) %s" % (span, where, text))
+        lines.append("    %s (%s%s) %s" % (span, where, _peers_text(members), text))
     return lines
 
 

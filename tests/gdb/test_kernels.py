@@ -90,8 +90,13 @@ class ReplayTest(unittest.TestCase):
         document = self.replay("skip-collective-rank0")
         kernel = self.assert_waiting_for_rank1(document, 24, 24, "SIMPLE")
         self.assertEqual(kernel["nccl"]["protocol"], "LL")  # the kernel's name; it runs SIMPLE
-        self.assertIn("blocks 0-23 (channels 0-23) RING SIMPLE: waiting for data from rank 1 at step 24",
-                      render.render_kernels(document))
+        # Each block's channel neighbours, as nccl-ring printed them in the same session.
+        peers = [block["peers"] for block in kernel["blocks"]]
+        self.assertTrue(all(p["ring_prev"] == 1 and p["ring_next"] == 1 for p in peers))
+        self.assertEqual([p["tree_up"] for p in peers[:12]], [-1] * 6 + [1] * 6)
+        self.assertEqual(peers[0]["tree_down"], [1])
+        self.assertIn("blocks 6-11 (channels 6-11; ring 1 -> me -> 1, tree up 1) RING SIMPLE: "
+                      "waiting for data from rank 1 at step 24", render.render_kernels(document))
 
     def test_skip_collective_ll128(self):
         self.assert_waiting_for_rank1(self.replay("skip-collective-ll128-rank0"), 24, 6, "LL128")

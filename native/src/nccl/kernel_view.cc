@@ -149,6 +149,24 @@ const json* find_communicator(const json& state, const json& kernel, std::string
   return nullptr;
 }
 
+// Ring and tree neighbours of channel `id` from the host-side channel table.
+json channel_peers(const json& comm, const json& id) {
+  const json& channels = member(comm, "channels");
+  if (!channels.is_array()) return nullptr;
+  for (const json& channel : channels) {
+    if (member(channel, "id") != id) continue;
+    const json& ring = member(channel, "ring");
+    const json& tree = member(channel, "tree");
+    json down = json::array();
+    if (member(tree, "down").is_array())
+      for (const json& rank : member(tree, "down"))
+        if (rank.is_number_integer() && rank.get<int64_t>() >= 0) down.push_back(rank);
+    return {{"ring_prev", member(ring, "prev")}, {"ring_next", member(ring, "next")},
+            {"tree_up", member(tree, "up")}, {"tree_down", down}};
+  }
+  return nullptr;
+}
+
 json block_view(const json& block, const json& kernel, const json* comm) {
   json out = {{"block", block.value("block", json())}, {"channel", block.value("channel", json())},
               {"channel_source", block.value("channel_source", json())},
@@ -164,6 +182,7 @@ json block_view(const json& block, const json& kernel, const json* comm) {
     out["reason"] = comm == nullptr ? "communicator not identified" : "channel of this block unknown";
     return out;
   }
+  out["peers"] = channel_peers(*comm, channel_id);
   const json& device = member(*comm, "device");
   uint64_t steps = is_uint(member(device, "nccl_steps")) ? member(device, "nccl_steps").get<uint64_t>() : 0;
   const json* channel = nullptr;
