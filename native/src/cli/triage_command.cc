@@ -26,6 +26,8 @@ const char kUsage[] =
     "usage: ncclscope triage [options] INPUT...\n"
     "  INPUT is one rank's state: a snapshot (`ncclscope state --json` output),\n"
     "  a core file, or a directory (its core*, *.core and *.json files).\n"
+    "  A kernel view (`nccl-kernels --json` under cuda-gdb, schema ncclscope.kernels/1,\n"
+    "  e.g. rank0.kernels.json) joins the rank holding its communicator.\n"
     "options:\n"
     "  --pid PID                 a live process on this machine (repeatable)\n"
     "  --json                    print the ncclscope.triage/1 document\n"
@@ -158,17 +160,22 @@ int run_triage_command(const std::vector<std::string>& args) {
   nlohmann::json report;
   try {
     triage::LoadedInputs loaded = triage::load_triage_inputs(parsed.load);
-    report = triage_processes(std::move(loaded.processes), loaded.failures, options);
+    report = triage_processes(std::move(loaded.processes), loaded.failures, options, std::move(loaded.kernel_views));
   } catch (const std::exception& error) {
     std::fprintf(stderr, "ncclscope triage: %s\n", error.what());
     return kExitBadInput;
   }
   int exit_code = triage_exit_code(report);
   bool error_verdict = report["verdict"] == "error";
-  if (parsed.json || error_verdict)
+  if (parsed.json || error_verdict) {
     for (const auto& error : report["errors"])
       std::fprintf(stderr, "ncclscope triage: %s\n",
                    escape_for_terminal(error["message"].get<std::string>()).c_str());
+    // A kernel view that joins no rank is a warning, not an error (the text report lists it).
+    if (report.contains("kernel_views"))
+      for (const auto& warning : report["kernel_views"]["warnings"])
+        std::fprintf(stderr, "ncclscope triage: warning: %s\n", escape_for_terminal(warning.get<std::string>()).c_str());
+  }
   if (parsed.json) std::cout << report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   else if (!error_verdict) std::cout << render_triage_text(report);
   if (!error_verdict && (!parsed.dot_path.empty() || !parsed.svg_path.empty())) {

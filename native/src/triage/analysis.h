@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "triage/kernel_join.h"
 #include "triage/process_view.h"
 
 namespace nsc::triage {
@@ -51,6 +52,9 @@ struct Finding {
   bool culprits_absent = false;  // the culprits have no input (absent ranks)
   std::string edge_kind;    // graph edge kind: collective, p2p, host-call, error, absent
   nlohmann::json extra = nlohmann::json::object();
+  // Kernel views: the device-side waits of a waiting rank on a culprit (rank, peer,
+  // channels, steps); null without kernel views, so the report keeps its old shape.
+  nlohmann::json kernel_waits;
 };
 
 struct Job {
@@ -64,6 +68,11 @@ struct Job {
   bool unrelated_jobs = false;
   // The report's "recorder" section (chains, mismatches); null when no input had a recorder.
   nlohmann::json recorder;
+  // Kernel views (kernel_join.cc): the report's "kernel_views" section (null when none was
+  // given), per process its kernels for the graph node's waits_in, the verdict's sentence.
+  nlohmann::json kernel_views;
+  std::vector<nlohmann::json> process_kernels;
+  std::string kernel_sentence;
 
   const CommView& comm_of(const Member& member) const {
     return processes[member.process].comms[member.comm];
@@ -82,6 +91,9 @@ nlohmann::json build_stack_classes(const Job& job);
 // the merge; cross-rank argument mismatches and cross-stream chains, after the findings.
 void add_recorder_communicators(ProcessView* process);
 void analyze_recorder(Job* job);
+// Kernel views (kernel_join.cc), after the findings: attached to processes by comm hash and
+// rank, evidence on the findings, "kernel-wait" findings for peers host state did not name.
+void join_kernel_views(Job* job, std::vector<KernelView> views);
 
 // "rank 1: X; ranks 0,2-7: Y" from text -> ranks.
 std::string grouped_phrase(const std::map<std::string, std::vector<int>>& ranks_by_text,

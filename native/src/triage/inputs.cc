@@ -29,6 +29,7 @@ struct WorkItem {
 
 struct WorkResult {
   std::unique_ptr<ProcessView> process;
+  std::unique_ptr<KernelView> kernel_view;
   TriageFailure failure;
 };
 
@@ -198,9 +199,20 @@ WorkResult load_item(const LoadRequest& request, const WorkItem& item) {
     if (kind == "snapshot") {
       // Summarized straight from the text (SAX): no document is built for 4,096 ranks.
       auto process = std::make_unique<ProcessView>();
-      std::string schema;
-      if (summarize_state_text(read_file(item.path), item.path, "snapshot", process.get(), &schema)) {
+      std::string schema, text = read_file(item.path);
+      if (summarize_state_text(text, item.path, "snapshot", process.get(), &schema)) {
         result.process = std::move(process);
+        return result;
+      }
+      if (schema == kKernelViewSchema) {
+        // A cuda-gdb kernel view (tens of KB per process): parsed whole, then reduced.
+        nlohmann::json document;
+        try {
+          document = nlohmann::json::parse(text);
+        } catch (const nlohmann::json::exception& error) {
+          throw BadInput(item.name + ": corrupt kernel view: " + json_problem(error));
+        }
+        result.kernel_view = std::make_unique<KernelView>(summarize_kernel_view(document, item.name));
         return result;
       }
       std::string shown = schema.empty() ? std::string("missing") : "\"" + schema + "\"";
@@ -242,6 +254,7 @@ LoadedInputs load_triage_inputs(const LoadRequest& request) {
   for (std::thread& thread : threads) thread.join();
   for (WorkResult& result : results) {
     if (result.process) loaded.processes.push_back(std::move(*result.process));
+    else if (result.kernel_view) loaded.kernel_views.push_back(std::move(*result.kernel_view));
     else loaded.failures.push_back(std::move(result.failure));
   }
   return loaded;

@@ -30,10 +30,12 @@ struct LoadRequest {
 struct LoadedInputs {
   std::vector<ProcessView> processes;
   std::vector<TriageFailure> failures;
+  std::vector<KernelView> kernel_views;  // ncclscope.kernels/1 files, by their schema
 };
 
 // One work item per file or pid, in command-line order; directories expand to
 // their core*, *.core and *.json files in natural order (rank-2 before rank-10).
+// A JSON file whose schema is ncclscope.kernels/1 (e.g. rank0.kernels.json) is a kernel view.
 LoadedInputs load_triage_inputs(const LoadRequest& request);
 
 // Reads and summarizes one JSON snapshot file; throws nsc::BadInput naming it.

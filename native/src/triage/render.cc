@@ -99,6 +99,37 @@ void render_recorder(const json& recorder, std::vector<std::string>* lines) {
   if (recorder["chains"].empty()) lines->push_back("  chains: no recorded thread is blocked in a synchronize");
 }
 
+// Present only when kernel views were given (cuda-gdb `nccl-kernels --json`).
+void render_kernel_views(const json& section, std::vector<std::string>* lines) {
+  lines->push_back("");
+  const json& inputs = section["inputs"];
+  lines->push_back("Kernel views (" + std::to_string(inputs.size()) + (inputs.size() == 1 ? " input" : " inputs") +
+                   ", cuda-gdb nccl-kernels; peers are ranks of the kernel's communicator):");
+  for (const json& view : inputs) {
+    std::string head = "  " + text_of(view["input"]);
+    const json& joined = view["joined_to"];
+    if (joined.is_null()) {
+      head += ": not joined";
+    } else {
+      head += " -> " + (joined["world_rank"].is_number_integer() ? "rank " + joined["world_rank"].dump() : text_of(joined["input"]));
+      if (joined["pid_agrees"] == false)
+        head += " (pid " + view["pid"].dump() + " in the view, " + joined["pid"].dump() + " in " + text_of(joined["input"]) +
+                ": joined by communicator and rank)";
+      if (view["kernels"].empty()) head += ": no NCCL kernel resident";
+    }
+    lines->push_back(head);
+    for (const json& kernel : view["kernels"]) {
+      std::string where = "kernel " + (kernel["kernel"].is_number_integer() ? kernel["kernel"].dump() : "?");
+      if (kernel["device"].is_number_integer()) where += ", device " + kernel["device"].dump();
+      if (kernel["comm_hash"].is_string())
+        where += ", comm " + text_of(kernel["comm_hash"]) + " rank " + kernel["rank"].dump();
+      lines->push_back("    " + where + ": " + text_of(kernel["text"]));
+    }
+    for (const json& error : view["errors"]) lines->push_back("    view error: " + text_of(error));
+  }
+  for (const json& warning : section["warnings"]) lines->push_back("  warning: " + text_of(warning));
+}
+
 }  // namespace
 
 std::string render_triage_text(const nlohmann::json& report) {
@@ -149,6 +180,7 @@ std::string render_triage_text(const nlohmann::json& report) {
     }
   }
   if (report.contains("recorder")) render_recorder(report["recorder"], &lines);
+  if (report.contains("kernel_views")) render_kernel_views(report["kernel_views"], &lines);
   lines.push_back("");
   size_t nedges = graph["edges"].size();
   lines.push_back("Wait-for graph: " + std::to_string(graph["nodes"].size()) + " nodes, " + std::to_string(nedges) +
@@ -159,6 +191,8 @@ std::string render_triage_text(const nlohmann::json& report) {
                        text_of(edge["label"]) + " on " + text_of(edge["comm_hash"]) + " (" + text_of(edge["kind"]) + ")";
     lines.push_back(line);
     for (const json& relation : edge["peer_relations"]) lines.push_back("      " + text_of(relation));
+    if (edge.contains("kernel"))
+      for (const json& wait : edge["kernel"]) lines.push_back("      kernel: " + text_of(wait["text"]));
   }
   for (const json& cycle : graph["cycles"])
     lines.push_back("  cycle (deadlock): " + nodes_phrase(graph, cycle));
@@ -187,11 +221,20 @@ std::string render_triage_text(const nlohmann::json& report) {
   lines.push_back("All threads (prefix tree, outermost frame first):");
   render_tree(report["stack_classes"]["tree"], 0, &lines);
   lines.push_back("");
-  size_t ok = 0, failed = 0, ignored = 0;
-  for (const json& input : report["inputs"])
+  size_t ok = 0, failed = 0, ignored = 0, views_joined = 0, views = 0;
+  for (const json& input : report["inputs"]) {
+    if (input.value("kind", "") == "kernels") {
+      ++views;
+      views_joined += input["status"] == "ok" ? 1 : 0;
+      continue;
+    }
     (input["status"] == "ok" ? ok : input["status"] == "ignored" ? ignored : failed)++;
+  }
   lines.push_back("Inputs: " + std::to_string(ok) + " usable, " + std::to_string(failed) + " unusable" +
-                  (ignored ? ", " + std::to_string(ignored) + " ignored (JSON files that are not snapshots)" : ""));
+                  (ignored ? ", " + std::to_string(ignored) + " ignored (JSON files that are not snapshots)" : "") +
+                  (views ? "; kernel views: " + std::to_string(views_joined) + " joined, " +
+                               std::to_string(views - views_joined) + " not joined"
+                         : ""));
   std::string text;
   for (const std::string& line : lines) text += escape_for_terminal(line) + "\n";
   return text;

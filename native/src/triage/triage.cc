@@ -33,6 +33,7 @@ json finding_json(const Finding& finding) {
               {"explains_hang", finding.explains_hang},
               {"evidence", finding.evidence}};
   for (auto& [key, value] : finding.extra.items()) out[key] = value;
+  if (!finding.kernel_waits.is_null()) out["kernel_waits"] = finding.kernel_waits;
   return out;
 }
 
@@ -124,6 +125,16 @@ std::string finding_sentence(const Job& job, size_t g, const Finding& finding) {
            (finding.culprits.empty() ? "" : "; " + culprits + " " + triage::verb_for(finding.culprits, "disagrees", "disagree") + " with the others") +
            " (flight recorder).";
   }
+  if (finding.kind == "kernel-wait") {
+    // "the AllReduce kernel of rank 0 waits for data from rank 1 at step 24 on channels 0-23 (...)"
+    std::string text = where + ", the " + finding.collective + " kernel" + (finding.waiting.size() == 1 ? "" : "s") +
+                       " of " + waiting + " ";
+    const json& first = finding.kernel_waits.empty() ? json() : finding.kernel_waits[0];
+    if (finding.waiting.size() == 1 && first.is_object()) text += first.value("wait", "");
+    else text += "wait on " + culprits + (first.is_object() ? " (" + first.value("text", "") + ")" : "");
+    if (finding.culprits_absent) text += "; " + culprits + " has no input";
+    return text + " (kernel view; host state alone did not name this peer).";
+  }
   if (finding.kind == "absent-ranks")
     return where + ", " + culprits + " " + triage::verb_for(finding.culprits, "appears", "appear") +
            " in no input's communicator list (aborted, destroyed or exited) while " + waiting + " " +
@@ -204,6 +215,7 @@ std::string verdict_summary(const Job& job, const std::string& verdict, const js
           text += " Chain (flight recorder): " + chain["text"].get<std::string>() + ".";
           break;
         }
+    text += job.kernel_sentence;
     std::vector<int> root_ids;
     for (const json& id : graph["root_culprits"]) root_ids.push_back(id.get<int>());
     if (!root_ids.empty()) text += " Culprit: " + describe_nodes(graph, root_ids) + ".";
@@ -220,7 +232,7 @@ std::string verdict_summary(const Job& job, const std::string& verdict, const js
       for (const Finding& finding : job.findings[g])
         if (is_recorded_mismatch(finding) && told++ < 3) text += " " + finding_sentence(job, g, finding);
     if (told > 3) text += " (" + std::to_string(told - 3) + " more findings below.)";
-    return text + " NCCL does not check this: such a collective reads and writes different sizes on different "
+    return text + job.kernel_sentence + " NCCL does not check this: such a collective reads and writes different sizes on different "
                   "ranks and completes with wrong results or hangs.";
   }
   if (verdict == "incomplete") {
@@ -240,11 +252,11 @@ std::string verdict_summary(const Job& job, const std::string& verdict, const js
           gpu_waiting.push_back(static_cast<int>(p));
     if (!gpu_waiting.empty())
       text += " Host threads still wait: " + describe_nodes(graph, gpu_waiting) + ".";
-    return text;
+    return text + job.kernel_sentence;
   }
   return "No hang evident: on every communicator all ranks launched the same collectives, and nothing is "
          "planned or in flight. Agreeing counters do not prove correctness (a size mismatch can complete "
-         "silently), but triage reports no hang it cannot see.";
+         "silently), but triage reports no hang it cannot see." + job.kernel_sentence;
 }
 
 std::string decide_verdict(const Job& job) {
@@ -291,7 +303,7 @@ json inputs_json(const Job& job, const std::vector<TriageFailure>& failures) {
 
 nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
                                 const std::vector<TriageFailure>& input_failures,
-                                const TriageOptions& options) {
+                                const TriageOptions& options, std::vector<triage::KernelView> kernel_views) {
   (void)options;
   std::vector<TriageFailure> failures = input_failures;
   Job job;
@@ -308,6 +320,7 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
   triage::find_unrelated_jobs(&job);
   triage::analyze_communicators(&job);
   triage::analyze_recorder(&job);
+  triage::join_kernel_views(&job, std::move(kernel_views));
   json report = {{"schema", "ncclscope.triage/1"},
                  {"tool", {{"name", "ncclscope"}, {"version", NCCLSCOPE_VERSION}}}};
   std::string verdict = decide_verdict(job);
@@ -334,9 +347,23 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
           {{"what", "stream-chain"}, {"tid", chain["tid"]}, {"text", chain["text"]}});
     report["recorder"] = job.recorder;
   }
+  if (!job.kernel_views.is_null()) {
+    // Each rank's kernels are also what its graph node waits in.
+    for (size_t p = 0; p < job.process_kernels.size(); ++p)
+      for (const json& kernel : job.process_kernels[p]) graph["nodes"][p]["waits_in"].push_back(kernel);
+    report["kernel_views"] = job.kernel_views;
+  }
   report["graph"] = std::move(graph);
   report["stack_classes"] = triage::build_stack_classes(job);
   report["inputs"] = inputs_json(job, failures);
+  if (!job.kernel_views.is_null())
+    for (const json& view : job.kernel_views["inputs"]) {
+      bool joined = !view["joined_to"].is_null();
+      json entry = {{"name", view["input"]}, {"kind", "kernels"}, {"status", joined ? "ok" : "not-joined"},
+                    {"pid", view["pid"]}, {"joined_to", joined ? view["joined_to"]["input"] : json(nullptr)}};
+      if (!joined) entry["why"] = view["warnings"].empty() ? json("") : view["warnings"][0];
+      report["inputs"].push_back(entry);
+    }
   json errors = json::array();
   for (const TriageFailure& failure : failures)
     if (failure.status == "error") errors.push_back({{"input", failure.name}, {"message", failure.error}});
@@ -350,18 +377,23 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
 nlohmann::json triage_documents(const std::vector<TriageInput>& inputs, const TriageOptions& options) {
   std::vector<triage::ProcessView> processes;
   std::vector<TriageFailure> failures;
+  std::vector<triage::KernelView> kernel_views;
   for (const TriageInput& input : inputs) {
     if (!input.error.empty()) {
       failures.push_back({input.name, input.kind, input.error});
       continue;
     }
     try {
+      if (triage::is_kernel_view_document(input.document)) {
+        kernel_views.push_back(triage::summarize_kernel_view(input.document, input.name));
+        continue;
+      }
       processes.push_back(triage::summarize_state_document(input.document, input.name, input.kind));
     } catch (const BadInput& error) {
       failures.push_back({input.name, input.kind, error.what()});
     }
   }
-  return triage_processes(std::move(processes), failures, options);
+  return triage_processes(std::move(processes), failures, options, std::move(kernel_views));
 }
 
 int triage_exit_code(const nlohmann::json& report) {

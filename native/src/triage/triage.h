@@ -8,15 +8,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "triage/kernel_join.h"
 #include "triage/process_view.h"
 
 namespace nsc {
 
-// One rank's input: a state document, or why the input could not be used.
+// One rank's input: a state document (or a kernel view), or why the input could not be used.
 struct TriageInput {
   std::string name;         // file path or "pid 1234": how messages name the input
   std::string kind = "snapshot";  // "snapshot", "core", "live"
-  nlohmann::json document;  // ncclscope.state/1; null when `error` is set
+  nlohmann::json document;  // ncclscope.state/1 or ncclscope.kernels/1; null when `error` is set
   std::string error;        // one line naming the input and the problem; "" when usable
 };
 
@@ -37,9 +38,12 @@ struct TriageFailure {
 nlohmann::json triage_documents(const std::vector<TriageInput>& inputs, const TriageOptions& options);
 
 // The same from summaries (the CLI's path: each document is freed once summarized).
+// Kernel views (`nccl-kernels --json` under cuda-gdb) are optional; without them the
+// report is exactly what it was before they existed.
 nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
                                 const std::vector<TriageFailure>& failures,
-                                const TriageOptions& options);
+                                const TriageOptions& options,
+                                std::vector<triage::KernelView> kernel_views = {});
 
 // Renderers are pure functions of the triage document.
 std::string render_triage_text(const nlohmann::json& report);

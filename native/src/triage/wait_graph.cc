@@ -277,6 +277,8 @@ class GraphBuilder {
                        {"collective", finding.collective.empty() ? json(nullptr) : json(finding.collective)},
                        {"seq", finding.seq ? json(*finding.seq) : json(nullptr)},
                        {"label", label}, {"peer_relations", peer_relations(edge)}});
+      // Kernel views: what the waiting ranks' kernels wait for on these culprits.
+      if (!finding.kernel_waits.is_null()) edges.back()["kernel"] = finding.kernel_waits;
     }
     return edges;
   }

@@ -1,0 +1,654 @@
+// Kernel views joined with triage (issue 6 item 5). A kernel view says, per block of a
+// resident NCCL kernel, which peer that channel waits on ("waiting for data from rank 1
+// at step 24"). Triage:
+//  - attaches each view to the process holding a communicator with the same comm_hash and
+//    rank (target.pid only breaks ties: pids differ across PID namespaces);
+//  - adds the waits of a waiting rank's kernel to each finding that names it waiting, and
+//    the culprit's GPU side (e.g. "no NCCL kernel resident") to each finding naming it;
+//  - turns a definite wait on a peer that no finding explaining a hang names into a
+//    "kernel-wait" finding (waiting: that rank, culprit: the peer), e.g. when host state
+//    alone says only "incomplete" (the peer has no input) or sees no culprit;
+//  - gives the graph edge W -> R a "kernel" reason (channels, steps).
+// Unknown waits are reported with the decoder's text and never name a culprit.
+#include "triage/kernel_join.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "triage/analysis.h"
+#include "triage/rank_set.h"
+#include "triage/summary_helpers.h"
+#include "util/errors.h"
+#include "util/strings.h"
+
+namespace nsc::triage {
+namespace {
+
+using nlohmann::json;
+
+// Bounds on what a (possibly hostile) kernel view makes triage hold.
+constexpr size_t kMaxKernels = 64, kMaxBlocks = 1024, kMaxWaitsPerBlock = 16, kMaxComms = 256,
+                 kMaxText = 400, kMaxErrors = 16;
+constexpr size_t kKernelLinesPerFinding = 8;  // kernel evidence lines in one finding
+constexpr size_t kGroupsPerKernel = 4;        // wait groups in one kernel's line
+constexpr size_t kRanksInVerdict = 4;
+
+const json* field(const json& object, const char* key) {
+  if (!object.is_object()) return nullptr;
+  auto found = object.find(key);
+  return found == object.end() ? nullptr : &*found;
+}
+
+Maybe<int64_t> int_at(const json& object, const char* key) {
+  const json* value = field(object, key);
+  if (value == nullptr || !value->is_number_integer()) return std::nullopt;
+  if (value->is_number_unsigned() && value->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) return std::nullopt;
+  return value->get<int64_t>();
+}
+
+std::string string_at(const json& object, const char* key) {
+  const json* value = field(object, key);
+  if (value == nullptr || !value->is_string()) return "";
+  std::string text = value->get<std::string>();
+  if (text.size() > kMaxText) text = text.substr(0, kMaxText) + "...";
+  return text;
+}
+
+// "0x91a16347ba1dcfd3" (or a number) -> the hash; nullopt when neither.
+Maybe<uint64_t> hash_at(const json& object, const char* key) {
+  const json* value = field(object, key);
+  uint64_t hash = 0;
+  if (value != nullptr && value->is_string() && parse_u64(value->get<std::string>(), &hash)) return hash;
+  if (value != nullptr && value->is_number_unsigned()) return value->get<uint64_t>();
+  return std::nullopt;
+}
+
+KernelWaitView wait_of(const json& wait) {
+  KernelWaitView out;
+  out.kind = string_at(wait, "kind");
+  out.peer = index_rule(int_at(wait, "peer"));
+  out.step = count_rule(int_at(wait, "step"));
+  out.direction = string_at(wait, "direction");
+  out.text = string_at(wait, "text");
+  return out;
+}
+
+KernelBlockView block_of(const json& block) {
+  KernelBlockView out;
+  out.block = index_rule(int_at(block, "block"));
+  out.channel = index_rule(int_at(block, "channel"));
+  out.function = string_at(block, "function");
+  out.algorithm = string_at(block, "algorithm");
+  out.protocol = string_at(block, "protocol");
+  out.state = string_at(block, "state");
+  out.reason = string_at(block, "reason");
+  if (const json* waits = field(block, "waits"); waits != nullptr && waits->is_array())
+    for (const json& wait : *waits)
+      if (wait.is_object() && out.waits.size() < kMaxWaitsPerBlock) out.waits.push_back(wait_of(wait));
+  return out;
+}
+
+KernelEntryView kernel_of(const json& kernel) {
+  KernelEntryView out;
+  out.index = index_rule(int_at(kernel, "kernel"));
+  out.device = index_rule(int_at(kernel, "device"));
+  if (const json* nccl = field(kernel, "nccl")) {
+    out.collective = string_at(*nccl, "collective");
+    out.op = string_at(*nccl, "op");
+    out.datatype = string_at(*nccl, "datatype");
+    out.algorithm = string_at(*nccl, "algorithm");
+    out.protocol = string_at(*nccl, "protocol");
+    out.kernel_name = string_at(*nccl, "kernel_name");
+  }
+  if (const json* comm = field(kernel, "communicator"); comm != nullptr && comm->is_object()) {
+    Maybe<uint64_t> hash = hash_at(*comm, "comm_hash");
+    out.rank = index_rule(int_at(*comm, "rank"));
+    out.nranks = size_rule(int_at(*comm, "nranks"));
+    out.has_communicator = hash.has_value() && out.rank.has_value();
+    if (hash) out.comm_hash = *hash, out.comm_hash_text = hex(*hash);
+  }
+  out.communicator_match = string_at(kernel, "communicator_match");
+  if (const json* blocks = field(kernel, "blocks"); blocks != nullptr && blocks->is_array())
+    for (const json& block : *blocks)
+      if (block.is_object() && out.blocks.size() < kMaxBlocks) out.blocks.push_back(block_of(block));
+  return out;
+}
+
+// --- one kernel's waits, grouped -------------------------------------------------
+
+// Definite waits on one peer: the blocks, their channels and the steps they wait at.
+struct WaitGroup {
+  std::string kind;
+  int peer = 0;
+  size_t blocks = 0;
+  std::vector<int> channels;
+  std::set<int64_t> steps;
+};
+
+// Blocks whose wait is not known (or not on a peer), grouped by what the decoder said.
+struct OtherGroup {
+  std::string text;
+  size_t blocks = 0;
+  std::vector<int> channels;
+};
+
+struct KernelWaits {
+  std::vector<WaitGroup> definite;  // by (kind, peer)
+  std::vector<OtherGroup> unknown;  // by text
+  OtherGroup not_waiting;           // "not-waiting-on-peers"
+};
+
+std::string channels_phrase(const std::vector<int>& channels) {
+  if (channels.empty()) return "";
+  return (channels.size() == 1 ? "channel " : "channels ") + format_rank_set(channels);
+}
+
+std::string steps_phrase(const std::set<int64_t>& steps) {
+  if (steps.empty()) return "";
+  if (steps.size() == 1) return " at step " + std::to_string(*steps.begin());
+  std::string text = " at steps ";
+  if (steps.size() <= 4) {
+    for (int64_t step : steps) text += (text.size() > 10 ? "," : "") + std::to_string(step);
+    return text;
+  }
+  return text + std::to_string(*steps.begin()) + "-" + std::to_string(*steps.rbegin()) + " (" +
+         std::to_string(steps.size()) + " values)";
+}
+
+std::string wait_phrase(const std::string& kind, int peer) {
+  return kind == "waiting-for-data" ? "waiting for data from rank " + std::to_string(peer)
+                                    : "waiting for rank " + std::to_string(peer) + " to free a slot";
+}
+
+// What an undecided block's waits say, with the connection's direction.
+std::string unknown_text(const KernelBlockView& block) {
+  std::string text;
+  for (const KernelWaitView& wait : block.waits) {
+    std::string part = wait.text.empty() ? wait.kind : wait.text;
+    if (!wait.direction.empty()) part = wait.direction + ": " + part;
+    text += (text.empty() ? "" : "; ") + part;
+  }
+  if (text.empty()) text = block.reason.empty() ? "no wait decoded" : block.reason;
+  return "wait unknown (" + text + ")";
+}
+
+KernelWaits group_waits(const KernelEntryView& kernel) {
+  KernelWaits out;
+  std::map<std::pair<std::string, int>, size_t> definite_index;
+  std::map<std::string, size_t> unknown_index;
+  for (const KernelBlockView& block : kernel.blocks) {
+    bool any_definite = false;
+    std::set<std::pair<std::string, int>> counted;  // a block counts once per group
+    for (const KernelWaitView& wait : block.waits) {
+      if (!wait.definite() || !wait.peer) continue;
+      any_definite = true;
+      auto key = std::make_pair(wait.kind, *wait.peer);
+      auto [slot, inserted] = definite_index.emplace(key, out.definite.size());
+      if (inserted) out.definite.push_back({wait.kind, *wait.peer, 0, {}, {}});
+      WaitGroup& group = out.definite[slot->second];
+      if (wait.step) group.steps.insert(*wait.step);
+      if (!counted.insert(key).second) continue;
+      ++group.blocks;
+      if (block.channel) group.channels.push_back(*block.channel);
+    }
+    if (any_definite) continue;
+    OtherGroup* group = &out.not_waiting;
+    if (block.state != "not-waiting-on-peers") {
+      std::string text = unknown_text(block);
+      auto [slot, inserted] = unknown_index.emplace(text, out.unknown.size());
+      if (inserted) out.unknown.push_back({text, 0, {}});
+      group = &out.unknown[slot->second];
+    }
+    ++group->blocks;
+    if (block.channel) group->channels.push_back(*block.channel);
+  }
+  for (WaitGroup& group : out.definite) normalize_ranks(&group.channels);
+  for (OtherGroup& group : out.unknown) normalize_ranks(&group.channels);
+  normalize_ranks(&out.not_waiting.channels);
+  return out;
+}
+
+std::string most_common(const std::vector<KernelBlockView>& blocks, std::string KernelBlockView::*member) {
+  std::map<std::string, size_t> counts;
+  for (const KernelBlockView& block : blocks)
+    if (!(block.*member).empty()) ++counts[block.*member];
+  std::string best;
+  size_t most = 0;
+  for (const auto& [value, count] : counts)
+    if (count > most) best = value, most = count;
+  return best;
+}
+
+std::string with_channels(const std::string& text, const std::vector<int>& channels) {
+  return channels.empty() ? text : text + " (" + channels_phrase(channels) + ")";
+}
+
+// "waits for data from rank 1 at step 24 on channels 0-23 (24 of 24 blocks)".
+std::string wait_predicate(const WaitGroup& group, size_t total_blocks) {
+  std::string text = group.kind == "waiting-for-data" ? "waits for data from rank " + std::to_string(group.peer)
+                                                      : "waits for rank " + std::to_string(group.peer) + " to free a slot";
+  text += steps_phrase(group.steps);
+  if (!group.channels.empty()) text += " on " + channels_phrase(group.channels);
+  return text + " (" + std::to_string(group.blocks) + " of " + std::to_string(total_blocks) + " blocks)";
+}
+
+json numbers(const std::set<int64_t>& values) { return json(std::vector<int64_t>(values.begin(), values.end())); }
+
+}  // namespace
+
+bool is_kernel_view_document(const nlohmann::json& document) {
+  const json* schema = field(document, "schema");
+  return schema != nullptr && schema->is_string() && schema->get<std::string>() == kKernelViewSchema;
+}
+
+KernelView summarize_kernel_view(const nlohmann::json& document, const std::string& input_name) {
+  if (!is_kernel_view_document(document))
+    throw BadInput(input_name + ": not an " + kKernelViewSchema + " document");
+  KernelView view;
+  view.input_name = input_name;
+  if (const json* target = field(document, "target")) view.pid = id_rule(int_at(*target, "pid"));
+  if (const json* kernels = field(document, "kernels"); kernels != nullptr && kernels->is_array())
+    for (const json& kernel : *kernels)
+      if (kernel.is_object() && view.kernels.size() < kMaxKernels) view.kernels.push_back(kernel_of(kernel));
+  if (const json* comms = field(document, "communicators"); comms != nullptr && comms->is_array())
+    for (const json& comm : *comms) {
+      Maybe<uint64_t> hash = hash_at(comm, "comm_hash");
+      Maybe<int> rank = index_rule(int_at(comm, "rank"));
+      if (!hash || !rank || view.communicators.size() >= kMaxComms) continue;
+      view.communicators.push_back({*hash, hex(*hash), *rank, size_rule(int_at(comm, "nranks"))});
+    }
+  if (const json* others = field(document, "other_kernels"); others != nullptr && others->is_array())
+    view.other_kernels = others->size();
+  if (const json* errors = field(document, "errors"); errors != nullptr && errors->is_array())
+    for (const json& error : *errors) {
+      if (view.document_errors.size() >= kMaxErrors) break;
+      std::string text = error.is_string() ? error.get<std::string>() : string_at(error, "message");
+      if (!text.empty()) view.document_errors.push_back(text.substr(0, kMaxText));
+    }
+  return view;
+}
+
+std::string describe_kernel(const KernelEntryView& kernel, bool with_function) {
+  std::string function = most_common(kernel.blocks, &KernelBlockView::function);
+  std::string algorithm = most_common(kernel.blocks, &KernelBlockView::algorithm);
+  std::string protocol = most_common(kernel.blocks, &KernelBlockView::protocol);
+  if (algorithm.empty()) algorithm = kernel.algorithm;
+  if (protocol.empty()) protocol = kernel.protocol;
+  if (function.empty()) function = kernel.kernel_name;
+  std::string running = algorithm + (algorithm.empty() || protocol.empty() ? "" : " ") + protocol;
+  std::string details = with_function ? function : "";
+  if (!running.empty()) details += (details.empty() ? "" : ", ") + running;
+  std::string text = (kernel.collective.empty() ? std::string("NCCL") : kernel.collective) + " kernel" +
+                     (details.empty() ? "" : " (" + details + ")");
+  if (kernel.communicator_match.rfind("guess", 0) == 0) text += " [communicator guessed]";
+  KernelWaits waits = group_waits(kernel);
+  std::string total = std::to_string(kernel.blocks.size());
+  std::vector<std::string> parts;
+  for (const WaitGroup& group : waits.definite)
+    parts.push_back(with_channels(std::to_string(group.blocks) + " of " + total + " blocks " +
+                                      wait_phrase(group.kind, group.peer) + steps_phrase(group.steps),
+                                  group.channels));
+  for (const OtherGroup& group : waits.unknown)
+    parts.push_back(with_channels(std::to_string(group.blocks) + " of " + total + " blocks: " + group.text, group.channels));
+  if (waits.not_waiting.blocks > 0)
+    parts.push_back(with_channels(std::to_string(waits.not_waiting.blocks) + " of " + total +
+                                      " blocks not waiting on peers",
+                                  waits.not_waiting.channels));
+  if (parts.empty()) return text + ": no block decoded";
+  std::string body;
+  for (size_t i = 0; i < parts.size() && i < kGroupsPerKernel; ++i) body += (i ? "; " : "") + parts[i];
+  if (parts.size() > kGroupsPerKernel)
+    body += "; and " + std::to_string(parts.size() - kGroupsPerKernel) + " more groups (--json: kernel_views)";
+  return text + ": " + body;
+}
+
+namespace {
+
+class KernelJoiner {
+ public:
+  KernelJoiner(Job* job, std::vector<KernelView> views) : job_(*job), views_(std::move(views)) {}
+
+  void run() {
+    if (views_.empty()) return;  // no kernel view: the report is exactly as before
+    view_of_process_.assign(job_.processes.size(), -1);
+    joined_to_.assign(views_.size(), -1);
+    view_warnings_.assign(views_.size(), {});
+    kernel_joined_.resize(views_.size());
+    for (size_t v = 0; v < views_.size(); ++v) attach(v);
+    for (size_t g = 0; g < job_.comms.size(); ++g) join_group(g);
+    job_.kernel_views = report_section();
+    job_.process_kernels = process_kernels();
+    job_.kernel_sentence = verdict_sentence();
+  }
+
+ private:
+  using Identity = std::pair<uint64_t, int>;  // comm hash, rank
+
+  std::set<Identity> identities(const KernelView& view) const {
+    std::set<Identity> out;
+    for (const KernelEntryView& kernel : view.kernels)
+      if (kernel.has_communicator) out.insert({kernel.comm_hash, *kernel.rank});
+    for (const KernelCommView& comm : view.communicators) out.insert({comm.comm_hash, comm.rank});
+    return out;
+  }
+
+  bool holds(const ProcessView& process, const Identity& identity) const {
+    return std::any_of(process.comms.begin(), process.comms.end(), [&](const CommView& comm) {
+      return comm.comm_hash == identity.first && comm.rank && *comm.rank == identity.second;
+    });
+  }
+
+  void warn(size_t v, const std::string& text) {
+    view_warnings_[v].push_back(views_[v].input_name + ": " + text);
+  }
+
+  static std::string identity_text(const Identity& identity) {
+    return "communicator " + hex(identity.first) + " rank " + std::to_string(identity.second);
+  }
+
+  void attach(size_t v) {
+    const KernelView& view = views_[v];
+    std::set<Identity> ids = identities(view);
+    std::vector<int> candidates;
+    for (size_t p = 0; p < job_.processes.size(); ++p)
+      for (const Identity& id : ids)
+        if (holds(job_.processes[p], id)) {
+          candidates.push_back(static_cast<int>(p));
+          break;
+        }
+    if (candidates.size() > 1 && view.pid) {
+      std::vector<int> same_pid;
+      for (int p : candidates)
+        if (job_.processes[p].pid == view.pid) same_pid.push_back(p);
+      if (!same_pid.empty()) candidates = same_pid;
+    }
+    if (candidates.empty()) {
+      std::string what = ids.empty() ? std::string("names no communicator (no kernel matched to one, none listed)")
+                                     : "no input holds " + identity_text(*ids.begin()) +
+                                           (ids.size() > 1 ? " (nor " + std::to_string(ids.size() - 1) + " other)" : "");
+      if (view.pid)
+        for (const ProcessView& process : job_.processes)
+          if (process.pid == view.pid) what += "; " + process.input_name + " has pid " + std::to_string(*view.pid) + " but not that communicator";
+      warn(v, what + "; kernel view not joined");
+      return;
+    }
+    if (candidates.size() > 1)
+      warn(v, "matches " + std::to_string(candidates.size()) + " inputs (" + job_.processes[candidates[0]].input_name +
+                  ", " + job_.processes[candidates[1]].input_name + "); joined to the first");
+    int p = candidates.front();
+    if (view_of_process_[p] >= 0) {
+      warn(v, job_.processes[p].input_name + " already has kernel view " + views_[view_of_process_[p]].input_name +
+                  "; this one is not joined");
+      return;
+    }
+    view_of_process_[p] = static_cast<int>(v);
+    joined_to_[v] = p;
+    kernel_joined_[v].assign(view.kernels.size(), false);
+    for (size_t k = 0; k < view.kernels.size(); ++k) {
+      const KernelEntryView& kernel = view.kernels[k];
+      std::string which = "kernel " + (kernel.index ? std::to_string(*kernel.index) : "?");
+      if (!kernel.has_communicator)
+        warn(v, which + ": communicator not identified (" +
+                    (kernel.communicator_match.empty() ? std::string("no match") : kernel.communicator_match) +
+                    "); listed, not joined");
+      else if (!holds(job_.processes[p], {kernel.comm_hash, *kernel.rank}))
+        warn(v, which + ": " + identity_text({kernel.comm_hash, *kernel.rank}) + " is not among " +
+                    job_.processes[p].input_name + "'s communicators; listed, not joined");
+      else
+        kernel_joined_[v][k] = true;
+    }
+  }
+
+  // Kernels of the process at `member` that run on its group's communicator.
+  std::vector<const KernelEntryView*> kernels_of(const CommGroup& group, const Member& member) const {
+    std::vector<const KernelEntryView*> out;
+    int v = view_of_process_[member.process];
+    if (v < 0) return out;
+    const KernelView& view = views_[v];
+    for (size_t k = 0; k < view.kernels.size(); ++k)
+      if (kernel_joined_[v][k] && view.kernels[k].comm_hash == group.hash && *view.kernels[k].rank == member.rank)
+        out.push_back(&view.kernels[k]);
+    return out;
+  }
+
+  // What a culprit's GPU runs, from its kernel view; "" without one.
+  std::string culprit_fact(const CommGroup& group, int rank) const {
+    const Member* member = group.find(rank);
+    if (member == nullptr || view_of_process_[member->process] < 0) return "";
+    const KernelView& view = views_[view_of_process_[member->process]];
+    std::string who = "kernel view, rank " + std::to_string(rank) + ": ";
+    std::vector<const KernelEntryView*> kernels = kernels_of(group, *member);
+    if (!kernels.empty()) {
+      std::string text;
+      for (const KernelEntryView* kernel : kernels) text += (text.empty() ? "" : "; ") + describe_kernel(*kernel);
+      return who + text;
+    }
+    if (view.kernels.empty()) {
+      std::string text = who + "no NCCL kernel resident on its GPU";
+      if (view.other_kernels) text += " (" + std::to_string(view.other_kernels) + " other kernels)";
+      if (!view.document_errors.empty()) text += "; the view has errors: " + view.document_errors.front();
+      return text;
+    }
+    return who + "no kernel of this communicator resident (" + std::to_string(view.kernels.size()) +
+           " NCCL kernel" + (view.kernels.size() == 1 ? "" : "s") + " of other communicators)";
+  }
+
+  static bool contains(const std::vector<int>& ranks, int rank) {
+    return std::find(ranks.begin(), ranks.end(), rank) != ranks.end();
+  }
+
+  void add_kernel_line(size_t g, size_t f, const std::string& line) {
+    size_t& lines = lines_[{g, f}];
+    if (++lines <= kKernelLinesPerFinding) job_.findings[g][f].evidence.push_back(line);
+  }
+
+  json wait_entry(int rank, const WaitGroup& group, const KernelEntryView& kernel) const {
+    return {{"rank", rank}, {"peer", group.peer}, {"kind", group.kind}, {"collective", kernel.collective},
+            {"blocks", group.blocks}, {"of_blocks", kernel.blocks.size()}, {"channels", group.channels},
+            {"steps", numbers(group.steps)}, {"wait", wait_predicate(group, kernel.blocks.size())},
+            {"text", "rank " + std::to_string(rank) + " " + wait_predicate(group, kernel.blocks.size())}};
+  }
+
+  void join_group(size_t g) {
+    const CommGroup& group = job_.comms[g];
+    std::vector<Finding>& findings = job_.findings[g];
+    const size_t host_findings = findings.size();
+    // Kernel-wait findings, by (peer, collective).
+    std::map<std::pair<int, std::string>, Finding> uncovered;
+    for (const Member& member : group.members) {
+      std::vector<const KernelEntryView*> kernels = kernels_of(group, member);
+      if (kernels.empty()) continue;
+      int rank = member.rank;
+      for (const KernelEntryView* kernel : kernels) {
+        std::string line = "kernel view, rank " + std::to_string(rank) + ": " + describe_kernel(*kernel);
+        KernelWaits waits = group_waits(*kernel);
+        std::vector<bool> covered(waits.definite.size(), false);
+        for (size_t f = 0; f < host_findings; ++f) {
+          Finding& finding = findings[f];
+          if (!finding.explains_hang || finding.culprits.empty() || !contains(finding.waiting, rank)) continue;
+          add_kernel_line(g, f, line);
+          for (size_t w = 0; w < waits.definite.size(); ++w) {
+            const WaitGroup& wait = waits.definite[w];
+            bool on_culprit = contains(finding.culprits, wait.peer);
+            covered[w] = covered[w] || on_culprit || contains(finding.waiting, wait.peer);
+            if (!on_culprit) continue;
+            if (finding.kernel_waits.is_null()) finding.kernel_waits = json::array();
+            finding.kernel_waits.push_back(wait_entry(rank, wait, *kernel));
+          }
+        }
+        for (size_t w = 0; w < waits.definite.size(); ++w) {
+          const WaitGroup& wait = waits.definite[w];
+          // A peer outside the communicator is garbage, never a culprit.
+          bool valid_peer = wait.peer != rank && (!group.nranks || wait.peer < *group.nranks);
+          if (covered[w] || !valid_peer) continue;
+          Finding& finding = uncovered[{wait.peer, kernel->collective}];
+          if (finding.kind.empty()) start_kernel_wait(group, wait.peer, kernel->collective, &finding);
+          if (!contains(finding.waiting, rank)) {
+            finding.waiting.push_back(rank);
+            if (finding.evidence.size() < kKernelLinesPerFinding) finding.evidence.push_back(line);
+          }
+          finding.kernel_waits.push_back(wait_entry(rank, wait, *kernel));
+        }
+      }
+    }
+    // The culprits' side, on the host findings that named them.
+    for (size_t f = 0; f < host_findings; ++f) {
+      Finding& finding = findings[f];
+      if (!finding.explains_hang || finding.waiting.empty()) continue;
+      for (int culprit : finding.culprits) {
+        std::string fact = culprit_fact(group, culprit);
+        if (!fact.empty()) add_kernel_line(g, f, fact);
+      }
+    }
+    for (size_t f = 0; f < host_findings; ++f) {
+      size_t lines = lines_.count({g, f}) ? lines_[{g, f}] : 0;
+      if (lines > kKernelLinesPerFinding)
+        findings[f].evidence.push_back("kernel views of " + std::to_string(lines - kKernelLinesPerFinding) +
+                                       " more ranks (report: kernel_views)");
+    }
+    if (uncovered.empty()) return;
+    std::string host_kinds;
+    for (size_t f = 0; f < host_findings; ++f)
+      if (findings[f].kind != "no-hang-evident") host_kinds += (host_kinds.empty() ? "" : ", ") + findings[f].kind;
+    for (auto& [key, finding] : uncovered) finish_kernel_wait(group, key.first, host_kinds, &finding);
+    // A kernel blocked on a peer contradicts "no hang evident" on that communicator.
+    findings.erase(std::remove_if(findings.begin(), findings.end(),
+                                  [](const Finding& f) { return f.kind == "no-hang-evident"; }),
+                   findings.end());
+    for (auto& [key, finding] : uncovered) findings.push_back(std::move(finding));
+  }
+
+  void start_kernel_wait(const CommGroup& group, int peer, const std::string& collective, Finding* finding) const {
+    finding->kind = "kernel-wait";
+    finding->collective = collective;
+    finding->culprits = {peer};
+    finding->culprits_absent = group.find(peer) == nullptr;
+    finding->edge_kind = "kernel";
+    finding->explains_hang = true;
+    finding->kernel_waits = json::array();
+  }
+
+  void finish_kernel_wait(const CommGroup& group, int peer, const std::string& host_kinds, Finding* finding) const {
+    normalize_ranks(&finding->waiting);
+    if (finding->waiting.size() > kKernelLinesPerFinding)
+      finding->evidence.push_back("kernel views of " + std::to_string(finding->waiting.size() - kKernelLinesPerFinding) +
+                                  " more ranks (report: kernel_views)");
+    if (finding->culprits_absent) {
+      finding->evidence.push_back("rank " + std::to_string(peer) + " has no input holding this communicator");
+    } else {
+      std::string fact = culprit_fact(group, peer);
+      if (!fact.empty()) finding->evidence.push_back(fact);
+      const Member* member = group.find(peer);
+      finding->evidence.push_back("rank " + std::to_string(peer) + "'s host thread: " + process_doing(job_, member->process));
+    }
+    finding->evidence.push_back("host state alone names no culprit for this wait (host findings on this communicator: " +
+                                (host_kinds.empty() ? std::string("none") : host_kinds) + ")");
+  }
+
+  json kernel_json(size_t v, size_t k) const {
+    const KernelEntryView& kernel = views_[v].kernels[k];
+    KernelWaits waits = group_waits(kernel);
+    json definite = json::array(), unknown = json::array();
+    for (const WaitGroup& group : waits.definite)
+      definite.push_back({{"kind", group.kind}, {"peer", group.peer}, {"blocks", group.blocks},
+                          {"channels", group.channels}, {"steps", numbers(group.steps)},
+                          {"text", wait_phrase(group.kind, group.peer) + steps_phrase(group.steps)}});
+    for (const OtherGroup& group : waits.unknown)
+      unknown.push_back({{"blocks", group.blocks}, {"channels", group.channels}, {"text", group.text}});
+    auto maybe = [](const auto& value) { return value ? json(*value) : json(nullptr); };
+    return {{"kernel", maybe(kernel.index)}, {"device", maybe(kernel.device)},
+            {"comm_hash", kernel.has_communicator ? json(kernel.comm_hash_text) : json(nullptr)},
+            {"rank", maybe(kernel.rank)}, {"nranks", maybe(kernel.nranks)},
+            {"communicator_match", kernel.communicator_match},
+            {"collective", kernel.collective}, {"op", kernel.op}, {"datatype", kernel.datatype},
+            {"function", most_common(kernel.blocks, &KernelBlockView::function)},
+            {"blocks", kernel.blocks.size()}, {"waits", definite}, {"unknown", unknown},
+            {"not_waiting_blocks", waits.not_waiting.blocks},
+            {"joined", kernel_joined_[v].empty() ? false : static_cast<bool>(kernel_joined_[v][k])},
+            {"text", describe_kernel(kernel)}};
+  }
+
+  json report_section() const {
+    json inputs = json::array(), warnings = json::array();
+    for (size_t v = 0; v < views_.size(); ++v) {
+      const KernelView& view = views_[v];
+      json joined = nullptr;
+      if (int p = joined_to_[v]; p >= 0) {
+        const ProcessView& process = job_.processes[p];
+        joined = {{"input", process.input_name},
+                  {"world_rank", job_.world_rank[p] ? json(*job_.world_rank[p]) : json(nullptr)},
+                  {"pid", process.pid ? json(*process.pid) : json(nullptr)},
+                  // Matched by communicator; a pid differs across PID namespaces (containers).
+                  {"pid_agrees", process.pid && view.pid ? json(*process.pid == *view.pid) : json(nullptr)}};
+      }
+      json kernels = json::array();
+      for (size_t k = 0; k < view.kernels.size(); ++k) kernels.push_back(kernel_json(v, k));
+      inputs.push_back({{"input", view.input_name}, {"pid", view.pid ? json(*view.pid) : json(nullptr)},
+                        {"joined_to", joined}, {"kernels", kernels}, {"other_kernels", view.other_kernels},
+                        {"errors", view.document_errors}, {"warnings", view_warnings_[v]}});
+      for (const std::string& warning : view_warnings_[v]) warnings.push_back(warning);
+    }
+    return {{"source", "cuda-gdb nccl-kernels --json (ncclscope.kernels/1); peers are ranks of the kernel's communicator"},
+            {"inputs", inputs}, {"warnings", warnings}};
+  }
+
+  json process_kernels() const {
+    std::vector<json> out(job_.processes.size(), json::array());
+    for (size_t p = 0; p < job_.processes.size(); ++p) {
+      int v = view_of_process_[p];
+      if (v < 0) continue;
+      const KernelView& view = views_[v];
+      if (view.kernels.empty())
+        out[p].push_back({{"what", "kernel"}, {"comm_hash", nullptr}, {"collective", nullptr},
+                          {"text", "no NCCL kernel resident (kernel view)"}});
+      for (const KernelEntryView& kernel : view.kernels)
+        out[p].push_back({{"what", "kernel"},
+                          {"comm_hash", kernel.has_communicator ? json(kernel.comm_hash_text) : json(nullptr)},
+                          {"collective", kernel.collective}, {"text", describe_kernel(kernel)}});
+    }
+    return out;
+  }
+
+  // " Kernel view: rank 0: AllReduce kernel (RING SIMPLE): 24 of 24 blocks ...; rank 1: no NCCL kernel resident."
+  std::string verdict_sentence() const {
+    std::vector<std::pair<int64_t, std::string>> parts;  // sorted by world rank, then input order
+    for (size_t p = 0; p < job_.processes.size(); ++p) {
+      int v = view_of_process_[p];
+      if (v < 0) continue;
+      const KernelView& view = views_[v];
+      std::string text;
+      for (size_t k = 0; k < view.kernels.size(); ++k) {
+        const KernelEntryView& kernel = view.kernels[k];
+        text += (text.empty() ? "" : "; ") + describe_kernel(kernel, false);
+        bool world = job_.world_comm >= 0 && kernel.has_communicator &&
+                     kernel.comm_hash == job_.comms[job_.world_comm].hash;
+        if (kernel.has_communicator && !world) text += " on communicator " + kernel.comm_hash_text;
+      }
+      if (view.kernels.empty()) text = "no NCCL kernel resident";
+      int64_t order = job_.world_rank[p] ? *job_.world_rank[p] : INT32_MAX + static_cast<int64_t>(p);
+      parts.emplace_back(order, job_.process_label(static_cast<int>(p)) + ": " + text);
+    }
+    if (parts.empty()) return "";
+    std::sort(parts.begin(), parts.end());
+    std::string sentence = " Kernel view: ";
+    for (size_t i = 0; i < parts.size() && i < kRanksInVerdict; ++i) sentence += (i ? "; " : "") + parts[i].second;
+    if (parts.size() > kRanksInVerdict)
+      sentence += "; and " + std::to_string(parts.size() - kRanksInVerdict) + " more ranks (kernel_views)";
+    return sentence + ".";
+  }
+
+  Job& job_;
+  std::vector<KernelView> views_;
+  std::vector<int> view_of_process_;            // process -> view, -1 when none
+  std::vector<int> joined_to_;                  // view -> process, -1 when not joined
+  std::vector<std::vector<std::string>> view_warnings_;
+  std::vector<std::vector<bool>> kernel_joined_;  // view, kernel -> joined to its process's comm
+  std::map<std::pair<size_t, size_t>, size_t> lines_;  // (group, finding) -> kernel lines
+};
+
+}  // namespace
+
+void join_kernel_views(Job* job, std::vector<KernelView> views) { KernelJoiner(job, std::move(views)).run(); }
+
+}  // namespace nsc::triage
