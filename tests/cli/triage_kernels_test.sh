@@ -9,7 +9,8 @@
 # with `ncclscope state`) and rank. Checks: the evidence on missing-collective AllReduce #4,
 # the graph edge's kernel reason, the verdict sentence, a directory holding cores and
 # *.kernels.json, a view naming no matching communicator (warning only, report unchanged),
-# and rank 0 alone (host: incomplete) where the kernel names the absent rank 1.
+# rank 0 alone (host: incomplete) where the kernel names the absent rank 1, and the recorded
+# mismatched-collective view whose waits are unknown (evidence only, never a culprit).
 set -u
 BUILD=${NCCLSCOPE_BUILD:?}
 SRC=${NCCLSCOPE_SRC:?}
@@ -74,6 +75,24 @@ other_rc=$?
 "$NSC" triage "$J/rank0.core" "$J/rank0.kernels.json" --exe "$WORK/exe" --json >"$WORK/alone.json" 2>/dev/null
 alone_rc=$?
 "$NSC" triage "$J/rank0.core" --exe "$WORK/exe" --json >"$WORK/alone-plain.json" 2>/dev/null
+
+# mismatched-collective (rank 1 launched ReduceScatter): rank 0's recorded kernel view has only
+# unknown waits ("rank 1 posted 4 steps ..."), from another run too; its hash rewritten likewise.
+MISMATCHED=$SRC/corefiles/mismatched-collective
+if [ -f "$MISMATCHED/rank0.core.xz" ] && [ -f "$REPLAY/mismatched-collective-rank0.replay.json.xz" ]; then
+  mkdir -p "$WORK/mm"
+  xz -dc "$MISMATCHED/rank0.core.xz" >"$WORK/mm/rank0.core" && xz -dc "$MISMATCHED/rank1.core.xz" >"$WORK/mm/rank1.core"
+  "$NSC" state "$WORK/mm/rank0.core" --exe "$WORK/exe" --json >"$WORK/mm-state0.json" 2>/dev/null
+  MM_HASH=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["communicators"][0]["comm_hash"])' "$WORK/mm-state0.json")
+  xz -dc "$REPLAY/mismatched-collective-rank0.replay.json.xz" | python3 -c '
+import json, sys
+view = json.load(sys.stdin)["result"]
+for item in [k["communicator"] for k in view["kernels"] if k.get("communicator")] + view["communicators"]:
+    item["comm_hash"] = sys.argv[1]
+json.dump(view, open(sys.argv[2], "w"))
+' "$MM_HASH" "$WORK/mm/rank0.kernels.json"
+  "$NSC" triage "$WORK/mm" --exe "$WORK/exe" --json >"$WORK/mm.json" 2>/dev/null
+fi
 
 python3 - "$WORK" "$other_rc" "$alone_rc" <<'PY' || exit 1
 import json, sys
@@ -141,9 +160,25 @@ check(len(waits) == 1 and waits[0]["waiting_ranks"] == [0] and waits[0]["culprit
 check("the AllReduce kernel of rank 0 waits for data from rank 1 at step 24 on channels 0-23 (24 of 24 blocks); "
       "rank 1 has no input" in alone["summary"], "alone summary: %s" % alone["summary"])
 
+# Unknown waits: shown with the decoder's text, never a culprit or an edge reason.
+import os
+if os.path.exists(work + "/mm.json"):
+    mm = load("mm.json")
+    check(mm["verdict"] == "hang" and mm["culprit_ranks"] == [1], "mismatched: %s %s" % (mm["verdict"], mm["culprit_ranks"]))
+    mismatch = [f for c in mm["communicators"] for f in c["findings"] if f["kind"] == "collective-mismatch"]
+    check(len(mismatch) == 1 and "kernel_waits" not in mismatch[0], "mismatched: finding %s" % mismatch)
+    check(mismatch and any(e.startswith("kernel view, rank 0: AllReduce kernel (ncclDevFunc_AllReduce_Sum_f32_RING_SIMPLE, "
+                                        "RING SIMPLE): 24 of 24 blocks: wait unknown (recv: rank 1 posted 4 steps since the "
+                                        "kernel started at step 24") for e in mismatch[0]["evidence"]),
+          "mismatched: no unknown-wait evidence")
+    check(not [f for c in mm["communicators"] for f in c["findings"] if f["kind"] == "kernel-wait"], "mismatched: kernel-wait")
+    check(all("kernel" not in e for e in mm["graph"]["edges"]), "mismatched: an edge has a kernel reason")
+else:
+    print("note: mismatched-collective data absent, unknown-wait check skipped")
+
 if problems:
     print("FAIL:\n  " + "\n  ".join(problems))
     sys.exit(1)
-print("ok: evidence, edge reason, verdict sentence, directory, other-run warning, rank 0 alone")
+print("ok: evidence, edge reason, verdict sentence, directory, other-run warning, rank 0 alone, unknown waits")
 PY
 echo "triage kernels: passed"

@@ -315,6 +315,10 @@ class KernelJoiner {
     joined_to_.assign(views_.size(), -1);
     view_warnings_.assign(views_.size(), {});
     kernel_joined_.resize(views_.size());
+    // (comm hash, rank) -> processes holding it: views join in O(views + communicators).
+    for (size_t p = 0; p < job_.processes.size(); ++p)
+      for (const CommView& comm : job_.processes[p].comms)
+        if (comm.rank) holders_[{comm.comm_hash, *comm.rank}].push_back(static_cast<int>(p));
     for (size_t v = 0; v < views_.size(); ++v) attach(v);
     for (size_t g = 0; g < job_.comms.size(); ++g) join_group(g);
     job_.kernel_views = report_section();
@@ -350,13 +354,10 @@ class KernelJoiner {
   void attach(size_t v) {
     const KernelView& view = views_[v];
     std::set<Identity> ids = identities(view);
-    std::vector<int> candidates;
-    for (size_t p = 0; p < job_.processes.size(); ++p)
-      for (const Identity& id : ids)
-        if (holds(job_.processes[p], id)) {
-          candidates.push_back(static_cast<int>(p));
-          break;
-        }
+    std::set<int> matching;
+    for (const Identity& id : ids)
+      if (auto found = holders_.find(id); found != holders_.end()) matching.insert(found->second.begin(), found->second.end());
+    std::vector<int> candidates(matching.begin(), matching.end());
     if (candidates.size() > 1 && view.pid) {
       std::vector<int> same_pid;
       for (int p : candidates)
@@ -542,7 +543,7 @@ class KernelJoiner {
       const Member* member = group.find(peer);
       finding->evidence.push_back("rank " + std::to_string(peer) + "'s host thread: " + process_doing(job_, member->process));
     }
-    finding->evidence.push_back("host state alone names no culprit for this wait (host findings on this communicator: " +
+    finding->evidence.push_back("no host finding explains this wait (host findings on this communicator: " +
                                 (host_kinds.empty() ? std::string("none") : host_kinds) + ")");
   }
 
@@ -645,6 +646,7 @@ class KernelJoiner {
   std::vector<std::vector<std::string>> view_warnings_;
   std::vector<std::vector<bool>> kernel_joined_;  // view, kernel -> joined to its process's comm
   std::map<std::pair<size_t, size_t>, size_t> lines_;  // (group, finding) -> kernel lines
+  std::map<Identity, std::vector<int>> holders_;
 };
 
 }  // namespace
