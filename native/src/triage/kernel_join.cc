@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "triage/analysis.h"
 #include "triage/rank_set.h"
@@ -613,7 +614,19 @@ class KernelJoiner {
 
   // " Kernel view: rank 0: AllReduce kernel (RING SIMPLE): 24 of 24 blocks ...; rank 1: no NCCL kernel resident."
   std::string verdict_sentence() const {
-    std::vector<std::pair<int64_t, std::string>> parts;  // sorted by world rank, then input order
+    // Ranks whose kernels wait on a culprit first, then the culprits, then the rest (each by world
+    // rank): at 4,096 ranks the few named are the ones that tell.
+    std::vector<int> priority(job_.processes.size(), 2);
+    for (size_t g = 0; g < job_.comms.size(); ++g)
+      for (const Finding& finding : job_.findings[g]) {
+        if (!finding.explains_hang) continue;
+        for (int rank : finding.culprits)
+          if (const Member* member = job_.comms[g].find(rank)) priority[member->process] = std::min(priority[member->process], 1);
+        if (finding.kernel_waits.is_array())
+          for (const json& wait : finding.kernel_waits)
+            if (const Member* member = job_.comms[g].find(wait["rank"].get<int>())) priority[member->process] = 0;
+      }
+    std::vector<std::tuple<int, int64_t, std::string>> parts;
     for (size_t p = 0; p < job_.processes.size(); ++p) {
       int v = view_of_process_[p];
       if (v < 0) continue;
@@ -628,12 +641,12 @@ class KernelJoiner {
       }
       if (view.kernels.empty()) text = "no NCCL kernel resident";
       int64_t order = job_.world_rank[p] ? *job_.world_rank[p] : INT32_MAX + static_cast<int64_t>(p);
-      parts.emplace_back(order, job_.process_label(static_cast<int>(p)) + ": " + text);
+      parts.emplace_back(priority[p], order, job_.process_label(static_cast<int>(p)) + ": " + text);
     }
     if (parts.empty()) return "";
     std::sort(parts.begin(), parts.end());
     std::string sentence = " Kernel view: ";
-    for (size_t i = 0; i < parts.size() && i < kRanksInVerdict; ++i) sentence += (i ? "; " : "") + parts[i].second;
+    for (size_t i = 0; i < parts.size() && i < kRanksInVerdict; ++i) sentence += (i ? "; " : "") + std::get<2>(parts[i]);
     if (parts.size() > kRanksInVerdict)
       sentence += "; and " + std::to_string(parts.size() - kRanksInVerdict) + " more ranks (kernel_views)";
     return sentence + ".";
