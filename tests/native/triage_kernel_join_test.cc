@@ -242,6 +242,26 @@ BOOST_AUTO_TEST_CASE(peer_the_host_view_missed_becomes_kernel_wait) {
                           "blocks) (kernel view; host state alone did not name this peer).") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(culprit_kernel_waiting_on_its_waiters_is_no_cycle) {
+  // Collective mismatch: rank 0 launched AllReduce #4, rank 1 ReduceScatter instead; each kernel
+  // waits for the other's data. The host finding already relates them: evidence, not a cycle.
+  std::vector<json> documents = {rank_document(0, 2, {0, 0, 0, 0, 4}, waiting_thread(0)),
+                                 rank_document(1, 2, {0, 0, 0, 1, 3}, waiting_thread(0))};
+  json rank0 = view(1000, kWorldHash, 0, 2, {kernel("AllReduce", kWorldHash, 0, 2, 2, {recv_wait(1, 24)})});
+  json rank1 = view(1001, kWorldHash, 1, 2, {kernel("ReduceScatter", kWorldHash, 1, 2, 2, {recv_wait(0, 24)})});
+  json report = nsc::triage_documents(with_views(documents, {rank0, rank1}), {});
+  BOOST_TEST(report["verdict"] == "hang");
+  BOOST_TEST(report["culprit_ranks"] == json::array({1}));
+  BOOST_TEST(report["graph"]["cycles"].empty());
+  BOOST_TEST(findings_of(report, "kernel-wait").empty());
+  auto mismatch = findings_of(report, "collective-mismatch");
+  BOOST_REQUIRE(mismatch.size() == 1);
+  BOOST_TEST(has_evidence(*mismatch[0], "kernel view, rank 1: ReduceScatter kernel (ncclDevFunc_ReduceScatter_RING_LL, "
+                                        "RING LL): 2 of 2 blocks waiting for data from rank 0 at step 24 (channels 0,1)"));
+  BOOST_TEST((*mismatch[0])["kernel_waits"].size() == 1);
+  BOOST_TEST((*mismatch[0])["kernel_waits"][0]["rank"] == 0);
+}
+
 BOOST_AUTO_TEST_CASE(absent_peer_turns_incomplete_into_a_named_wait) {
   // Only rank 0's snapshot: host triage says incomplete (rank 1 absent); its kernel waits on rank 1.
   std::vector<json> documents = {missing_collective(2, 1)[0]};

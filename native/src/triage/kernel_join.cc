@@ -468,7 +468,16 @@ class KernelJoiner {
         std::vector<bool> covered(waits.definite.size(), false);
         for (size_t f = 0; f < host_findings; ++f) {
           Finding& finding = findings[f];
-          if (!finding.explains_hang || finding.culprits.empty() || !contains(finding.waiting, rank)) continue;
+          if (!finding.explains_hang || finding.culprits.empty()) continue;
+          // A culprit's kernel waiting on a rank of its own finding (a mismatched collective's
+          // other side) is that finding's story: its culprit_fact, not a new edge (no false cycle).
+          if (contains(finding.culprits, rank)) {
+            for (size_t w = 0; w < waits.definite.size(); ++w)
+              covered[w] = covered[w] || contains(finding.waiting, waits.definite[w].peer) ||
+                           contains(finding.culprits, waits.definite[w].peer);
+            continue;
+          }
+          if (!contains(finding.waiting, rank)) continue;
           add_kernel_line(g, f, line);
           for (size_t w = 0; w < waits.definite.size(); ++w) {
             const WaitGroup& wait = waits.definite[w];
