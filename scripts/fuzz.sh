@@ -52,13 +52,21 @@ mkdir -p "$corpus" "$artifacts"
 # lacks allocation stacks: rerun the reproducer without it to get them.
 ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0:malloc_context_size=0} \
 UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+start_ticks=$(awk '{print $14 + $15 + $16 + $17}' /proc/$$/stat)  # our children's CPU so far
 nice -n 19 "$binary" "$corpus" "$seeds" -max_total_time="$seconds" -max_len=$max_len \
   -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=512 -print_final_stats=1 \
   -artifact_prefix="$artifacts" "${dict[@]}" "$@" > "$log" 2>&1
 rc=$?
-# Summary: the last status line and the execution count.
+# Summary: the last status line, the execution count, and executions per CPU
+# second (on a shared machine the wall-clock exec/s mostly measures the load).
 grep -E '^#[0-9]+' "$log" | tail -n 1
 grep -E 'stat::number_of_executed_units|stat::peak_rss_mb' "$log"
+cpu_ticks=$(( $(awk '{print $14 + $15 + $16 + $17}' /proc/$$/stat) - start_ticks ))
+units=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -oE '[0-9]+$')
+hz=$(getconf CLK_TCK)
+if [ -n "$units" ] && [ "$cpu_ticks" -gt 0 ]; then
+  echo "cpu: $(( cpu_ticks / hz )) s of CPU, $(( units * hz / cpu_ticks )) executions per CPU second"
+fi
 if [ $rc != 0 ]; then
   echo "fuzz.sh: $target FAILED (exit $rc); log: $log"
   grep -E -A30 'ERROR: (AddressSanitizer|libFuzzer|LeakSanitizer)|runtime error|deadly signal|Test unit written' "$log" | head -60
