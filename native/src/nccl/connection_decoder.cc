@@ -1,6 +1,7 @@
 #include "nccl/connection_decoder.h"
 
 #include <map>
+#include <optional>
 #include <set>
 
 #include "nccl/object_view.h"
@@ -77,54 +78,43 @@ uint64_t expected_flag(int protocol, uint64_t step) {
   return protocol == kProtoLL ? static_cast<uint32_t>(step + 1) : step + 1;
 }
 
-// Recv side: how many slots from the receiver's position already hold the sender's data.
-// The position is the head the receiver publishes; when that lives in the peer's memory
-// (P2P: not readable through cuda-gdb), the step saved at launch is a lower bound.
-void put_recv_flags(json& conn, json& unavailable, Target& device, const uint64_t buffers[3],
-                    const ProtocolGeometry& geometry) {
+// Consecutive slots from step `base` whose protocol flag says their data is there (at most
+// NCCL_STEPS); empty with the reason when not even the first slot could be read.
+std::optional<uint64_t> flagged_slots(Target& device, uint64_t buffer, int protocol, uint64_t base,
+                                      const ProtocolGeometry& geometry, std::string* why) {
+  uint64_t count = 0;
+  for (; count < geometry.steps; ++count) {
+    Fetched<uint64_t> flag = slot_flag(device, buffer, protocol, base + count, geometry);
+    if (!flag.ok()) {
+      if (count == 0) {
+        *why = flag.unavailable;
+        return std::nullopt;
+      }
+      break;
+    }
+    if (*flag.value != expected_flag(protocol, base + count)) break;
+  }
+  return count;
+}
+
+// LL and LL128 flags from `base` on: the recv side counts what arrived beyond the receiver's
+// position (its published head; when that lives in the peer's memory, as on P2P where cuda-gdb
+// cannot read it, the step saved at launch is a lower bound); the send side counts what was
+// posted beyond the head the peer published (LL senders publish no tail).
+void put_protocol_flags(json& conn, json& unavailable, Target& device, const uint64_t buffers[3],
+                        const ProtocolGeometry& geometry, bool recv) {
   const char* base_from = conn["head"].is_number_unsigned() ? "head"
-                          : conn["step_at_launch"].is_number_unsigned() ? "step_at_launch" : nullptr;
+                          : recv && conn["step_at_launch"].is_number_unsigned() ? "step_at_launch" : nullptr;
   if (base_from == nullptr) return;
   uint64_t base = conn[base_from].get<uint64_t>();
   for (int protocol : {kProtoLL, kProtoLL128}) {
     const char* key = protocol == kProtoLL ? "ll" : "ll128";
     if (buffers[protocol] == 0 || geometry.buff_sizes[protocol] <= 0) continue;
-    uint64_t arrived = 0;
     std::string why;
-    for (; arrived < geometry.steps; ++arrived) {
-      Fetched<uint64_t> flag = slot_flag(device, buffers[protocol], protocol, base + arrived, geometry);
-      if (!flag.ok()) {
-        why = flag.unavailable;
-        break;
-      }
-      if (*flag.value != expected_flag(protocol, base + arrived)) break;
-    }
-    if (!why.empty() && arrived == 0) unavailable[key] = why;
-    else conn[key] = {{"base", base}, {"base_from", base_from}, {"arrived_beyond_base", arrived}};
-  }
-}
-
-// Send side: how many slots past the receiver's head already carry our data (LL/LL128
-// senders publish no tail; their flags in the peer's buffer tell what was posted).
-void put_send_flags(json& conn, json& unavailable, Target& device, const uint64_t buffers[3],
-                    const ProtocolGeometry& geometry) {
-  if (!conn["head"].is_number_unsigned()) return;
-  uint64_t head = conn["head"].get<uint64_t>();
-  for (int protocol : {kProtoLL, kProtoLL128}) {
-    const char* key = protocol == kProtoLL ? "ll" : "ll128";
-    if (buffers[protocol] == 0 || geometry.buff_sizes[protocol] <= 0) continue;
-    uint64_t posted = 0;
-    std::string why;
-    for (; posted < geometry.steps; ++posted) {
-      Fetched<uint64_t> flag = slot_flag(device, buffers[protocol], protocol, head + posted, geometry);
-      if (!flag.ok()) {
-        why = flag.unavailable;
-        break;
-      }
-      if (*flag.value != expected_flag(protocol, head + posted)) break;
-    }
-    if (!why.empty() && posted == 0) unavailable[key] = why;
-    else conn[key] = {{"posted_beyond_head", posted}};
+    std::optional<uint64_t> count = flagged_slots(device, buffers[protocol], protocol, base, geometry, &why);
+    if (!count) unavailable[key] = why;
+    else if (recv) conn[key] = {{"base", base}, {"base_from", base_from}, {"arrived_beyond_base", *count}};
+    else conn[key] = {{"posted_beyond_head", *count}};
   }
 }
 
@@ -158,8 +148,7 @@ json decode_connection(Target& host, Target& device, const LayoutProfile& layout
   }
   put_counter(conn, unavailable, "tail", device, tail);
   put_counter(conn, unavailable, "head", device, head);
-  if (std::string(direction) == "recv") put_recv_flags(conn, unavailable, device, buffers, geometry);
-  else put_send_flags(conn, unavailable, device, buffers, geometry);
+  put_protocol_flags(conn, unavailable, device, buffers, geometry, std::string(direction) == "recv");
   conn["unavailable"] = unavailable;
   return conn;
 }

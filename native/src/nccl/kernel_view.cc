@@ -3,6 +3,7 @@
 #include <map>
 #include <set>
 
+#include "util/json_access.h"
 #include "util/strings.h"
 
 namespace nsc {
@@ -10,13 +11,7 @@ namespace {
 
 using nlohmann::json;
 
-// The member at key, or a null json: a reference into the document, never a copy.
-const json& member(const json& object, const char* key) {
-  static const json null_json;
-  if (!object.is_object()) return null_json;
-  auto it = object.find(key);
-  return it == object.end() ? null_json : *it;
-}
+const json& member(const json& object, const char* key) { return json_member(object, key); }
 
 bool is_uint(const json& value) { return value.is_number_unsigned() || (value.is_number_integer() && value.get<int64_t>() >= 0); }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "util/json_access.h"
 #include "util/strings.h"
 
 namespace nsc {
@@ -10,12 +11,7 @@ namespace {
 
 using nlohmann::json;
 
-const json& field(const json& object, const char* key) {
-  static const json kNull;
-  if (!object.is_object()) return kNull;
-  auto it = object.find(key);
-  return it == object.end() ? kNull : *it;
-}
+const json& field(const json& object, const char* key) { return json_member(object, key); }
 
 void render_header(const json& document, std::ostringstream& out) {
   const json& target = field(document, "target");
