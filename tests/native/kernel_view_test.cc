@@ -1,0 +1,111 @@
+// The kernel view's judgement (native/src/nccl/kernel_view.cc) on synthetic connection
+// counters: the cases the real recorded sessions (tests/gdb/test_kernels.py) do not reach.
+#define BOOST_TEST_MODULE kernel_view
+#include <boost/test/unit_test.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "nccl/kernel_view.h"
+
+using nlohmann::json;
+
+namespace {
+
+json connection(const char* direction, json fields) {
+  json conn = {{"peer", 1}, {"direction", direction}, {"conn_index", 0}, {"connected", true},
+               {"roles", {"ring-prev", "ring-next"}}};
+  conn.update(fields);
+  return conn;
+}
+
+// One communicator on device 0 (devComm 0xd0), channel 0 with the given connections.
+json state_with(json connections) {
+  json channel = {{"id", 0}, {"connections", connections}};
+  return {{"communicators",
+           {{{"address", "0x10"}, {"comm_hash", "0xabc"}, {"rank", 0}, {"nranks", 2}, {"cuda_dev", 0},
+             {"channels", {{{"id", 0}, {"ring", {{"prev", 1}, {"next", 1}}}, {"tree", {{"up", -1}, {"down", {1, -1, -1}}}}}}},
+             {"device", {{"dev_comm", "0xd0"}, {"nccl_steps", 8}, {"channels", {channel}}}}}}}};
+}
+
+json kernel(const char* protocol, const char* dev_comm = "0xd0") {
+  return json::array({{{"kernel", 0}, {"device", 0}, {"dev_comm", dev_comm},
+                       {"blocks", {{{"block", 0}, {"channel", 0},
+                                    {"running", {{"algorithm", "RING"}, {"protocol", protocol}}}}}}}});
+}
+
+json only_block(const json& view) { return view.at(0).at("blocks").at(0); }
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(simple_recv_with_exact_head_waits_at_that_step) {
+  json state = state_with({connection("recv", {{"head", 40}, {"tail", 40}, {"step_at_launch", 32}}),
+                           connection("send", {{"head", 40}, {"tail", 41}, {"step_at_launch", 32}})});
+  json block = only_block(nsc::build_kernel_view(state, kernel("SIMPLE")));
+  BOOST_TEST(block["state"] == "waiting");
+  BOOST_TEST(block["waits"][0]["kind"] == "waiting-for-data");
+  BOOST_TEST(block["waits"][0]["step"] == 40);
+  BOOST_TEST(block["waits"][0]["text"] ==
+             "waiting for data from rank 1 at step 40 (8 steps received since the kernel started)");
+  BOOST_TEST(block["waits"][1]["kind"] == "ready");  // 1 of 8 slots in flight
+  BOOST_TEST(block["peers"]["tree_down"] == json::array({1}));
+}
+
+BOOST_AUTO_TEST_CASE(all_slots_posted_and_unfreed_is_a_slot_wait) {
+  json state = state_with({connection("recv", {{"head", 9}, {"tail", 10}}),
+                           connection("send", {{"head", 16}, {"tail", 24}, {"step_at_launch", 16}})});
+  json view = nsc::build_kernel_view(state, kernel("SIMPLE"));
+  json block = only_block(view);
+  BOOST_TEST(block["waits"][0]["kind"] == "ready");
+  BOOST_TEST(block["waits"][1]["kind"] == "waiting-for-slot");
+  BOOST_TEST(block["waits"][1]["text"] ==
+             "waiting for rank 1 to free a slot (all 8 posted, rank 1 consumed up to step 16)");
+  BOOST_TEST(view[0]["waits"][0]["text"] == "waiting for rank 1 to free a slot (1 of 1 blocks)");
+}
+
+BOOST_AUTO_TEST_CASE(ll_flags_decide_when_the_head_is_in_the_peers_memory) {
+  json arrived_none = {{"base", 6}, {"base_from", "step_at_launch"}, {"arrived_beyond_base", 0}};
+  json state = state_with({connection("recv", {{"head", nullptr}, {"step_at_launch", 6}, {"ll", arrived_none}})});
+  json block = only_block(nsc::build_kernel_view(state, kernel("LL")));
+  BOOST_TEST(block["waits"][0]["kind"] == "waiting-for-data");
+  BOOST_TEST(block["waits"][0]["step"] == 6);
+  // Data arrived past the launch step: the receiver's position is unknown, so is the wait.
+  json arrived_two = {{"base", 6}, {"base_from", "step_at_launch"}, {"arrived_beyond_base", 2}};
+  state = state_with({connection("recv", {{"head", nullptr}, {"step_at_launch", 6}, {"ll", arrived_two}})});
+  block = only_block(nsc::build_kernel_view(state, kernel("LL")));
+  BOOST_TEST(block["state"] == "unknown");
+  BOOST_TEST(block["waits"][0]["kind"] == "unknown");
+  // The LL128 flags do not answer for an LL kernel.
+  state = state_with({connection("recv", {{"head", nullptr}, {"step_at_launch", 6}, {"ll128", arrived_none}})});
+  BOOST_TEST(only_block(nsc::build_kernel_view(state, kernel("LL")))["state"] == "unknown");
+}
+
+BOOST_AUTO_TEST_CASE(unreadable_connection_is_unknown_never_waiting) {
+  json state = state_with({connection("recv", {{"connected", nullptr}})});
+  json block = only_block(nsc::build_kernel_view(state, kernel("SIMPLE")));
+  BOOST_TEST(block["state"] == "unknown");
+  BOOST_TEST(block["waits"][0]["text"] == "connection state unavailable");
+  state = state_with({connection("recv", {{"connected", false}})});
+  block = only_block(nsc::build_kernel_view(state, kernel("SIMPLE")));
+  BOOST_TEST(block["state"] == "unknown");
+  BOOST_TEST(block["reason"] == "no connected connection of this channel decoded");
+}
+
+BOOST_AUTO_TEST_CASE(communicator_match_is_exact_or_labelled) {
+  json state = state_with(json::array());
+  json view = nsc::build_kernel_view(state, kernel("SIMPLE"));
+  BOOST_TEST(view[0]["communicator_match"] == "kernel argument comm == ncclComm.devComm");
+  view = nsc::build_kernel_view(state, kernel("SIMPLE", "0xffff"));
+  BOOST_TEST(view[0]["communicator_match"] == "guess: the only communicator on device 0");
+  state["communicators"].push_back(state["communicators"][0]);
+  view = nsc::build_kernel_view(state, kernel("SIMPLE", "0xffff"));
+  BOOST_TEST(view[0]["communicator"].is_null());
+  BOOST_TEST(only_block(view)["state"] == "unknown");
+}
+
+BOOST_AUTO_TEST_CASE(garbage_documents_do_not_throw) {
+  for (const json& state : {json(nullptr), json(5), json{{"communicators", "x"}},
+                            json{{"communicators", {{{"device", 3}, {"cuda_dev", 0}}}}}}) {
+    json view = nsc::build_kernel_view(state, kernel("SIMPLE"));
+    BOOST_TEST(only_block(view)["state"] == "unknown");
+  }
+}
