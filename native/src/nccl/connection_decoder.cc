@@ -15,6 +15,7 @@ using nlohmann::json;
 constexpr int kProtoLL = 0, kProtoLL128 = 1, kProtoSimple = 2;  // NCCL_PROTO_* (buffs[] index)
 constexpr uint64_t kLL128FlagOffset = 120;  // the flag is the last u64 of a 128-byte LL128 line
 constexpr uint64_t kLLFlag1Offset = 4;      // union ncclLLFifoLine {data1, flag1, data2, flag2}
+constexpr uint64_t kMaxSteps = 64;          // NCCL_STEPS is 8; a larger layout value is not trusted
 
 struct Peer {
   int64_t rank;
@@ -233,8 +234,11 @@ json decode_device_connections(Target& host, Target& device, const LayoutProfile
   ProtocolGeometry geometry = protocol_geometry(comm, layout);
   out["nccl_steps"] = geometry.steps ? json(geometry.steps) : json(nullptr);
   out["buff_sizes"] = {geometry.buff_sizes[0], geometry.buff_sizes[1], geometry.buff_sizes[2]};
-  if (geometry.steps == 0) {
-    unavailable["nccl_steps"] = "the layout lacks ncclRecvMem.connFifo (NCCL_STEPS)";
+  if (geometry.steps == 0 || geometry.steps > kMaxSteps) {
+    unavailable["nccl_steps"] = geometry.steps == 0 ? "the layout lacks ncclRecvMem.connFifo (NCCL_STEPS)"
+                                                    : "ncclRecvMem.connFifo has " + std::to_string(geometry.steps) +
+                                                          " slots: not a plausible NCCL_STEPS";
+    out["nccl_steps"] = nullptr;
     out["unavailable"] = unavailable;
     return out;
   }
