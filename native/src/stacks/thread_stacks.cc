@@ -21,6 +21,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <sstream>
 
 #include "util/strings.h"
@@ -453,9 +454,18 @@ struct CoreSessionScope {
 
 }  // namespace
 
+// libdw/libdwfl (elfutils 0.188) are not thread-safe across Dwfl sessions: unwinding two
+// cores at once (triage --jobs 2) cut some stacks short at random (the outermost frames of
+// libc's CFI were lost). One unwind at a time; decoding stays parallel.
+static std::mutex& libdwfl_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
 std::vector<ThreadStack> unwind_core_threads(const std::string& core_path,
                                              const StackOptions& options,
                                              std::vector<std::string>* warnings) {
+  std::lock_guard<std::mutex> one_unwind_at_a_time(libdwfl_mutex());
   std::vector<ThreadStack> threads;
   UnwindSession session;
   session.options = &options;
@@ -512,6 +522,7 @@ std::vector<ThreadStack> unwind_core_threads(const std::string& core_path,
 
 std::vector<ThreadStack> unwind_live_threads(int pid, const StackOptions& options,
                                              std::vector<std::string>* warnings) {
+  std::lock_guard<std::mutex> one_unwind_at_a_time(libdwfl_mutex());
   std::vector<ThreadStack> threads;
   UnwindSession session;
   session.options = &options;
