@@ -19,10 +19,13 @@
 #   As a second guard every test runs with `ulimit -f` 4 GiB (no file larger),
 #   and a watcher stops the run when free space drops under NCCLSCOPE_MIN_FREE_GB.
 # * gdb is not instrumented, and an instrumented libncclscope.so loads only after
-#   the ASan runtime: `gdb` is wrapped (first on PATH) to preload that runtime,
-#   with leak checks off inside gdb (gdb's and Python's own allocations are not
-#   ours). gdb.unit_test loads the library into python3 through ctypes: it runs
-#   the same way, preloaded.
+#   the ASan runtime; but gdb 13 with gcc's libasan preloaded deadlocks at start
+#   (`gdb --version` waits on a futex forever). So the gdb.* tests, which load
+#   the library into gdb, are not run here: the library code they call is the
+#   code the native and CLI tests run instrumented. gdb.unit_test loads it into
+#   python3 through ctypes: that works with the runtime (and libstdc++, whose
+#   __cxa_throw ASan must find at start) preloaded, so it runs that way, with
+#   leak checks off (python's own allocations are not ours).
 # * The recorder library stays uninstrumented (root CMakeLists.txt says why).
 set -uo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -36,32 +39,23 @@ cmake --build "$build" -j"$jobs" -- -k 0 || echo "asan-tests: some targets faile
 
 # Tests that gcore a sanitized fixture with no size guard of their own (see above).
 gcore_tests=(cli.slice_fixture_test cli.state_fixture_test gdb.gdb_fixture_test
-             gdb.gdb_threads_test native.stacks_unwind_test)
+             gdb.gdb_threads_test native.stacks_unwind_test native.recorder_decode_test)
+# ... of which these run here without their gcore case (TEST:BOOST_TEST_CASE).
+partial_tests=(recorder_decode_test:decodes_a_gcore)
+# Load the instrumented library into gdb (see above).
+gdb_tests=('gdb\.gdb_.*')
 # Loads the instrumented library into an uninstrumented python3 (run separately, preloaded).
 preloaded_tests=(gdb.unit_test)
 join() { local IFS='|'; echo "^($*)\$"; }
 
 # The ASan runtime the instrumented library expects (gcc: libasan.so; clang: its shared rt).
-if grep -q 'CMAKE_CXX_COMPILER_ID:.*=Clang' "$build/CMakeCache.txt" 2>/dev/null ||
-   grep -q '^CMAKE_CXX_COMPILER:.*clang' "$build/CMakeCache.txt"; then
+if grep -q '^CMAKE_CXX_COMPILER:.*clang' "$build/CMakeCache.txt"; then
   runtime=$(clang -print-file-name=libclang_rt.asan-x86_64.so)
 else
   runtime=$(c++ -print-file-name=libasan.so)
 fi
 runtime=$(readlink -f "$runtime")
-wrappers=$(mktemp -d)
-trap 'rm -rf "$wrappers"' EXIT
-gdb_path=$(command -v gdb || true)
 preload_options="detect_leaks=0:alloc_dealloc_mismatch=0:new_delete_type_mismatch=0:detect_odr_violation=0"
-if [ -n "$gdb_path" ]; then
-  cat > "$wrappers/gdb" <<EOF
-#!/bin/sh
-# asan-tests.sh: gdb with the ASan runtime preloaded, for the instrumented libncclscope.so.
-LD_PRELOAD=$runtime\${LD_PRELOAD:+:\$LD_PRELOAD} ASAN_OPTIONS=\${ASAN_OPTIONS:-}:$preload_options exec $gdb_path "\$@"
-EOF
-  chmod +x "$wrappers/gdb"
-  export PATH=$wrappers:$PATH
-fi
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
@@ -99,9 +93,20 @@ run_ctest() {  # run_ctest LOG ctest-args...: in its own process group, watched
 start=$(date +%s)
 logs=$(mktemp -d)
 status=0
-run_ctest "$logs/main.log" -E "$(join "${gcore_tests[@]}" "${preloaded_tests[@]}")" "$@" || status=$?
-LD_PRELOAD=$runtime ASAN_OPTIONS=$ASAN_OPTIONS:$preload_options \
+run_ctest "$logs/main.log" -E "$(join "${gcore_tests[@]}" "${gdb_tests[@]}" "${preloaded_tests[@]}")" "$@" || status=$?
+LD_PRELOAD=$runtime:$(c++ -print-file-name=libstdc++.so.6) ASAN_OPTIONS=$ASAN_OPTIONS:$preload_options \
   run_ctest "$logs/preloaded.log" -R "$(join "${preloaded_tests[@]}")" "$@" || status=$?
+for partial in "${partial_tests[@]}"; do
+  test=${partial%%:*} left_out=${partial##*:}
+  if "$build/tests/$test" --run_test="!$left_out" > "$logs/$test.out" 2>&1; then
+    echo "    1/1 Test     #0: native.$test without $left_out ...   Passed" > "$logs/$test.log"
+  else
+    cat "$logs/$test.out"
+    echo "    1/1 Test     #0: native.$test without $left_out ...   ***Failed" > "$logs/$test.log"
+    status=1
+  fi
+  cat "$logs/$test.log"
+done
 
 # Summary: ctest's own counts, plus what this script left out and why.
 count() { grep -hE "$1" "$logs"/*.log | wc -l; }
@@ -112,6 +117,7 @@ echo "asan-tests: ran $((passed + failed + skipped)): passed $passed, failed $fa
 grep -hE '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .*Skipped' "$logs"/*.log | sed 's/^/  skipped: /'
 grep -hE '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .*(Failed|Exception|Timeout|Not Run)' "$logs"/*.log | sed 's/^/  failed: /'
 echo "asan-tests: not run here (gcore of a sanitized fixture would write its 14 TiB shadow): ${gcore_tests[*]}"
+echo "asan-tests: not run here (load the instrumented library into gdb, which deadlocks with the ASan runtime preloaded): ${gdb_tests[*]}"
 echo "asan-tests: ctest exit $status after $(( $(date +%s) - start )) s; $(df -h "$build" | awk 'NR==2 {print $4}') free"
 rm -rf "$logs"
 exit $status
