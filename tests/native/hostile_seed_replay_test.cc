@@ -121,3 +121,17 @@ BOOST_AUTO_TEST_CASE(recorder_seed_holds_the_driver_region) {
     BOOST_TEST(errors.empty());
   }
 }
+
+// Finding 10 (recorder_decoder): valid_utf8 let overlong 3-byte forms through
+// (a comm name "\xe0\x9c\x9c"), and the strict JSON writer then threw. Every
+// form RFC 3629 forbids must come out as U+FFFD and dump strictly.
+BOOST_AUTO_TEST_CASE(valid_utf8_output_always_dumps_strictly) {
+  const std::string replacement = "\xef\xbf\xbd";
+  for (std::string bad : {"\xe0\x9c\x9c", "\xed\xa0\x80", "\xf0\x80\x80\x80", "\xf4\x90\x80\x80", "\xf5\x80\x80\x80"}) {
+    std::string cleaned = nsc::valid_utf8(bad);
+    BOOST_TEST(cleaned == replacement + replacement + replacement + (bad.size() == 4 ? replacement : ""));
+    BOOST_CHECK_NO_THROW(nlohmann::json(cleaned).dump(-1, ' ', false, nlohmann::json::error_handler_t::strict));
+  }
+  for (std::string good : {"\xe0\xa0\x80", "\xed\x9f\xbf", "\xf0\x90\x80\x80", "\xf4\x8f\xbf\xbf", "caf\xc3\xa9"})
+    BOOST_TEST(nsc::valid_utf8(good) == good);
+}

@@ -32,6 +32,12 @@ static size_t utf8_sequence_length(std::string_view s, size_t i) {
   for (size_t k = 1; k < length; ++k)
     if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) return 0;
   if (length == 2 && lead < 0xc2) return 0;  // overlong
+  // RFC 3629: no overlong 3/4-byte forms, no UTF-16 surrogates, nothing above U+10FFFF
+  // (strict JSON writers reject them: a hostile name would abort the whole document).
+  unsigned char second = length > 2 ? static_cast<unsigned char>(s[i + 1]) : 0x80;
+  if ((lead == 0xe0 && second < 0xa0) || (lead == 0xed && second > 0x9f) ||
+      (lead == 0xf0 && second < 0x90) || (lead == 0xf4 && second > 0x8f) || lead > 0xf4)
+    return 0;
   return length;
 }
 
