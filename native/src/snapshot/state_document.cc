@@ -79,6 +79,8 @@ json discovery_json(const Discovery& discovery) {
               {"candidates", discovery.candidates},
               {"rejected", discovery.rejected}};
   if (!discovery.registry_note.empty()) out["registry_note"] = discovery.registry_note;
+  // Regions too large to scan (e.g. multi-TiB reservations): said, so an empty answer is explained.
+  if (!discovery.skipped_regions.empty()) out["skipped_regions"] = discovery.skipped_regions;
   return out;
 }
 
