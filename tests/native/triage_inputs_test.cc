@@ -7,6 +7,7 @@
 #include <fstream>
 #include <string>
 
+#include "temp_dir.h"
 #include "triage/inputs.h"
 #include "triage/sax_summary.h"
 #include "triage/triage.h"
@@ -18,19 +19,6 @@ using namespace synthetic;
 
 namespace {
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char pattern[] = "/tmp/triage-inputs-XXXXXX";
-    path = mkdtemp(pattern);
-  }
-  ~TempDir() { std::system(("rm -rf '" + path + "'").c_str()); }
-  std::string write(const std::string& name, const std::string& text) const {
-    std::string file = path + "/" + name;
-    std::ofstream(file) << text;
-    return file;
-  }
-};
 
 // Every input kind the analysis reads, with nulls and notes.
 std::vector<json> varied_documents() {
@@ -64,7 +52,7 @@ json without_names(json report) {
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(sax_summary_equals_document_summary) {
-  TempDir dir;
+  TempDir dir("triage-inputs");
   std::vector<json> documents = varied_documents();
   for (int nranks : {2, 8}) {
     std::vector<json> more = missing_collective(nranks, nranks - 1);
@@ -106,7 +94,7 @@ BOOST_AUTO_TEST_CASE(sax_summary_equals_document_summary) {
 }
 
 BOOST_AUTO_TEST_CASE(bad_files_are_named_with_the_problem) {
-  TempDir dir;
+  TempDir dir("triage-inputs");
   std::string truncated = dir.write("rank-3.json", "{\"schema\": \"ncclscope.state/1\", \"threads\": [");
   try {
     nsc::triage::load_snapshot_file(truncated);
@@ -131,7 +119,7 @@ BOOST_AUTO_TEST_CASE(bad_files_are_named_with_the_problem) {
 }
 
 BOOST_AUTO_TEST_CASE(directories_expand_in_natural_order_and_skip_other_json) {
-  TempDir dir;
+  TempDir dir("triage-inputs");
   std::vector<json> documents = missing_collective(12, 11);
   for (size_t i = 0; i < documents.size(); ++i) dir.write("rank-" + std::to_string(i) + ".json", documents[i].dump());
   dir.write("rank0.ground_truth.json", "{\"expected_culprit_rank\": 11}");
@@ -151,7 +139,7 @@ BOOST_AUTO_TEST_CASE(directories_expand_in_natural_order_and_skip_other_json) {
 }
 
 BOOST_AUTO_TEST_CASE(cores_without_a_state_builder_are_reported) {
-  TempDir dir;
+  TempDir dir("triage-inputs");
   std::string core = dir.write("core.1", std::string("\x7f" "ELF", 4) + std::string(60, '\0'));
   nsc::triage::LoadRequest request;
   request.paths = {core};
@@ -181,7 +169,7 @@ void collect_pointers(const json& value, const json::json_pointer& at, std::vect
 
 // Wrong types and garbage anywhere: both summarizers agree, nothing crashes.
 BOOST_AUTO_TEST_CASE(garbage_values_never_crash_and_both_paths_agree) {
-  TempDir dir;
+  TempDir dir("triage-inputs");
   const json replacements[] = {nullptr, "x", 12345678901LL, -1, json::array(), json::object(), true,
                                json::array({-7, "y"}), 1.5, 18446744073709551615ULL};
   uint64_t state = 0x9e3779b97f4a7c15ull;

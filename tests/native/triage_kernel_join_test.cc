@@ -10,6 +10,7 @@
 #include <fstream>
 #include <string>
 
+#include "temp_dir.h"
 #include "triage/inputs.h"
 #include "triage/kernel_join.h"
 #include "triage/triage.h"
@@ -81,19 +82,6 @@ bool has_evidence(const json& finding, const std::string& text) {
   return false;
 }
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char pattern[] = "/tmp/triage-kernels-XXXXXX";
-    path = mkdtemp(pattern);
-  }
-  ~TempDir() { std::system(("rm -rf '" + path + "'").c_str()); }
-  std::string write(const std::string& name, const std::string& text) const {
-    std::string file = path + "/" + name;
-    std::ofstream(file) << text;
-    return file;
-  }
-};
 
 }  // namespace
 
@@ -308,7 +296,7 @@ BOOST_AUTO_TEST_CASE(hostile_views_are_reduced_not_trusted) {
 }
 
 BOOST_AUTO_TEST_CASE(files_and_directories_load_kernel_views) {
-  TempDir dir;
+  TempDir dir("triage-kernels");
   std::vector<json> documents = missing_collective(2, 1);
   dir.write("rank-0.json", documents[0].dump(2));
   dir.write("rank-1.json", documents[1].dump(2));
