@@ -4,23 +4,10 @@
 # more privilege than the read needs (no ptrace at all without --freeze).
 # "Another user": ncclscope runs as nobody (setpriv) against a root-owned fixture.
 set -uo pipefail
-build=${NCCLSCOPE_BUILD:?} src=${NCCLSCOPE_SRC:?}
-cli=$build/bin/ncclscope
-comm_fixture=$build/fixtures/comm_fixture
-profile=$src/native/profiles/9fcf74d93a8c3605bf7718f594d0a24366e38536.json
 if [ "$(id -u)" != 0 ]; then echo "skip: needs root to start a fixture owned by another user"; exit 77; fi
 if ! command -v setpriv > /dev/null; then echo "skip: setpriv (util-linux) missing"; exit 77; fi
-work=$(mktemp -d)
+source "$(dirname "$0")/lib.sh"
 chmod 755 "$work"
-export XDG_CACHE_HOME=$work/cache
-pids=()
-cleanup() { for p in "${pids[@]}"; do { kill -9 "$p"; wait "$p"; } 2>/dev/null; done; rm -rf "$work"; }
-trap cleanup EXIT
-failures=0
-check() {  # check NAME CONDITION-COMMAND...
-  local name=$1; shift
-  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; failures=$((failures + 1)); fi
-}
 as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups env HOME=/nonexistent XDG_CACHE_HOME="$work/nobody-cache" "$@"; }
 if ! as_nobody test -x "$cli"; then echo "skip: user nobody cannot run $cli (directory permissions)"; exit 77; fi
 

@@ -4,22 +4,7 @@
 # pending, every thread running and untraced), also when ncclscope is killed
 # with SIGINT, SIGTERM or SIGKILL while it holds the process frozen.
 set -uo pipefail
-build=${NCCLSCOPE_BUILD:?} src=${NCCLSCOPE_SRC:?}
-cli=$build/bin/ncclscope
-comm_fixture=$build/fixtures/comm_fixture
-stack_fixture=$build/fixtures/stack_fixture
-profile=$src/native/profiles/9fcf74d93a8c3605bf7718f594d0a24366e38536.json
-real_lib=/usr/local/cuda-13.0/lib/libnccl.so.2
-work=$(mktemp -d)
-export XDG_CACHE_HOME=$work/cache
-pids=()
-cleanup() { for p in "${pids[@]}"; do { kill -9 "$p"; wait "$p"; } 2>/dev/null; done; rm -rf "$work"; }
-trap cleanup EXIT
-failures=0
-check() {  # check NAME CONDITION-COMMAND...
-  local name=$1; shift
-  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; failures=$((failures + 1)); fi
-}
+source "$(dirname "$0")/lib.sh"
 if [ "$(id -u)" != 0 ] && [ "$(cat /proc/sys/kernel/yama/ptrace_scope 2>/dev/null || echo 0)" != 0 ]; then
   echo "skip: needs root or ptrace_scope 0 to read the fixture"; exit 77
 fi
