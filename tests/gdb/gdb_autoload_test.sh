@@ -13,7 +13,7 @@ mkdir -p "$work/auto-load$(dirname "$lib_real")"
 cp "$src/gdbext/auto-load/libnccl.so.2-gdb.py" "$work/auto-load$lib_real-gdb.py"
 start_comm_fixture "$fake_lib"
 out=$work/autoload.out
-NCCLSCOPE_GDBEXT=$src/gdbext timeout 120 gdb -nx -batch \
+NCCLSCOPE_GDBEXT=$src/gdbext timeout 120 $test_gdb -nx -batch \
   -iex "set auto-load scripts-directory $work/auto-load" \
   -iex "add-auto-load-safe-path $work/auto-load" \
   -p "$fixture_pid" -ex "$(fixture_settings)" \
@@ -24,7 +24,7 @@ expect_not "$out" 'Undefined command|not loaded|declined'
 
 # Without the safe-path the script is declined and gdb says so (no commands).
 out=$work/declined.out
-NCCLSCOPE_GDBEXT=$src/gdbext timeout 120 gdb -nx -batch \
+NCCLSCOPE_GDBEXT=$src/gdbext timeout 120 $test_gdb -nx -batch \
   -iex "set auto-load scripts-directory $work/auto-load" -iex "set auto-load safe-path /nonexistent" \
   -p "$fixture_pid" -ex 'nccl-state' >"$out" 2>&1
 expect "$out" 'declined'

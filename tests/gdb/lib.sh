@@ -4,6 +4,9 @@ set -u
 src=${NCCLSCOPE_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 build=${NCCLSCOPE_BUILD:-$src/build}
 export NCCLSCOPE_LIB=${NCCLSCOPE_LIB:-$build/lib/libncclscope.so}
+# The gdb that loads the extension: scripts/asan-tests.sh sets a wrapper that
+# preloads the sanitizer runtime an instrumented libncclscope.so needs.
+test_gdb=${NCCLSCOPE_TEST_GDB:-gdb}
 work=$(mktemp -d "${TMPDIR:-/tmp}/nsc-gdbtest.XXXXXX")
 started_pids=()
 failures=0
@@ -33,7 +36,7 @@ require_library() {
 # gdb_run OUTFILE GDB-ARGS...: gdb --batch -nx with the extension loaded first.
 gdb_run() {
   local out=$1; shift
-  timeout 120 gdb -nx -batch -iex "source $src/gdbext/ncclscope-gdb.py" "$@" >"$out" 2>&1
+  timeout 120 $test_gdb -nx -batch -iex "source $src/gdbext/ncclscope-gdb.py" "$@" >"$out" 2>&1
 }
 
 # mark NAME: -ex arguments bracketing the next command's output for json_of.
