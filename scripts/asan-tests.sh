@@ -10,7 +10,7 @@
 #                          fuzz build is sanitized too and can serve)
 #   NCCLSCOPE_JOBS         build parallelism (default 2)
 #   NCCLSCOPE_MIN_FREE_GB  free space on the build's file system below which the
-#                          run is stopped (default 15)
+#                          run is stopped (default 2)
 #
 # What differs from the plain suite, and why:
 # * The fixtures (the programs the tests debug) are built plain, against a plain
@@ -33,7 +33,7 @@ set -uo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 build=$(realpath -m "${NCCLSCOPE_ASAN_BUILD:-$src/build-asan}")
 jobs=${NCCLSCOPE_JOBS:-2}
-min_free_gb=${NCCLSCOPE_MIN_FREE_GB:-15}
+min_free_gb=${NCCLSCOPE_MIN_FREE_GB:-2}
 
 cmake -S "$src" -B "$build" -G Ninja -DNCCLSCOPE_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
 # Keep going past a target that does not build: its tests show as "Not Run".

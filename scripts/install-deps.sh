@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs, with apt-get, the Debian packages ncclscope needs that are missing.
-# Usage: scripts/install-deps.sh [build|test]   (test adds gdb, python3, graphviz)
+# Usage: scripts/install-deps.sh [build|test]   (test adds gdb, python3, graphviz, clang)
 set -euo pipefail
 profile=${1:-build}
 packages=(g++ cmake ninja-build pkg-config libdw-dev libelf-dev libboost-test-dev
           nlohmann-json3-dev xz-utils ca-certificates)
 if [ "$profile" = test ]; then
-  packages+=(gdb gdbserver python3 graphviz elfutils file procps util-linux libc6-dbg)
+  packages+=(gdb gdbserver python3 graphviz elfutils file procps util-linux libc6-dbg
+             clang libclang-rt-14-dev)  # clang + libFuzzer: the fuzz targets' short runs
 fi
 missing=()
 for package in "${packages[@]}"; do
