@@ -47,7 +47,10 @@ fi
 mkdir -p "$corpus" "$artifacts"
 
 # Leaks, one malloc over 512 MB (a garbage count turned into an allocation) and
-# any unit slower than 10 s count as findings. malloc_context_size=0: ASan does
+# any unit slower than 10 s count as findings. libFuzzer's timeout is wall-clock:
+# on a machine busy with other work, pass -timeout=60 -report_slow_units=5 and
+# replay the slow-unit-* files alone (a starved fuzzer "timed out" on units that
+# take 0.07-0.6 s of CPU, 2026-11-30). malloc_context_size=0: ASan does
 # not unwind the stack on every malloc (10-25% of each execution); a report then
 # lacks allocation stacks: rerun the reproducer without it to get them.
 ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0:malloc_context_size=0} \

@@ -127,7 +127,7 @@ if [ -x "$driver" ]; then
   p0=$(LD_PRELOAD=$fake_lib start chain0 "$driver")
   if python3 -c 'import json,sys; sys.exit(0 if json.loads(open(sys.argv[1]).readline())["cupti"] else 1)' "$work/chain0.out"; then
     p1=$(rank chain1 0x6db0a96d9cb7fc37 1 2 AllGather:0:1024:ncclFloat32)
-    want="rank 0: host thread $p0 blocked in cudaStreamSynchronize(0x5a000010) -> 0x5a000010 waits on event 0x5c000030 -> 0x5c000030 recorded on 0x5b000020 after AllGather #2 (seq 1) count 1024 ncclFloat32 on comm 0x6db0a96d9cb7fc37 -> 0x5b000020 last ran that AllGather -> that AllGather waits for rank 1 (it has launched AllGather 1 time)"
+    want="rank 0: host thread $p0 blocked in cudaStreamSynchronize(0x5a000010) -> 0x5a000010 waits on event 0x5c000030 -> 0x5c000030 recorded on 0x5b000020 after AllGather #2 (seq 1) count 1024 ncclFloat32 on comm 0x6db0a96d9cb7fc37 -> that AllGather waits for rank 1 (it has launched AllGather 1 time)"
     snapshot "$p0" "$work/chain0.json" "$work/chain0.core"
     snapshot "$p1" "$work/chain1.json" "$work/chain1.core"
     routes=("live:--pid $p0 --pid $p1" "snapshot:$work/chain0.json $work/chain1.json")

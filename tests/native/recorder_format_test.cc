@@ -145,16 +145,67 @@ BOOST_AUTO_TEST_CASE(event_synchronize_chain_crosses_two_streams) {
   BOOST_TEST(recorder["threads"][1]["blocked_in"].is_null());
   BOOST_REQUIRE(recorder["chains"].size() == 1u);
   const json& steps = recorder["chains"][0]["steps"];
-  BOOST_REQUIRE(steps.size() == 4u);
+  // Ends at the AllReduce: nothing on S1 was enqueued between it and E1's record.
+  BOOST_REQUIRE(steps.size() == 3u);
   BOOST_TEST(steps[1]["step"] == "event_recorded");
   BOOST_TEST(steps[2]["step"] == "stream_waits_event");
   BOOST_TEST(steps[2]["event"] == "0xe1");
   BOOST_TEST(steps[2]["after_nccl_op"]["collective"] == "AllReduce");
   BOOST_TEST(steps[2]["after_nccl_op"]["seq"] == 4);
   BOOST_TEST(steps[2]["after_nccl_op"]["datatype"] == "ncclBfloat16");
-  BOOST_TEST(steps[3]["step"] == "stream_runs_nccl_op");
   BOOST_TEST(recorder["comms"][0]["last_seq"]["AllReduce"] == 4);
   BOOST_TEST(recorder["comms"][0]["ops"][0]["algorithm"] == "RING");
+}
+
+// NCCL's launch as recorded on the GPU machine (corefiles/cross-stream-recorder):
+// the user stream U waits on the internal stream I (event J recorded on I), the
+// kernel is launched on U, then I waits on U with the same event J re-recorded.
+// The application records E on U and makes its stream A wait on E. The chain of
+// a thread blocked on A must end at the AllGather: J's wait precedes it on U.
+BOOST_AUTO_TEST_CASE(nccl_join_waits_before_the_kernel_stay_out_of_the_chain) {
+  SyntheticTarget target;
+  Region region(target);
+  const uint64_t user = 0x130, internal = 0xcb60, app = 0xd40, join = 0x4b0, app_event = 0x5f0;
+  region.write(0, RecordKind::kEventRecord, RecordPhase::kEnter, 180, join, internal);
+  region.write(0, RecordKind::kStreamWaitEvent, RecordPhase::kEnter, 181, user, join);
+  region.write(0, RecordKind::kNcclColl, RecordPhase::kEnter, 189, 0xabc, 3, 2097152, user,
+               details(NcclFunc::kAllGather, NcclType::kInt8));
+  region.write(0, RecordKind::kEventRecord, RecordPhase::kEnter, 190, join, user);
+  region.write(0, RecordKind::kStreamWaitEvent, RecordPhase::kEnter, 191, internal, join);
+  region.write(0, RecordKind::kEventRecord, RecordPhase::kEnter, 193, app_event, user);
+  region.write(0, RecordKind::kStreamWaitEvent, RecordPhase::kEnter, 194, app, app_event);
+  region.write(0, RecordKind::kStreamSynchronize, RecordPhase::kEnter, 244, app);
+  json recorder = nsc::decode_recorder(target, nullptr);
+  BOOST_REQUIRE(recorder["chains"].size() == 1u);
+  const json& steps = recorder["chains"][0]["steps"];
+  BOOST_REQUIRE(steps.size() == 2u);
+  BOOST_TEST(steps[0]["step"] == "host_thread_blocked");
+  BOOST_TEST(steps[1]["step"] == "stream_waits_event");
+  BOOST_TEST(steps[1]["event"] == "0x5f0");
+  BOOST_TEST(steps[1]["event_recorded_on"] == "0x130");
+  BOOST_TEST(steps[1]["after_nccl_op"]["collective"] == "AllGather");
+  BOOST_TEST(steps[1]["after_nccl_op"]["seq"] == 3);
+}
+
+// A wait enqueued after the NCCL operation and before the record is followed:
+// the record waits behind it, not behind the operation.
+BOOST_AUTO_TEST_CASE(a_wait_after_the_nccl_op_is_followed) {
+  SyntheticTarget target;
+  Region region(target);
+  region.write(0, RecordKind::kEventRecord, RecordPhase::kEnter, 10, 0xe0, 0x70);        // on the other stream
+  region.write(0, RecordKind::kNcclColl, RecordPhase::kEnter, 20, 0xabc, 1, 8, 0x60,
+               details(NcclFunc::kAllReduce, NcclType::kFloat32));
+  region.write(0, RecordKind::kStreamWaitEvent, RecordPhase::kEnter, 30, 0x60, 0xe0);   // after the op
+  region.write(0, RecordKind::kEventRecord, RecordPhase::kEnter, 40, 0xe1, 0x60);
+  region.write(0, RecordKind::kEventSynchronize, RecordPhase::kEnter, 50, 0xe1);
+  json recorder = nsc::decode_recorder(target, nullptr);
+  const json& steps = recorder["chains"][0]["steps"];
+  BOOST_REQUIRE(steps.size() == 3u);
+  BOOST_TEST(steps[1]["step"] == "event_recorded");
+  BOOST_TEST(steps[1]["stream"] == "0x60");
+  BOOST_TEST(steps[2]["step"] == "stream_waits_event");
+  BOOST_TEST(steps[2]["event"] == "0xe0");
+  BOOST_TEST(steps[2]["event_recorded_on"] == "0x70");
 }
 
 BOOST_AUTO_TEST_CASE(completed_synchronize_clears_pending_waits) {

@@ -582,6 +582,7 @@ void replay(const Timeline& timeline, const RecorderHeader& header, const Record
         auto event = events.find(r.args[0]);
         if (event != events.end()) {
           blocked["event_recorded_on"] = hex(event->second.stream);
+          blocked["event_recorded_ns"] = event->second.time_ns;
           blocked["after_nccl_op"] = event->second.after_nccl_op;
         }
       }
@@ -679,6 +680,32 @@ nlohmann::json decode_recorder(Target& target, nlohmann::json* errors, const Rec
   return section;
 }
 
+namespace {
+
+// Host time of a record field, or "no bound" when absent (older documents).
+uint64_t time_or_unbounded(const nlohmann::json& object, const char* key) {
+  const auto it = object.find(key);
+  return it != object.end() && it->is_number_unsigned() ? it->get<uint64_t>() : UINT64_MAX;
+}
+
+// The last wait on `stream` enqueued before `before_ns`, or nullptr.
+const nlohmann::json* last_wait_before(const nlohmann::json& stream, uint64_t before_ns) {
+  const nlohmann::json* last = nullptr;
+  for (const auto& wait : stream["pending_event_waits"])
+    if (time_or_unbounded(wait, "time_ns") < before_ns || before_ns == UINT64_MAX) last = &wait;
+  return last;
+}
+
+}  // namespace
+
+// Follows stream order backwards from what a host thread waits for. At each
+// stream only work enqueued before the point that matters counts (the
+// synchronize, or the event record the previous hop waits for): its last NCCL
+// operation, and its last event wait. Whichever was enqueued later is what that
+// point waits behind: an NCCL operation ends the chain (the triage says what it
+// waits for); a wait leads to the stream its event was recorded on. This keeps
+// NCCL's own join waits (the user stream waiting on the internal stream before
+// the kernel launch) out of the chain: they precede the operation.
 nlohmann::json build_stream_chains(const nlohmann::json& recorder) {
   nlohmann::json chains = nlohmann::json::array();
   if (!recorder.contains("threads") || !recorder.contains("streams")) return chains;
@@ -691,28 +718,40 @@ nlohmann::json build_stream_chains(const nlohmann::json& recorder) {
     chain.push_back({{"step", "host_thread_blocked"}, {"tid", thread["tid"]}, {"call", blocked["call"]},
                      {"stream", blocked.value("stream", nlohmann::json(nullptr))},
                      {"event", blocked.value("event", nlohmann::json(nullptr))}});
-    // Follow stream -> waited event -> stream it was recorded on, a bounded number of hops.
-    std::set<std::string> seen;
     nlohmann::json current = blocked.value("stream", nlohmann::json(nullptr));
+    uint64_t before_ns = time_or_unbounded(blocked, "since_ns");
+    nlohmann::json shown_op;  // the NCCL op the last step already named ("after ...")
     if (blocked.contains("event_recorded_on")) {
       chain.push_back({{"step", "event_recorded"}, {"event", blocked["event"]},
                        {"stream", blocked["event_recorded_on"]}, {"after_nccl_op", blocked["after_nccl_op"]}});
       current = blocked["event_recorded_on"];
+      before_ns = time_or_unbounded(blocked, "event_recorded_ns");
+      shown_op = blocked["after_nccl_op"];
     }
-    for (int hop = 0; hop < 8 && current.is_string() && seen.insert(current.get<std::string>()).second; ++hop) {
+    std::set<std::pair<std::string, uint64_t>> seen;  // (stream, point in its order)
+    for (int hop = 0; hop < 8 && current.is_string() && seen.insert({current.get<std::string>(), before_ns}).second;
+         ++hop) {
       auto stream = streams.find(current.get<std::string>());
       if (stream == streams.end()) break;
-      const nlohmann::json& waits = (*stream->second)["pending_event_waits"];
-      if (waits.empty()) {
-        const nlohmann::json& nccl = (*stream->second)["last_nccl_op"];
-        if (!nccl.is_null()) chain.push_back({{"step", "stream_runs_nccl_op"}, {"stream", current}, {"nccl_op", nccl}});
+      nlohmann::json op = shown_op;
+      if (!op.is_object()) {
+        const nlohmann::json& last = (*stream->second)["last_nccl_op"];
+        if (last.is_object() && time_or_unbounded(last, "time_ns") < before_ns) op = last;
+      }
+      const nlohmann::json* wait = last_wait_before(*stream->second, before_ns);
+      bool op_is_later = op.is_object() &&
+                         (wait == nullptr || time_or_unbounded(op, "time_ns") > time_or_unbounded(*wait, "time_ns"));
+      if (wait == nullptr || op_is_later) {
+        if (op.is_object() && !shown_op.is_object())
+          chain.push_back({{"step", "stream_runs_nccl_op"}, {"stream", current}, {"nccl_op", op}});
         break;
       }
-      const nlohmann::json& wait = waits.back();
-      chain.push_back({{"step", "stream_waits_event"}, {"stream", current}, {"event", wait["event"]},
-                       {"event_recorded_on", wait["event_recorded_on"]},
-                       {"after_nccl_op", wait.value("after_nccl_op", nlohmann::json(nullptr))}});
-      current = wait["event_recorded_on"];
+      chain.push_back({{"step", "stream_waits_event"}, {"stream", current}, {"event", (*wait)["event"]},
+                       {"event_recorded_on", (*wait)["event_recorded_on"]},
+                       {"after_nccl_op", wait->value("after_nccl_op", nlohmann::json(nullptr))}});
+      current = (*wait)["event_recorded_on"];
+      before_ns = time_or_unbounded(*wait, "event_recorded_ns");
+      shown_op = wait->value("after_nccl_op", nlohmann::json(nullptr));
     }
     chains.push_back({{"tid", thread["tid"]}, {"steps", chain}});
   }
