@@ -319,6 +319,30 @@ BOOST_AUTO_TEST_CASE(proxy_state_and_abort_flag_pointers_to_garbage) {
   BOOST_TEST(comm["rank"] == 1);  // the rest still answers
 }
 
+// A regCache of 4,096 slots, each pointing at one registration whose 72
+// ipcInfos[] all point at readable memory: 294,912 IPC imports if each were
+// listed (found by the comm_decoders fuzzer: 6 s for one input, a document of
+// tens of MB). At most 4,096 imports are decoded for the whole cache, said once.
+BOOST_AUTO_TEST_CASE(registrations_with_imports_everywhere_are_capped) {
+  HostileComm memory;
+  const uint64_t slots = kBig, reg = kBig + 0x100000, info = kBig + 0x200000;
+  memory.target.add_block(kBig, 0x300000);
+  for (uint64_t i = 0; i < 4096; ++i) memory.target.put<uint64_t>(slots + 8 * i, reg);
+  for (int i = 0; i < 72; ++i) memory.set<uint64_t>("ncclReg", reg, "ipcInfos[" + std::to_string(i) + "]", info);
+  memory.set<uint64_t>("ncclReg", reg, "endAddr", 0x200000);
+  memory.comm<uint64_t>("regCache.slots", slots);
+  memory.comm<int32_t>("regCache.capacity", 4096);
+  memory.comm<int32_t>("regCache.population", 4096);
+  json comm = memory.decode();
+  const json& buffers = comm["cuda"]["registrations"]["buffers"];
+  BOOST_REQUIRE(buffers.is_array());
+  size_t imports = 0;
+  for (const json& buffer : buffers) imports += buffer["ipc_imports"].size();
+  BOOST_TEST(imports == 4096u);
+  BOOST_TEST(mentions(comm["warnings"], "IPC imports past the first 4096 not decoded"));
+  BOOST_TEST(comm["rank"] == 1);
+}
+
 // Memory where every 16 bytes hold NCCL_MAGIC: many candidates, all rejected,
 // in bounded time.
 BOOST_AUTO_TEST_CASE(scanner_over_memory_full_of_magic) {

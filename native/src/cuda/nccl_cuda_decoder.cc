@@ -189,7 +189,10 @@ nlohmann::json describe_ipc_import(const ObjectView& info, uint64_t slot) {
   return entry;
 }
 
-nlohmann::json describe_registration(const ObjectView& reg, uint64_t page_size, FieldSink& out) {
+// `import_budget`: IPC import entries still allowed for the whole cache (garbage
+// slots pointing at garbage registrations must not make the document explode).
+nlohmann::json describe_registration(const ObjectView& reg, uint64_t page_size, uint64_t& import_budget,
+                                     FieldSink& out) {
   nlohmann::json entry = {{"address", hex(reg.address())}};
   auto begin = reg.unsigned_integer("begAddr");
   auto end = reg.unsigned_integer("endAddr");
@@ -219,11 +222,14 @@ nlohmann::json describe_registration(const ObjectView& reg, uint64_t page_size, 
   }
   nlohmann::json& imports = entry["ipc_imports"] = nlohmann::json::array();
   uint64_t slots = reg.array_length("ipcInfos");
-  for (uint64_t slot = 0; slot < slots; ++slot) {
+  for (uint64_t slot = 0; slot < slots && import_budget > 0; ++slot) {
     auto info = reg.deref("ipcInfos[" + std::to_string(slot) + "]");
     if (info.ok()) imports.push_back(describe_ipc_import(*info.value, slot));
     else if (info.address != 0)
       imports.push_back({{"slot", slot}, {"unavailable", info.unavailable}});
+    else continue;
+    if (--import_budget == 0) out.warn("regCache: IPC imports past the first " +
+                                       std::to_string(out.scope().limits.max_list_nodes) + " not decoded");
   }
   return entry;
 }
@@ -264,6 +270,7 @@ void decode_registrations(const ObjectView& comm, FieldSink& out) {
   }
   uint64_t limit = std::min<uint64_t>(count < 0 ? 0 : count, out.scope().limits.max_list_nodes);
   if (count > 0 && static_cast<uint64_t>(count) > limit) sink.warn("regCache: only the first " + std::to_string(limit) + " slots decoded");
+  uint64_t import_budget = out.scope().limits.max_list_nodes;
   for (uint64_t i = 0; i < limit && *slots.value != 0; ++i) {
     auto reg_address = read_raw_integer(*comm.target(), *slots.value + i * kPointerSize, kPointerSize);
     if (!reg_address.ok()) {
@@ -272,7 +279,7 @@ void decode_registrations(const ObjectView& comm, FieldSink& out) {
     }
     if (*reg_address.value == 0) continue;
     ObjectView reg(comm.target(), comm.layout(), reg_type, *reg_address.value);
-    nlohmann::json entry = describe_registration(reg, page_size.ok() ? *page_size.value : 0, sink);
+    nlohmann::json entry = describe_registration(reg, page_size.ok() ? *page_size.value : 0, import_budget, sink);
     entry["slot"] = i;
     buffers.push_back(entry);
   }
