@@ -229,6 +229,34 @@ StackFrame symbolize(UnwindSession* session, Dwfl* dwfl, uint64_t pc, bool is_ac
   return frame;
 }
 
+// Where libdwfl's frames stop being real. Past a frame in code without unwind
+// information (its file not found, or no .eh_frame/.debug_frame) the next frame
+// is libdwfl's frame-pointer guess: right through code that keeps frame pointers
+// (libcuda, seen on real cores), garbage through code that does not (libnccl:
+// "0x706d742f00000045", ASCII "/tmp"). A guessed frame that lies in no loaded
+// module is garbage: it and everything beyond it are cut, and `why` says so.
+size_t real_frame_count(Dwfl* dwfl, const std::vector<StackFrame>& frames, std::string* why) {
+  auto module_of = [&](const StackFrame& frame) {
+    return dwfl_addrmodule(dwfl, frame.inexact && frame.pc != 0 ? frame.pc - 1 : frame.pc);
+  };
+  for (size_t i = 1; i < frames.size(); ++i) {
+    if (module_of(frames[i]) != nullptr) continue;
+    Dwfl_Module* caller_of = module_of(frames[i - 1]);
+    Dwarf_Addr bias = 0;
+    bool unwound_by_cfi = caller_of != nullptr && (dwfl_module_eh_cfi(caller_of, &bias) != nullptr ||
+                                                   dwfl_module_dwarf_cfi(caller_of, &bias) != nullptr);
+    if (unwound_by_cfi) continue;  // a real return address into code outside modules (JIT)
+    std::ostringstream text;
+    text << "unwind stopped after frame #" << i - 1 << ": without unwind information for "
+         << (frames[i - 1].module.empty() ? std::string("its code") : frames[i - 1].module)
+         << " the unwinder guessed 0x" << std::hex << frames[i].pc << std::dec
+         << ", which lies in no loaded module (" << frames.size() - i << " guessed frame(s) left out)";
+    *why = text.str();
+    return i;
+  }
+  return frames.size();
+}
+
 // A frame as the unwinder gives it, symbolized only after the thread is let go.
 struct RawFrame {
   uint64_t pc;
@@ -328,6 +356,14 @@ int on_thread(Dwfl_Thread* thread, void* arg) {
     }
     for (const RawFrame& raw : thread_walk.raw_frames)
       stack->frames.push_back(symbolize(walk->session, walk->dwfl, raw.pc, raw.is_activation));
+    std::string cut_reason;
+    size_t real = real_frame_count(walk->dwfl, stack->frames, &cut_reason);
+    if (real < stack->frames.size()) {
+      stack->frames.resize(real);
+      stack->error = cut_reason;
+      thread_walk.truncated = false;
+      result = 0;
+    }
     if (thread_walk.truncated) {
       stack->error = "stopped after " + std::to_string(stack->frames.size()) +
                      " frames (max_frames)";
