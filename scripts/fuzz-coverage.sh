@@ -17,9 +17,10 @@ out_doc=${NCCLSCOPE_COVERAGE_DOC:-$src/docs/fuzz-coverage.md}
 targets=(core_reader layout_profile comm_decoders snapshot_reader recorder_decoder)
 
 flags="-fprofile-instr-generate -fcoverage-mapping"
+# C++ only: CMAKE_CXX_FLAGS reach clang's C++ link lines too (the profile runtime);
+# a global linker flag would break CUDA's g++ link check where nvcc is found.
 CC=clang CXX=clang++ cmake -S "$src" -B "$cov_build" -G Ninja -DNCCLSCOPE_FUZZ=ON \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" \
-  -DCMAKE_EXE_LINKER_FLAGS="-fprofile-instr-generate" > /dev/null
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS="$flags" > /dev/null
 cmake --build "$cov_build" --target fuzz_all -j"${NCCLSCOPE_JOBS:-2}" > /dev/null
 
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
