@@ -108,7 +108,7 @@ LD_PRELOAD=$preload ASAN_OPTIONS=$ASAN_OPTIONS:$preload_options \
 count() { grep -hE "$1" "$logs"/*.log | wc -l; }
 passed=$(count '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .* Passed')
 failed=$(count '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .*(Failed|Exception|Timeout|Not Run)')
-skipped=$(count '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .* Skipped')
+skipped=$(count '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .*Skipped')
 echo "asan-tests: ran $((passed + failed + skipped)): passed $passed, failed $failed, skipped by the test (exit 77) $skipped"
 grep -hE '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .*Skipped' "$logs"/*.log | sed 's/^/  skipped: /'
 grep -hE '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .*(Failed|Exception|Timeout|Not Run)' "$logs"/*.log | sed 's/^/  failed: /'
