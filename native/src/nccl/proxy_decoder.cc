@@ -18,6 +18,10 @@ nlohmann::json decode_sub(const ObjectView& sub, const std::string& path, FieldS
   sink.put("nbytes", sub.integer("nbytes"));
   for (const char* counter : {"base", "posted", "received", "transmitted", "done", "end"})
     sink.put(counter, sub.unsigned_integer(counter));
+  // The connection says which side this sub progresses: send (GPU -> network) or receive.
+  auto connection = sub.deref("connection");
+  if (connection.ok()) sink.put_bool("send", connection.value->integer("send"));
+  else sink.put("send", Fetched<int64_t>::missing(connection.unavailable, connection.address));
   return entry;
 }
 

@@ -50,6 +50,9 @@ struct Finding {
   std::vector<std::string> evidence;
   bool explains_hang = false;
   bool culprits_absent = false;  // the culprits have no input (absent ranks)
+  // false: the "culprits" issued the operation but have not reached it on their GPU (queued
+  // behind their own wait); they are waited on, never blamed for it (blame.h).
+  bool blames_culprits = true;
   std::string edge_kind;    // graph edge kind: collective, p2p, host-call, error, absent
   nlohmann::json extra = nlohmann::json::object();
   // Kernel views: the device-side waits of a waiting rank on a culprit (rank, peer,
@@ -65,6 +68,9 @@ struct Job {
   std::vector<Maybe<int>> world_rank;          // per process: rank in the world comm
   std::vector<int> commless_processes;         // usable inputs holding no communicator
   std::vector<std::string> errors;             // job-level error lines
+  std::vector<Finding> startup;                // no communicator anywhere yet (startup.cc)
+  // Per process: its rank came from the launcher's environment, not from a communicator.
+  std::vector<bool> rank_from_launcher;
   bool unrelated_jobs = false;
   // The report's "recorder" section (chains, mismatches); null when no input had a recorder.
   nlohmann::json recorder;
@@ -85,6 +91,7 @@ struct Job {
 void merge_communicators(Job* job);
 void find_unrelated_jobs(Job* job);
 void analyze_communicators(Job* job);
+void analyze_startup(Job* job);  // start-up hang: ranks in the rendezvous, ranks elsewhere
 nlohmann::json build_wait_graph(const Job& job);  // nodes, edges, cycles, culprits
 nlohmann::json build_stack_classes(const Job& job);
 // Flight recorder data (recorder_join.cc): communicators only the recorder knows, before

@@ -2,6 +2,7 @@
 // before launch, waiting on a P2P peer; or plainly that no hang is evident.
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <set>
 
 #include "triage/analysis.h"
@@ -37,6 +38,7 @@ class CommAnalyzer {
     bool counters_differ = find_counter_differences();
     find_p2p_waits();
     if (!counters_differ) find_stuck_before_launch();
+    find_queued_waits();
     find_absent_ranks();
     if (std::none_of(findings_.begin(), findings_.end(),
                      [](const Finding& f) { return f.explains_hang; }))
@@ -45,6 +47,40 @@ class CommAnalyzer {
   }
 
  private:
+  // World ranks everywhere, the communicator's own rank in parentheses where it differs.
+  std::optional<int> world_of(int rank) const {
+    const Member* member = group_.find(rank);
+    if (member == nullptr) return is_world() ? std::optional<int>(rank) : std::nullopt;
+    return job_.world_rank[member->process];
+  }
+  bool is_world() const { return job_.world_comm >= 0 && &job_.comms[job_.world_comm] == &group_; }
+
+  std::string members_phrase(const std::vector<int>& ranks) const {
+    std::vector<int> world;
+    bool differs = false;
+    for (int rank : ranks) {
+      std::optional<int> w = world_of(rank);
+      if (!w) return ranks_phrase(ranks) + " of this communicator";
+      world.push_back(*w);
+      differs = differs || *w != rank;
+    }
+    if (!differs) return ranks_phrase(ranks);
+    return ranks_phrase(world) + " (" + ranks_phrase(ranks) + " of this communicator)";
+  }
+  std::string member_phrase(int rank) const { return members_phrase({rank}); }
+
+  // "rank 1: X; ranks 0,2-7: Y" with world ranks (grouped_phrase on communicator ranks).
+  std::string members_grouped(const std::map<std::string, std::vector<int>>& ranks_by_text) const {
+    std::map<std::string, std::vector<int>> world_by_text;
+    for (const auto& [text, ranks] : ranks_by_text)
+      for (int rank : ranks) {
+        std::optional<int> w = world_of(rank);
+        if (!w) return grouped_phrase(ranks_by_text) + " (ranks of this communicator)";
+        world_by_text[text].push_back(*w);
+      }
+    return grouped_phrase(world_by_text);
+  }
+
   MemberState state_of(const Member& member) const {
     const ProcessView& process = job_.processes[member.process];
     const CommView& comm = process.comms[member.comm];
@@ -78,7 +114,7 @@ class CommAnalyzer {
     for (int rank : ranks)
       if (const Member* member = group_.find(rank))
         by_doing[process_doing(job_, member->process)].push_back(rank);
-    return grouped_phrase(by_doing);
+    return members_grouped(by_doing);
   }
 
   void add_doing_evidence(Finding* finding) const {
@@ -100,16 +136,16 @@ class CommAnalyzer {
       int rank = rank_at(m);
       if (health.abort_flag.value_or(false)) {
         aborted.culprits.push_back(rank);
-        aborted.evidence.push_back("rank " + std::to_string(rank) + ": abort flag is set");
+        aborted.evidence.push_back(member_phrase(rank) + ": abort flag is set");
       }
       if (health.revoked.value_or(false)) {
         aborted.culprits.push_back(rank);
-        aborted.evidence.push_back("rank " + std::to_string(rank) + ": communicator revoked");
+        aborted.evidence.push_back(member_phrase(rank) + ": communicator revoked");
       }
       for (const auto* field : {&health.async_result, &health.init_state}) {
         if (!*field || **field == "ncclSuccess" || **field == "ncclInProgress") continue;
         errored.culprits.push_back(rank);
-        errored.evidence.push_back("rank " + std::to_string(rank) + ": " +
+        errored.evidence.push_back(member_phrase(rank) + ": " +
                                    (field == &health.async_result ? "async_result" : "init_state") +
                                    " is " + **field);
       }
@@ -158,7 +194,7 @@ class CommAnalyzer {
       by_reason[reason.empty() ? "unavailable" : "unavailable (" + reason + ")"].push_back(rank_at(m));
     }
     if (!by_reason.empty())
-      finding->evidence.push_back(std::string(kCollectiveNames[c]) + " counter " + grouped_phrase(by_reason) +
+      finding->evidence.push_back(std::string(kCollectiveNames[c]) + " counter " + members_grouped(by_reason) +
                                   ": those ranks are left out, not counted as 0");
   }
 
@@ -176,12 +212,12 @@ class CommAnalyzer {
     std::string counts;
     for (auto it = ranks_by_value.rbegin(); it != ranks_by_value.rend(); ++it) {
       if (!counts.empty()) counts += "; ";
-      counts += ranks_phrase(it->second) + " launched " + kCollectiveNames[c] + " " + times(it->first);
+      counts += members_phrase(it->second) + " launched " + kCollectiveNames[c] + " " + times(it->first);
     }
     finding.evidence.push_back(counts);
-    finding.evidence.push_back(ranks_phrase(finding.culprits) + " never launched " + kCollectiveNames[c] +
+    finding.evidence.push_back(members_phrase(finding.culprits) + " never launched " + kCollectiveNames[c] +
                                " #" + std::to_string(behind + 1) + " on this communicator, which " +
-                               ranks_phrase(finding.waiting) + " launched and cannot finish without " +
+                               members_phrase(finding.waiting) + " launched and cannot finish without " +
                                (finding.culprits.size() == 1 ? "it" : "them"));
     add_unknown_counter_evidence(c, &finding);
     add_culprit_context(&finding);
@@ -220,7 +256,7 @@ class CommAnalyzer {
       std::string types;
       for (int c = 0; c < kNumCollectives; ++c)
         if (counts[c] != 0 || ref[c] != 0) types += (types.empty() ? "" : ", ") + std::string(kCollectiveNames[c]) + "=" + std::to_string(counts[c]);
-      breakdown += (breakdown.empty() ? "" : "; ") + ranks_phrase(ranks) + ": " + types;
+      breakdown += (breakdown.empty() ? "" : "; ") + members_phrase(ranks) + ": " + types;
       if (&ranks == &reference->second) continue;
       finding.culprits.insert(finding.culprits.end(), ranks.begin(), ranks.end());
       int expected = -1, instead = -1;
@@ -236,8 +272,8 @@ class CommAnalyzer {
                           {"collective", instead >= 0 ? kCollectiveNames[instead] : ""},
                           {"instead_of", expected >= 0 ? kCollectiveNames[expected] : ""}});
       if (expected >= 0 && instead >= 0)
-        finding.evidence.push_back(ranks_phrase(ranks) + " launched " + kCollectiveNames[instead] + " #" +
-                                   std::to_string(counts[instead]) + " where " + ranks_phrase(reference->second) +
+        finding.evidence.push_back(members_phrase(ranks) + " launched " + kCollectiveNames[instead] + " #" +
+                                   std::to_string(counts[instead]) + " where " + members_phrase(reference->second) +
                                    " launched " + kCollectiveNames[expected] + " #" + std::to_string(ref[expected]));
     }
     normalize_ranks(&finding.culprits);
@@ -266,7 +302,7 @@ class CommAnalyzer {
       const Member* member = group_.find(rank);
       if (member == nullptr) continue;
       const CommView& comm = job_.comm_of(*member);
-      std::string who = "rank " + std::to_string(rank);
+      std::string who = member_phrase(rank);
       if (!comm.planned_colls.empty())
         finding->evidence.push_back(who + " has " + comm.planned_colls.front() +
                                     " planned but not launched (inside an NCCL call on the host)");
@@ -315,7 +351,7 @@ class CommAnalyzer {
           if (!sub.peer || sub.finished()) continue;
           if (!seen.insert({*sub.peer, static_cast<int>(op.direction)}).second) continue;
           std::string detail = std::string(op.direction == P2pDirection::kSend ? "send to" : "recv from") +
-                               " rank " + std::to_string(*sub.peer) + " in flight";
+                               " " + member_phrase(*sub.peer) + " in flight";
           if (sub.channel) detail += " on channel " + std::to_string(*sub.channel);
           if (sub.nsteps && sub.done) detail += " (" + std::to_string(*sub.done) + " of " + std::to_string(*sub.nsteps) + " steps done)";
           waits.push_back({rank_at(m), *sub.peer, op.direction, detail});
@@ -339,20 +375,76 @@ class CommAnalyzer {
       if (finding.collective.empty()) finding.collective = op;
       else if (finding.collective != op) finding.collective = "Send/Recv";
       finding.waiting.push_back(wait.rank);
-      finding.evidence.push_back("rank " + std::to_string(wait.rank) + ": " + wait.detail + "; rank " +
-                                 std::to_string(wait.peer) +
+      finding.evidence.push_back(member_phrase(wait.rank) + ": " + wait.detail + "; " + member_phrase(wait.peer) +
                                  (absent ? " has no input"
                                          : std::string(" has no matching ") +
                                                (needed == P2pDirection::kSend ? "send to" : "recv from") +
-                                               " rank " + std::to_string(wait.rank) + " in flight or planned"));
+                                               " " + member_phrase(wait.rank) + " in flight or planned"));
     }
     for (auto& [peer, finding] : by_culprit) {
       normalize_ranks(&finding.waiting);
       if (finding.evidence.size() > 8) {
         size_t extra = finding.evidence.size() - 8;
         finding.evidence.resize(8);
-        finding.evidence.push_back("... and " + std::to_string(extra) + " more waits on rank " + std::to_string(peer));
+        finding.evidence.push_back("... and " + std::to_string(extra) + " more waits on " + member_phrase(peer));
       }
+      add_doing_evidence(&finding);
+      findings_.push_back(std::move(finding));
+    }
+  }
+
+  // --- issued everywhere, not sent yet ------------------------------------------
+  // A rank whose proxy waits for data from a peer that holds the matching send in flight
+  // but has sent nothing of it: the peer issued the operation and its GPU has not reached
+  // it (queued behind earlier work of its own). An edge, never a blame (blame.h).
+  struct DataWait {
+    int channel = -1;
+    int64_t received = 0, nsteps = 0;
+    std::string collective;
+  };
+
+  // The peer's in-flight send toward `rank`, if any: how much of it the peer has sent.
+  std::optional<int64_t> peer_sent(int peer, int rank) const {
+    const Member* member = group_.find(peer);
+    if (member == nullptr) return std::nullopt;
+    std::optional<int64_t> sent;
+    for (const ProxyOpView& op : job_.comm_of(*member).proxy_ops)
+      for (const ProxySubView& sub : op.subs)
+        if (sub.send.value_or(false) && sub.peer && *sub.peer == rank && !sub.finished())
+          sent = std::max(sent.value_or(0), sub.transmitted.value_or(0));
+    return sent;
+  }
+
+  void find_queued_waits() {
+    // (peer, collective) -> waiting rank -> its first wait
+    std::map<std::pair<int, std::string>, std::map<int, DataWait>> waits_on;
+    for (size_t m = 0; m < group_.members.size(); ++m)
+      for (const ProxyOpView& op : comm_at(m).proxy_ops)
+        for (const ProxySubView& sub : op.subs) {
+          if (sub.send.value_or(true) || !sub.peer || !sub.nsteps || sub.finished()) continue;
+          if (sub.received.value_or(0) >= *sub.nsteps) continue;  // its data is all here
+          std::optional<int64_t> sent = peer_sent(*sub.peer, rank_at(m));
+          if (!sent || *sent > 0) continue;  // no matching send in flight, or it is sending
+          waits_on[{*sub.peer, op.collective}].emplace(rank_at(m), DataWait{sub.channel.value_or(-1), sub.received.value_or(0),
+                                                           *sub.nsteps, op.collective});
+        }
+    for (const auto& [key, waiters] : waits_on) {
+      int peer = key.first;
+      Finding finding{"data-wait", key.second};
+      finding.culprits = {peer};
+      finding.blames_culprits = false;
+      finding.edge_kind = "queued";
+      for (const auto& [rank, wait] : waiters) {
+        finding.waiting.push_back(rank);
+        if (finding.evidence.size() < 8)
+          finding.evidence.push_back(member_phrase(rank) + " waits for data from " + member_phrase(peer) + " in " +
+                                     (wait.collective.empty() ? "an operation" : wait.collective) +
+                                     (wait.channel >= 0 ? " on channel " + std::to_string(wait.channel) : "") + " (" +
+                                     std::to_string(wait.received) + " of " + std::to_string(wait.nsteps) +
+                                     " steps received)");
+      }
+      finding.evidence.push_back(member_phrase(peer) + " holds the matching send in flight but has sent nothing of "
+                                 "it: its GPU has not reached the operation (queued behind its own earlier work)");
       add_doing_evidence(&finding);
       findings_.push_back(std::move(finding));
     }
@@ -390,19 +482,19 @@ class CommAnalyzer {
       }
     }
     if (finding.waiting.empty()) return;
-    finding.evidence.push_back("launched counters agree on every rank present; " + ranks_phrase(finding.waiting) +
+    finding.evidence.push_back("launched counters agree on every rank present; " + members_phrase(finding.waiting) +
                                " " + verb_for(finding.waiting, "sits", "sit") + " inside an NCCL call on the host without launching: " +
-                               grouped_phrase(planned_by_text));
+                               members_grouped(planned_by_text));
     finding.edge_kind = "host-call";
     if (!idle.empty()) {
       finding.culprits = idle;
       finding.explains_hang = true;
-      finding.evidence.push_back(ranks_phrase(idle) + " never made that call (nothing planned, not inside NCCL): "
+      finding.evidence.push_back(members_phrase(idle) + " never made that call (nothing planned, not inside NCCL): "
                                  "the waiting ranks need them, e.g. for lazy connection setup");
     } else if (!group_.missing_ranks.empty()) {
       finding.culprits = group_.missing_ranks;
       finding.culprits_absent = true;
-      finding.evidence.push_back("every rank present is inside the call; " + ranks_phrase(group_.missing_ranks) +
+      finding.evidence.push_back("every rank present is inside the call; " + members_phrase(group_.missing_ranks) +
                                  " " + verb_for(group_.missing_ranks, "has", "have") + " no input and may be the one(s) that never made it");
     } else {
       finding.evidence.push_back("every rank is inside the call and none is missing: the hang is in NCCL's "
@@ -422,8 +514,8 @@ class CommAnalyzer {
     for (size_t m = 0; m < group_.members.size(); ++m)
       if (states_[m].waiting()) finding.waiting.push_back(rank_at(m));
     finding.evidence.push_back("nranks is " + std::to_string(*group_.nranks) + "; inputs hold " +
-                               (group_.members.empty() ? std::string("no rank") : ranks_phrase(ranks_present())) +
-                               "; " + ranks_phrase(group_.missing_ranks) + " " + verb_for(group_.missing_ranks, "has", "have") + " no input holding this communicator");
+                               (group_.members.empty() ? std::string("no rank") : members_phrase(ranks_present())) +
+                               "; " + members_phrase(group_.missing_ranks) + " " + verb_for(group_.missing_ranks, "has", "have") + " no input holding this communicator");
     size_t commless = job_.commless_processes.size();
     if (commless > 0) {
       std::string names;
@@ -439,7 +531,7 @@ class CommAnalyzer {
     if (!finding.explains_hang)
       finding.evidence.push_back(finding.waiting.empty()
                                      ? "no rank present is waiting on this communicator"
-                                     : "the ranks present wait; without inputs for " + ranks_phrase(group_.missing_ranks) +
+                                     : "the ranks present wait; without inputs for " + members_phrase(group_.missing_ranks) +
                                            " triage cannot tell whether they are behind");
     findings_.push_back(std::move(finding));
   }
@@ -469,16 +561,18 @@ class CommAnalyzer {
     if (!unknown.empty()) {
       Finding finding{"counters-unavailable"};
       finding.culprits = {};
-      finding.evidence.push_back("launched counters unavailable on " + ranks_phrase(unknown) +
+      finding.evidence.push_back("launched counters unavailable on " + members_phrase(unknown) +
                                  (example_reason.empty() ? "" : " (" + example_reason + ")") +
                                  ": whether those ranks are behind is unknown, not assumed");
       findings_.push_back(std::move(finding));
     }
     std::string agreed = agreed_counts();
+    bool queued = std::any_of(findings_.begin(), findings_.end(), [](const Finding& f) { return !f.blames_culprits; });
+    if (queued) return;
     if (!proxy_busy.empty()) {
       Finding finding{"in-flight-consistent"};
       finding.waiting = proxy_busy;
-      finding.evidence.push_back("launched counters agree (" + agreed + ") but " + ranks_phrase(proxy_busy) +
+      finding.evidence.push_back("launched counters agree (" + agreed + ") but " + members_phrase(proxy_busy) +
                                  " " + verb_for(proxy_busy, "has", "have") + " proxy operations in flight");
       finding.evidence.push_back("no culprit is visible in host state: a count, datatype or root mismatch at the "
                                  "same position can hang or complete silently; device step counters "
@@ -487,11 +581,14 @@ class CommAnalyzer {
       return;
     }
     if (!unknown.empty() && unknown.size() == group_.members.size()) return;
+    // "every rank present agrees" would contradict a finding already made here.
+    for (const Finding& made : findings_)
+      if (made.kind != "counters-unavailable" && made.kind != "absent-ranks") return;
     Finding finding{"no-hang-evident"};
     finding.evidence.push_back("every rank present agrees: " + agreed + "; nothing planned and no proxy "
                                "operation in flight on this communicator");
     if (!gpu_waiting.empty())
-      finding.evidence.push_back(ranks_phrase(gpu_waiting) + " " + verb_for(gpu_waiting, "waits", "wait") + " on the GPU (" +
+      finding.evidence.push_back(members_phrase(gpu_waiting) + " " + verb_for(gpu_waiting, "waits", "wait") + " on the GPU (" +
                                  doing_phrase(gpu_waiting) + "), perhaps for another communicator or for "
                                  "their own kernels");
     finding.evidence.push_back("agreeing counters are not proof of correctness: a size mismatch can complete "

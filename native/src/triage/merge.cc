@@ -116,9 +116,22 @@ void merge_communicators(Job* job) {
     if (key(candidate) < key(best)) job->world_comm = static_cast<int>(g);
   }
   job->world_rank.assign(job->processes.size(), std::nullopt);
+  job->rank_from_launcher.assign(job->processes.size(), false);
+  // The largest communicator is not the world when the launcher says the job is larger.
+  int launcher_size = 0;
+  for (const ProcessView& process : job->processes)
+    launcher_size = std::max(launcher_size, process.launcher_world_size.value_or(0));
+  bool world_is_job = job->world_comm < 0 || job->comms[job->world_comm].nranks.value_or(0) >= launcher_size;
+  if (!world_is_job) job->world_comm = -1;
   if (job->world_comm >= 0)
     for (const Member& member : job->comms[job->world_comm].members)
       job->world_rank[member.process] = member.rank;
+  // Outside any world communicator (none yet, or not a member), the launcher's rank labels it.
+  for (size_t p = 0; p < job->processes.size(); ++p)
+    if (!job->world_rank[p] && job->processes[p].launcher_rank) {
+      job->world_rank[p] = job->processes[p].launcher_rank;
+      job->rank_from_launcher[p] = true;
+    }
 }
 
 // Union-find over processes joined by a shared communicator.

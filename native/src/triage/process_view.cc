@@ -116,6 +116,7 @@ ProxyOpView read_proxy_op(const json& entry) {
       sub.received = count_rule(integer_at(raw, "received"));
       sub.transmitted = count_rule(integer_at(raw, "transmitted"));
       sub.done = count_rule(integer_at(raw, "done"));
+      sub.send = boolean_at(raw, "send");
       op.subs.push_back(sub);
     }
   }

@@ -32,6 +32,7 @@ enum class P2pDirection { kNone, kSend, kRecv };
 struct ProxySubView {
   Maybe<int> channel, peer;
   Maybe<int64_t> nsteps, posted, received, transmitted, done;
+  Maybe<bool> send;  // the connection's side; unknown in older snapshots
   bool finished() const { return nsteps && done && *done >= *nsteps; }
 };
 
@@ -99,6 +100,9 @@ struct ProcessView {
   std::string kind;        // "snapshot", "core", "live"
   Maybe<int64_t> pid;
   std::string hostname, executable, nccl_version;
+  // The launcher's rank and world size from the process environment (RANK, SLURM_PROCID, ...).
+  Maybe<int> launcher_rank, launcher_world_size;
+  std::string launcher_rank_from;
   Maybe<bool> build_id_mismatch;  // unknown unless the snapshot says true or false
   bool nccl_found = false;  // the snapshot names a libnccl (version or library)
   std::vector<CommView> comms;

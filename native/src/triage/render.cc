@@ -43,6 +43,17 @@ std::string phrase_of_ranks(const json& ranks) {
   return triage::ranks_phrase(ranks.get<std::vector<int>>());
 }
 
+// A finding's ranks in world numbering, its communicator's own in parentheses where they
+// differ; its own alone (said so) when a world rank is unknown.
+std::string finding_ranks(const json& finding, const std::string& role) {
+  const json& world = finding[role + "_ranks"];
+  const json& own = finding.contains(role + "_comm_ranks") ? finding[role + "_comm_ranks"] : world;
+  bool known = std::all_of(world.begin(), world.end(), [](const json& r) { return r.is_number_integer(); });
+  if (!known) return phrase_of_ranks(own) + " of this communicator";
+  if (world == own) return phrase_of_ranks(world);
+  return phrase_of_ranks(world) + " (" + phrase_of_ranks(own) + " of this communicator)";
+}
+
 void render_tree(const json& node, int depth, std::vector<std::string>* lines) {
   // A chain of single children with the same ranks and thread count reads as one line.
   std::string frames = text_of(node["frame"]);
@@ -143,6 +154,14 @@ std::string render_triage_text(const nlohmann::json& report) {
     return text;
   }
   const json& graph = report["graph"];
+  for (const json& finding : report.value("startup", json::array())) {
+    lines.push_back("");
+    lines.push_back("Start-up (no communicator yet; ranks from the launcher's environment):");
+    lines.push_back("  [" + text_of(finding["kind"]) + "]" +
+                    (finding["waiting_ranks"].empty() ? "" : " waiting " + phrase_of_ranks(finding["waiting_ranks"])) +
+                    (finding["culprit_ranks"].empty() ? "" : ", never arrived " + phrase_of_ranks(finding["culprit_ranks"])));
+    for (const json& evidence : finding["evidence"]) lines.push_back("      - " + text_of(evidence));
+  }
   lines.push_back("");
   lines.push_back("Communicators (" + std::to_string(report["communicators"].size()) + "):");
   for (const json& comm : report["communicators"]) {
@@ -171,10 +190,12 @@ std::string render_triage_text(const nlohmann::json& report) {
       if (finding["seq"].is_number_integer()) head += " #" + std::to_string(finding["seq"].get<int64_t>());
       // Recorder findings also give the recorder's own 0-based seq.
       if (finding.contains("recorder_seq")) head += " (seq " + finding["recorder_seq"].dump() + ")";
-      if (!finding["waiting_ranks"].empty()) head += ": waiting " + phrase_of_ranks(finding["waiting_ranks"]);
+      if (!finding["waiting_ranks"].empty()) head += ": waiting " + finding_ranks(finding, "waiting");
       if (!finding["culprit_ranks"].empty())
         head += std::string(finding["waiting_ranks"].empty() ? ": " : ", ") + "culprit " +
-                phrase_of_ranks(finding["culprit_ranks"]) + (finding["culprits_absent"].get<bool>() ? " (no input)" : "");
+                finding_ranks(finding, "culprit") + (finding["culprits_absent"].get<bool>() ? " (no input)" : "");
+      if (finding.contains("waited_on_ranks"))
+        head += ", waiting on " + finding_ranks(finding, "waited_on") + " (queued there, not blamed)";
       lines.push_back(head);
       for (const json& evidence : finding["evidence"]) lines.push_back("      - " + text_of(evidence));
     }
@@ -202,8 +223,9 @@ std::string render_triage_text(const nlohmann::json& report) {
       chain += (chain.empty() ? "" : " -> ") + text_of(graph["nodes"][id.get<size_t>()]["label"]);
     lines.push_back("  longest chain: " + chain);
   }
-  if (!graph["root_culprits"].empty())
-    lines.push_back("  chains end at: " + nodes_phrase(graph, graph["root_culprits"]));
+  for (const json& reason : graph["blame"])
+    lines.push_back("  " + std::string(reason["kind"] == "skipped" || reason["kind"] == "skipped-in-cycle" ? "culprit" : "suspect") +
+                    " " + nodes_phrase(graph, reason["nodes"]) + ": " + text_of(reason["rule"]));
   lines.push_back("");
   lines.push_back("Stack classes (each rank's application thread):");
   for (const json& entry : report["stack_classes"]["principal"]) {

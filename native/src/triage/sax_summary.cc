@@ -371,6 +371,7 @@ class Summarizer : public json::json_sax_t {
         else if (k == "received") sub.received = count_rule(as_int(v));
         else if (k == "transmitted") sub.transmitted = count_rule(as_int(v));
         else if (k == "done") sub.done = count_rule(as_int(v));
+        else if (k == "send") sub.send = as_bool(v);
         break;
       }
       case Where::kPlanned:

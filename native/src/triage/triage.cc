@@ -23,17 +23,44 @@ using triage::Job;
 
 json maybe_json(const triage::Maybe<int64_t>& value) { return value ? json(*value) : json(nullptr); }
 
-json finding_json(const Finding& finding) {
+// World ranks (null when a rank's world rank is unknown); the communicator's own beside.
+json world_ranks_json(const Job& job, const CommGroup& group, const std::vector<int>& ranks) {
+  json out = json::array();
+  bool world = job.world_comm >= 0 && &job.comms[job.world_comm] == &group;
+  for (int rank : ranks) {
+    const triage::Member* member = group.find(rank);
+    if (member != nullptr && job.world_rank[member->process]) out.push_back(*job.world_rank[member->process]);
+    else out.push_back(world ? json(rank) : json(nullptr));
+  }
+  return out;
+}
+
+json finding_json(const Job& job, const CommGroup& group, const Finding& finding) {
+  std::vector<int> blamed = finding.blames_culprits ? finding.culprits : std::vector<int>{};
   json out = {{"kind", finding.kind},
               {"collective", finding.collective.empty() ? json(nullptr) : json(finding.collective)},
               {"seq", maybe_json(finding.seq)},
-              {"waiting_ranks", finding.waiting},
-              {"culprit_ranks", finding.culprits},
+              {"waiting_ranks", world_ranks_json(job, group, finding.waiting)},
+              {"culprit_ranks", world_ranks_json(job, group, blamed)},
+              {"waiting_comm_ranks", finding.waiting},
+              {"culprit_comm_ranks", blamed},
               {"culprits_absent", finding.culprits_absent},
               {"explains_hang", finding.explains_hang},
               {"evidence", finding.evidence}};
+  if (!finding.blames_culprits) {
+    out["waited_on_ranks"] = world_ranks_json(job, group, finding.culprits);
+    out["waited_on_comm_ranks"] = finding.culprits;
+  }
   for (auto& [key, value] : finding.extra.items()) out[key] = value;
   if (!finding.kernel_waits.is_null()) out["kernel_waits"] = finding.kernel_waits;
+  return out;
+}
+
+// Start-up findings name launcher ranks (the environment's RANK): no communicator exists.
+json startup_json(const Finding& finding) {
+  json out = {{"kind", finding.kind}, {"waiting_ranks", finding.waiting}, {"culprit_ranks", finding.culprits},
+              {"explains_hang", finding.explains_hang}, {"evidence", finding.evidence}};
+  for (auto& [key, value] : finding.extra.items()) out[key] = value;
   return out;
 }
 
@@ -47,7 +74,7 @@ json communicator_json(const Job& job, size_t g) {
     inputs.push_back(job.processes[member.process].input_name);
   }
   json findings = json::array();
-  for (const Finding& finding : job.findings[g]) findings.push_back(finding_json(finding));
+  for (const Finding& finding : job.findings[g]) findings.push_back(finding_json(job, group, finding));
   return {{"comm_hash", group.hash_text},
           {"nranks", group.nranks ? json(*group.nranks) : json(nullptr)},
           {"is_world", static_cast<int>(g) == job.world_comm},
@@ -169,6 +196,62 @@ std::string describe_nodes(const json& graph, const std::vector<int>& ids) {
   return text;
 }
 
+std::string node_ranks_phrase(const json& graph, const json& ids) {
+  std::vector<int> ranks;
+  std::string others;
+  for (const json& id : ids) {
+    const json& node = graph["nodes"][id.get<size_t>()];
+    if (node["world_rank"].is_number_integer()) ranks.push_back(node["world_rank"].get<int>());
+    else others += (others.empty() ? "" : ", ") + node["label"].get<std::string>();
+  }
+  std::string text = ranks.empty() ? "" : triage::ranks_phrase(ranks);
+  return text + (text.empty() || others.empty() ? "" : ", ") + others;
+}
+
+std::string startup_sentence(const Finding& finding) {
+  std::string text = "Start-up hang: no communicator exists yet.";
+  if (!finding.waiting.empty())
+    text += " " + triage::ranks_phrase(finding.waiting) + " " + triage::verb_for(finding.waiting, "waits", "wait") +
+            " in the rendezvous";
+  std::vector<int> never = finding.culprits;
+  if (finding.extra.contains("missing_ranks"))
+    for (const json& rank : finding.extra["missing_ranks"]) never.push_back(rank.get<int>());
+  triage::normalize_ranks(&never);
+  if (!never.empty())
+    text += std::string(finding.waiting.empty() ? " " : "; ") + triage::ranks_phrase(never) + " never arrived";
+  return text + ".";
+}
+
+// What blame decided about cycles and undecided chain ends, one sentence each (blame.h).
+std::string blame_sentences(const json& graph) {
+  std::string text;
+  auto cycle_holding = [&](const json& nodes) -> json {
+    for (const json& cycle : graph["cycles"])
+      for (const json& id : cycle)
+        if (!nodes.empty() && id == nodes[0]) return cycle;
+    return json::array();
+  };
+  for (const json& reason : graph["blame"]) {
+    const std::string kind = reason["kind"];
+    std::string who = node_ranks_phrase(graph, reason["nodes"]);
+    bool one = reason["nodes"].size() == 1;
+    if (kind == "skipped-in-cycle")
+      text += " " + node_ranks_phrase(graph, cycle_holding(reason["nodes"])) + " wait on each other in a cycle; " + who +
+              (one ? " alone explains" : " alone explain") + " every wait: " + (one ? "it" : "they") +
+              " skipped an operation the others issued, and " + (one ? "its own wait follows" : "their own waits follow") +
+              " from that.";
+    else if (kind == "cycle-undecided")
+      text += " Deadlock: " + node_ranks_phrase(graph, cycle_holding(reason["nodes"])) +
+              " wait on each other in a cycle, and any one of " + who +
+              " alone would explain it; the inputs do not say which skipped.";
+    else if (kind == "not-reached")
+      text += " " + who + (one ? " is" : " are") + " waited on for an operation " + (one ? "it" : "they") +
+              " issued but " + (one ? "its" : "their") + " GPU has not reached; what " + (one ? "it waits" : "they wait") +
+              " on is not visible.";
+  }
+  return text;
+}
+
 std::string verdict_summary(const Job& job, const std::string& verdict, const json& graph) {
   if (verdict == "error") {
     std::string text = "Error: nothing to triage.";
@@ -178,18 +261,9 @@ std::string verdict_summary(const Job& job, const std::string& verdict, const js
   std::string text;
   if (verdict == "hang") {
     text = "Hang.";
-    for (const json& cycle : graph["cycles"]) {
-      std::vector<int> ranks;
-      std::string others;
-      for (const json& id : cycle) {
-        const json& node = graph["nodes"][id.get<size_t>()];
-        if (node["world_rank"].is_number_integer()) ranks.push_back(node["world_rank"].get<int>());
-        else others += ", " + node["label"].get<std::string>();
-      }
-      text += " Deadlock: " + triage::ranks_phrase(ranks) + others +
-              " wait on each other in a cycle, so no rank alone is the culprit.";
-      break;
-    }
+    text += blame_sentences(graph);
+    for (const Finding& finding : job.startup)
+      if (finding.explains_hang) text += " " + startup_sentence(finding);
     // Findings whose culprits end a chain come first.
     std::set<int> roots;
     for (const json& id : graph["root_culprits"]) roots.insert(id.get<int>());
@@ -219,6 +293,9 @@ std::string verdict_summary(const Job& job, const std::string& verdict, const js
     std::vector<int> root_ids;
     for (const json& id : graph["root_culprits"]) root_ids.push_back(id.get<int>());
     if (!root_ids.empty()) text += " Culprit: " + describe_nodes(graph, root_ids) + ".";
+    std::vector<int> suspect_ids;
+    for (const json& id : graph["suspects"]) suspect_ids.push_back(id.get<int>());
+    if (!suspect_ids.empty()) text += " Suspects (undecided): " + describe_nodes(graph, suspect_ids) + ".";
     std::vector<int> waiting_ids;
     for (const json& node : graph["nodes"])
       if (node["role"] == "waiting") waiting_ids.push_back(node["id"].get<int>());
@@ -262,12 +339,16 @@ std::string verdict_summary(const Job& job, const std::string& verdict, const js
 std::string decide_verdict(const Job& job) {
   if (job.unrelated_jobs || job.processes.empty()) return "error";
   bool incomplete = false, mismatch = false;
+  for (const Finding& finding : job.startup)
+    if (finding.explains_hang) return "hang";
+  if (!job.startup.empty()) incomplete = true;  // no communicator: never "no-hang"
   for (size_t g = 0; g < job.comms.size(); ++g)
     for (const Finding& finding : job.findings[g]) {
       if (finding.explains_hang) return "hang";
-      mismatch = mismatch || is_recorded_mismatch(finding);
+      mismatch = mismatch || is_recorded_mismatch(finding) || finding.kind == "collective-mismatch";
       if (finding.kind == "absent-ranks" || finding.kind == "counters-unavailable" ||
-          finding.kind == "in-flight-consistent" || finding.kind == "stuck-before-launch")
+          finding.kind == "in-flight-consistent" || finding.kind == "stuck-before-launch" ||
+          finding.kind == "queued-behind")
         incomplete = true;
     }
   if (mismatch) return "mismatch";
@@ -319,6 +400,7 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
   triage::merge_communicators(&job);
   triage::find_unrelated_jobs(&job);
   triage::analyze_communicators(&job);
+  triage::analyze_startup(&job);
   triage::analyze_recorder(&job);
   triage::join_kernel_views(&job, std::move(kernel_views));
   json report = {{"schema", "ncclscope.triage/1"},
@@ -335,11 +417,20 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
   bool hang = verdict == "hang";
   report["culprit_ranks"] = hang ? culprit_ranks : json::array();
   report["culprits"] = hang ? culprits : json::array();
-  report["suspect_ranks"] = hang ? json::array() : culprit_ranks;
+  json suspect_ranks = json::array();
+  for (const json& id : graph["suspects"]) {
+    const json& node = graph["nodes"][id.get<size_t>()];
+    if (node["world_rank"].is_number_integer()) suspect_ranks.push_back(node["world_rank"]);
+  }
+  if (!hang) suspect_ranks.insert(suspect_ranks.begin(), culprit_ranks.begin(), culprit_ranks.end());
+  report["suspect_ranks"] = suspect_ranks;
   report["world_comm"] = job.world_comm >= 0 ? json(job.comms[job.world_comm].hash_text) : json(nullptr);
   json communicators = json::array();
   for (size_t g = 0; g < job.comms.size(); ++g) communicators.push_back(communicator_json(job, g));
   report["communicators"] = communicators;
+  json startup = json::array();
+  for (const Finding& finding : job.startup) startup.push_back(startup_json(finding));
+  report["startup"] = startup;
   if (!job.recorder.is_null()) {
     // Each chain also says what its rank's node waits in.
     for (const json& chain : job.recorder["chains"])

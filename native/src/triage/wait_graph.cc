@@ -6,6 +6,7 @@
 #include <set>
 
 #include "triage/analysis.h"
+#include "triage/blame.h"
 #include "triage/rank_set.h"
 
 namespace nsc::triage {
@@ -28,17 +29,18 @@ class GraphBuilder {
   json build() {
     for (size_t g = 0; g < job_.comms.size(); ++g)
       for (const Finding& finding : job_.findings[g]) add_edge(job_.comms[g], finding);
+    for (const Finding& finding : job_.startup) add_startup_edge(finding);
     compute_adjacency();
-    std::vector<std::vector<int>> cycles = find_cycles();
+    std::vector<WaitEdge> wait_edges;
+    for (const Edge& edge : edges_) wait_edges.push_back({edge.from, edge.to, edge.finding->blames_culprits});
+    blame_ = assign_blame(node_count_, wait_edges);
     json graph;
     graph["nodes"] = nodes_json();
     graph["edges"] = edges_json();
-    graph["cycles"] = json::array();
-    for (const auto& cycle : cycles) graph["cycles"].push_back(cycle);
-    std::vector<int> sinks;
-    for (int n = 0; n < node_count_; ++n)
-      if (!in_edges_[n].empty() && out_edges_[n].empty()) sinks.push_back(n);
-    graph["root_culprits"] = sinks;
+    graph["cycles"] = blame_.cycles;
+    graph["root_culprits"] = blame_.culprits;
+    graph["suspects"] = blame_.suspects;
+    graph["blame"] = blame_json();
     graph["longest_chain"] = longest_chain();
     return graph;
   }
@@ -69,6 +71,26 @@ class GraphBuilder {
     edges_.push_back(std::move(edge));
   }
 
+  // Start-up: no communicator; ranks are the launcher's, missing ones become absent nodes.
+  void add_startup_edge(const Finding& finding) {
+    std::map<int, int> process_of_rank;
+    for (size_t p = 0; p < job_.processes.size(); ++p)
+      if (job_.world_rank[p]) process_of_rank[*job_.world_rank[p]] = static_cast<int>(p);
+    Edge edge;
+    edge.finding = &finding;
+    for (int rank : finding.waiting) edge.from.push_back(process_of_rank.at(rank));
+    for (int rank : finding.culprits) edge.to.push_back(process_of_rank.at(rank));
+    if (finding.extra.contains("missing_ranks"))
+      for (const json& rank : finding.extra["missing_ranks"]) edge.to.push_back(absent_startup_node(rank.get<int>()));
+    if (!edge.from.empty() && !edge.to.empty()) edges_.push_back(std::move(edge));
+  }
+
+  int absent_startup_node(int rank) {
+    int id = node_count_++;
+    absent_nodes_.push_back({nullptr, rank});
+    return id;
+  }
+
   void compute_adjacency() {
     out_edges_.assign(node_count_, {});
     in_edges_.assign(node_count_, {});
@@ -76,74 +98,6 @@ class GraphBuilder {
       for (int n : edges_[e].from) out_edges_[n].push_back(static_cast<int>(e));
       for (int n : edges_[e].to) in_edges_[n].push_back(static_cast<int>(e));
     }
-  }
-
-  // Tarjan's SCC, iterative, over nodes plus one vertex per hyper-edge
-  // (node -> edge -> targets keeps it linear in the edge sizes).
-  std::vector<std::vector<int>> find_cycles() const {
-    const int total = node_count_ + static_cast<int>(edges_.size());
-    auto successors = [&](int v) -> std::vector<int> {
-      std::vector<int> next;
-      if (v < node_count_) {
-        for (int e : out_edges_[v]) next.push_back(node_count_ + e);
-      } else {
-        next = edges_[v - node_count_].to;
-      }
-      return next;
-    };
-    std::vector<int> index(total, -1), low(total, 0);
-    std::vector<bool> on_stack(total, false);
-    std::vector<int> stack;
-    std::vector<std::vector<int>> cycles;
-    int counter = 0;
-    struct Frame {
-      int vertex;
-      std::vector<int> next;
-      size_t position;
-    };
-    for (int start = 0; start < total; ++start) {
-      if (index[start] >= 0) continue;
-      std::vector<Frame> frames;
-      auto open = [&](int v) {
-        index[v] = low[v] = counter++;
-        stack.push_back(v);
-        on_stack[v] = true;
-        frames.push_back({v, successors(v), 0});
-      };
-      open(start);
-      while (!frames.empty()) {
-        Frame& frame = frames.back();
-        if (frame.position < frame.next.size()) {
-          int w = frame.next[frame.position++];
-          if (index[w] < 0) open(w);
-          else if (on_stack[w]) low[frame.vertex] = std::min(low[frame.vertex], index[w]);
-          continue;
-        }
-        int v = frame.vertex;
-        frames.pop_back();
-        if (!frames.empty()) low[frames.back().vertex] = std::min(low[frames.back().vertex], low[v]);
-        if (low[v] != index[v]) continue;
-        std::vector<int> component;
-        int w;
-        do {
-          w = stack.back();
-          stack.pop_back();
-          on_stack[w] = false;
-          if (w < node_count_) component.push_back(w);
-        } while (w != v);
-        bool self_loop = false;
-        if (component.size() == 1)
-          for (int e : out_edges_[component[0]]) {
-            const auto& to = edges_[e].to;
-            self_loop = self_loop || std::find(to.begin(), to.end(), component[0]) != to.end();
-          }
-        if (component.size() > 1 || self_loop) {
-          std::sort(component.begin(), component.end());
-          cycles.push_back(component);
-        }
-      }
-    }
-    return cycles;
   }
 
   // The longest wait chain (ignoring edges back into nodes being visited).
@@ -173,13 +127,30 @@ class GraphBuilder {
     return chain;
   }
 
+  // culprit / suspect (blame), else waiting (it waits on someone), waited-on, idle; absent.
   std::string role_of(int n) const {
+    if (std::binary_search(blame_.culprits.begin(), blame_.culprits.end(), n)) return "culprit";
+    if (std::binary_search(blame_.suspects.begin(), blame_.suspects.end(), n)) return "suspect";
     if (n >= static_cast<int>(job_.processes.size())) return "absent";
-    bool out = !out_edges_[n].empty(), in = !in_edges_[n].empty();
-    if (out && in) return "waiting-culprit";
-    if (out) return "waiting";
-    if (in) return "culprit";
+    if (!out_edges_[n].empty()) return "waiting";
+    if (!in_edges_[n].empty()) return "waited-on";
     return "idle";
+  }
+
+  // One entry per blame decision: the nodes, the kind, and the rule that decided it.
+  json blame_json() const {
+    static const std::map<std::string, std::string> kRules = {
+        {"skipped", "waited on, waits on nobody: it did not issue what the others wait for"},
+        {"not-reached", "waited on only by ranks whose operation it issued but its GPU has not reached; "
+                        "what it waits on is not visible"},
+        {"skipped-in-cycle", "the ranks wait on each other in a cycle; these alone, taken as having "
+                             "skipped, explain every wait (their own waits follow from the skip)"},
+        {"cycle-undecided", "the ranks wait on each other in a cycle and more than one rank alone would "
+                            "explain every wait: the inputs do not say which skipped"}};
+    json out = json::array();
+    for (const BlameResult::Reason& reason : blame_.reasons)
+      out.push_back({{"nodes", reason.nodes}, {"kind", reason.kind}, {"rule", kRules.at(reason.kind)}});
+    return out;
   }
 
   json nodes_json() const {
@@ -202,7 +173,8 @@ class GraphBuilder {
       }
       for (int e : out_edges_[n]) {
         const Edge& edge = edges_[e];
-        waits_in.push_back({{"what", "comm-op"}, {"comm_hash", edge.comm->hash_text},
+        waits_in.push_back({{"what", edge.comm ? "comm-op" : "rendezvous"},
+                            {"comm_hash", edge.comm ? json(edge.comm->hash_text) : json(nullptr)},
                             {"kind", edge.finding->kind},
                             {"collective", edge.finding->collective.empty() ? json(nullptr) : json(edge.finding->collective)},
                             {"seq", edge.finding->seq ? json(*edge.finding->seq) : json(nullptr)}});
@@ -212,13 +184,15 @@ class GraphBuilder {
     }
     for (size_t a = 0; a < absent_nodes_.size(); ++a) {
       const auto& [comm, rank] = absent_nodes_[a];
-      bool world = job_.world_comm >= 0 && comm == &job_.comms[job_.world_comm];
+      bool world = comm == nullptr || (job_.world_comm >= 0 && comm == &job_.comms[job_.world_comm]);
       int n = static_cast<int>(job_.processes.size() + a);
       std::string label = "rank " + std::to_string(rank) + (world ? "" : " of comm " + comm->hash_text) + " (no input)";
       nodes.push_back({{"id", n}, {"label", label}, {"kind", "absent"},
                        {"world_rank", world ? json(rank) : json(nullptr)}, {"input", nullptr},
-                       {"comm_hash", comm->hash_text}, {"comm_rank", rank}, {"role", "absent"},
-                       {"blocked_in", nullptr}, {"doing", absent_doing()},
+                       {"comm_hash", comm ? json(comm->hash_text) : json(nullptr)}, {"comm_rank", rank},
+                       {"role", role_of(n)},
+                       {"blocked_in", nullptr},
+                       {"doing", comm ? absent_doing() : "no input holds this rank (WORLD_SIZE counts it)"},
                        {"waits_in", json::array()}});
     }
     return nodes;
@@ -235,11 +209,21 @@ class GraphBuilder {
     return text;
   }
 
+  // "rank 5" (world), "rank 5 (comm rank 1)" where the communicator's own rank differs.
+  std::string rank_label(const CommGroup& comm, int rank) const {
+    const Member* member = comm.find(rank);
+    bool world = job_.world_comm >= 0 && &job_.comms[job_.world_comm] == &comm;
+    if (member == nullptr || !job_.world_rank[member->process])
+      return "rank " + std::to_string(rank) + (world ? "" : " of comm " + comm.hash_text);
+    int w = *job_.world_rank[member->process];
+    return "rank " + std::to_string(w) + (w == rank ? "" : " (comm rank " + std::to_string(rank) + ")");
+  }
+
   // "ring: rank 0 receives from rank 1 on channels 0-1" for small edges.
   json peer_relations(const Edge& edge) const {
     json relations = json::array();
     const Finding& finding = *edge.finding;
-    if (finding.waiting.size() * finding.culprits.size() > 64) return relations;
+    if (edge.comm == nullptr || finding.waiting.size() * finding.culprits.size() > 64) return relations;
     for (int waiting : finding.waiting) {
       const Member* member = edge.comm->find(waiting);
       if (member == nullptr) continue;
@@ -253,7 +237,7 @@ class GraphBuilder {
           if (std::find(channel.tree_down.begin(), channel.tree_down.end(), culprit) != channel.tree_down.end())
             tree_child.push_back(channel.id);
         }
-        std::string w = "rank " + std::to_string(waiting), c = "rank " + std::to_string(culprit);
+        std::string w = rank_label(*edge.comm, waiting), c = rank_label(*edge.comm, culprit);
         auto channels = [](const std::vector<int>& ids) {
           return (ids.size() == 1 ? " on channel " : " on channels ") + format_rank_set(ids);
         };
@@ -273,7 +257,8 @@ class GraphBuilder {
       std::string label = finding.collective.empty() ? finding.kind : finding.collective;
       if (finding.seq) label += " #" + std::to_string(*finding.seq);
       edges.push_back({{"from", edge.from}, {"to", edge.to}, {"kind", finding.edge_kind},
-                       {"finding", finding.kind}, {"comm_hash", edge.comm->hash_text},
+                       {"finding", finding.kind},
+                       {"comm_hash", edge.comm ? json(edge.comm->hash_text) : json(nullptr)},
                        {"collective", finding.collective.empty() ? json(nullptr) : json(finding.collective)},
                        {"seq", finding.seq ? json(*finding.seq) : json(nullptr)},
                        {"label", label}, {"peer_relations", peer_relations(edge)}});
@@ -289,6 +274,7 @@ class GraphBuilder {
   std::map<std::pair<uint64_t, int>, int> absent_ids_;
   std::vector<std::pair<const CommGroup*, int>> absent_nodes_;
   std::vector<std::vector<int>> out_edges_, in_edges_;
+  BlameResult blame_;
 };
 
 }  // namespace

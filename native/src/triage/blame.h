@@ -1,0 +1,39 @@
+// Blame over a wait-for graph (docs/triage.md, "Who is to blame"): the nodes whose own
+// skip explains every wait, or, where the graph cannot decide, suspects with the reason.
+// Pure: nodes are 0..node_count-1, edges are hyper-edges "every `from` waits on `to`".
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace nsc::triage {
+
+struct WaitEdge {
+  std::vector<int> from, to;
+  // true: `to` never issued the operation `from` waits for (missing, unmatched, never called,
+  // absent, errored): `to` may have skipped it. false: `to` issued it but its GPU has not
+  // reached it yet (queued behind its own earlier work): never a skip by itself.
+  bool blames_target = true;
+};
+
+struct BlameResult {
+  std::vector<int> culprits;  // sorted node ids
+  std::vector<int> suspects;  // sorted node ids, never overlapping culprits
+  std::vector<std::vector<int>> cycles;  // strongly connected components holding a cycle
+  // Per culprit or suspect group, one sentence: why (node ids are written as "#N").
+  struct Reason {
+    std::vector<int> nodes;
+    std::string kind;  // "skipped", "skipped-in-cycle", "cycle-undecided", "not-reached"
+  };
+  std::vector<Reason> reasons;
+};
+
+// Strongly connected components that hold a cycle (size > 1 or a self-loop), sorted.
+std::vector<std::vector<int>> find_wait_cycles(int node_count, const std::vector<WaitEdge>& edges);
+
+// Sink components of the graph decide: a lone node waited on through a blaming edge skipped;
+// in a cycle, the unique smallest set of blamed nodes whose waits, once dropped, leave no
+// cycle skipped (their waits are the consequence); several such sets: suspects.
+BlameResult assign_blame(int node_count, const std::vector<WaitEdge>& edges);
+
+}  // namespace nsc::triage

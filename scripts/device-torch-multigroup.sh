@@ -1,0 +1,227 @@
+#!/usr/bin/env bash
+# Real multi-group PyTorch hangs on the GPU machine (issue 13, item 7), one scripted call:
+#
+#   scripts/device-torch-multigroup.sh SCENARIO...   (tests/scenarios/torch_multigroup.py names)
+#
+# Runs there from the repo root with $OUT set by the device tool, carrying .device-carry/ with
+# ncclscope (stripped CLI) and lib/{libdw.so.1,libelf.so.1}. All ranks share GPU 0, one
+# NCCL_HOSTID each (socket NET transport, see docs/corpus.md). Per scenario: every rank runs under
+# `python -X faulthandler` with coredump_filter 0x33; once each live rank printed
+# HANG_POINT_REACHED (and its flight-recorder dump is written), /proc facts are saved and every
+# rank gets SIGABRT (faulthandler prints each thread's Python stack, then the kernel writes the
+# core). Never a debugger, never gcore. Each core is then, on this machine:
+#   - triaged and decoded whole (`ncclscope triage` and `state --json`: figures to compare with);
+#   - sliced twice: the NCCL slice, and a "python" slice that also keeps [heap] and anonymous
+#     mappings up to 64 MiB (where CPython keeps thread states, frames and code objects);
+# and the slices go back in one xz'ed tar (big dictionary: ranks share most pages), the python
+# slices first while they fit in the budget, else the NCCL slice of that rank.
+set -uo pipefail
+: "${OUT:?OUT must name the folder whose files come back}"
+REPO=$(pwd); CARRY=$REPO/.device-carry
+PY=${PY:-/opt/torch/.venv/bin/python}
+NCCL_LIBDIR=${NCCL_LIBDIR:-/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib}
+WORK=${WORK:-/tmp/multigroup}
+HANG_TIMEOUT_S=${HANG_TIMEOUT_S:-120}
+BUDGET_BYTES=${BUDGET_BYTES:-$((60 * 1024 * 1024))}
+RICH_MAX_MB=${RICH_MAX_MB:-32}
+SCENARIOS=("$@")
+log() { echo "[multigroup $(date +%T) ${SECONDS}s] $*"; }
+
+export NCCL_IB_DISABLE=1 NCCL_NET=Socket NCCL_SOCKET_IFNAME=lo NCCL_NVLS_ENABLE=0 NCCL_DEBUG=WARN \
+       TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1 \
+       MASTER_ADDR=127.0.0.1
+
+cat > "$CARRY/ncclscope-run" <<SH
+#!/bin/sh
+LD_LIBRARY_PATH=$CARRY/lib exec $CARRY/ncclscope "\$@"
+SH
+chmod +x "$CARRY/ncclscope-run" "$CARRY/ncclscope"
+NSC=$CARRY/ncclscope-run
+
+world_of() { case $1 in tpdp-*) echo 4 ;; ppdp-*) echo 8 ;; *) return 1 ;; esac; }
+
+start_rank() {  # dir rank world scenario port -> STARTED_PID
+  local dir=$1 rank=$2 world=$3 scenario=$4 port=$5
+  mkdir -p "$dir/rank$rank"
+  NCCL_HOSTID=rank$rank-host RANK=$rank LOCAL_RANK=0 WORLD_SIZE=$world MASTER_PORT=$port \
+    bash -c 'echo 0x33 > /proc/self/coredump_filter && ulimit -c unlimited && cd "$0" && exec "$@"' \
+    "$dir/rank$rank" "$PY" -X faulthandler "$REPO/tests/scenarios/torch_multigroup.py" \
+    --scenario "$scenario" --fr-dump-dir "$dir" > "$dir/rank$rank.log" 2>&1 &
+  STARTED_PID=$!
+}
+
+# Every live rank printed HANG_POINT_REACHED and, if it made one, wrote its FR dump.
+ranks_ready() {
+  local dir=$1 world=$2 rank
+  for ((rank = 0; rank < world; rank++)); do
+    kill -0 "${PIDS[$rank]}" 2>/dev/null || continue
+    grep -q HANG_POINT_REACHED "$dir/rank$rank.log" || return 1
+  done
+}
+dumps_done() {
+  local dir=$1 world=$2 rank
+  for ((rank = 0; rank < world; rank++)); do
+    kill -0 "${PIDS[$rank]}" 2>/dev/null || continue
+    grep -q "where=loss.item\|where=dist.barrier" "$dir/rank$rank.log" || continue
+    grep -q "FR_DUMPED\|FR_DUMP_FAILED" "$dir/rank$rank.log" || return 1
+  done
+}
+
+# A zombie still answers kill -0, so read the state letter: gone or Z means the dump is done.
+wait_for_exit() {
+  local pid=$1 deadline=$((SECONDS + $2)) state
+  while [ $SECONDS -lt $deadline ]; do
+    state=$(awk '{print $3}' /proc/$pid/stat 2>/dev/null)
+    { [ -z "$state" ] || [ "$state" = Z ]; } && return 0
+    sleep 0.2
+  done
+  return 1
+}
+
+capture() {
+  local scenario=$1 world dir=$WORK/$1 port=$((29600 + RANDOM % 300)) rank t0=$SECONDS deadline
+  world=$(world_of "$scenario") || { log "unknown scenario $scenario"; return; }
+  rm -rf "$dir"; mkdir -p "$dir"; PIDS=()
+  for ((rank = 0; rank < world; rank++)); do start_rank "$dir" $rank "$world" "$scenario" $port; PIDS[$rank]=$STARTED_PID; done
+  deadline=$((SECONDS + HANG_TIMEOUT_S)); local state=timeout
+  while [ $SECONDS -lt $deadline ]; do ranks_ready "$dir" "$world" && { state=reached; break; }; sleep 0.5; done
+  deadline=$((SECONDS + 20))
+  while [ $SECONDS -lt $deadline ]; do dumps_done "$dir" "$world" && break; sleep 0.5; done
+  sleep 2
+  for ((rank = 0; rank < world; rank++)); do
+    local pid=${PIDS[$rank]}; echo "$pid" > "$dir/rank$rank.pid"
+    if kill -0 "$pid" 2>/dev/null && [ "$(awk '{print $3}' /proc/$pid/stat)" != Z ]; then
+      cp /proc/$pid/maps "$dir/rank$rank.maps"
+      tr '\0' '\n' < /proc/$pid/environ | grep -E '^(RANK|LOCAL_RANK|WORLD_SIZE|NCCL_HOSTID|MASTER_PORT)=' > "$dir/rank$rank.environ"
+      { cat /proc/$pid/status; for t in /proc/$pid/task/*; do echo "$t $(cat $t/comm) wchan=$(cat $t/wchan)"; done; } > "$dir/rank$rank.proc" 2>&1
+      echo alive > "$dir/rank$rank.state"
+    else
+      echo exited > "$dir/rank$rank.state"
+    fi
+  done
+  for ((rank = 0; rank < world; rank++)); do kill -ABRT "${PIDS[$rank]}" 2>/dev/null; done
+  for ((rank = 0; rank < world; rank++)); do
+    local pid=${PIDS[$rank]}
+    wait_for_exit "$pid" 90 || { log "$scenario rank$rank: no exit 90 s after SIGABRT; SIGKILL"; kill -KILL "$pid"; }
+    wait "$pid"; echo "exit=$?" >> "$dir/rank$rank.state"
+    [ -f "$WORK/cores/core.$pid" ] && mv "$WORK/cores/core.$pid" "$dir/rank$rank.core"
+    grep -h '^GROUND_TRUTH ' "$dir/rank$rank.log" | sed 's/^GROUND_TRUTH //' > "$dir/rank$rank.ground_truth.json"
+  done
+  echo "$state $((SECONDS - t0))s" > "$dir/capture.txt"
+  log "$scenario: $state in $((SECONDS - t0)) s; cores: $(ls -s --block-size=1M "$dir"/*.core 2>/dev/null | tr '\n' ' ')"
+}
+
+# Address ranges of [heap] and of anonymous rw mappings up to RICH_MAX_MB, as --keep-region args.
+python_regions() {
+  "$PY" - "$1" "$((RICH_MAX_MB * 1024 * 1024))" <<'PYEOF'
+import sys
+path, limit = sys.argv[1], int(sys.argv[2])
+for line in open(path):
+    fields = line.split()
+    start, end = (int(x, 16) for x in fields[0].split("-"))
+    name = fields[5] if len(fields) > 5 else ""
+    if fields[1].startswith("rw") and (name == "[heap]" or (name == "" and end - start <= limit)):
+        print("--keep-region 0x%x-0x%x" % (start, end))
+PYEOF
+}
+
+process_scenario() {
+  local scenario=$1 dir=$WORK/$1 exe core rank
+  exe=$(readlink -f "$PY")
+  local cores=("$dir"/rank*.core)
+  [ -f "${cores[0]}" ] || { log "$scenario: no core"; return; }
+  { time "$NSC" triage "${cores[@]}" --exe "$exe" --solib-search-path "$NCCL_LIBDIR" --json > "$dir/triage.full.json"; } 2> "$dir/triage.full.time"
+  "$NSC" triage "${cores[@]}" --exe "$exe" --solib-search-path "$NCCL_LIBDIR" > "$dir/triage.full.txt" 2>&1
+  for core in "${cores[@]}"; do
+    rank=$(basename "$core" .core)
+    (
+      "$NSC" state --core "$core" --exe "$exe" --solib-search-path "$NCCL_LIBDIR" --json > "$dir/$rank.state.json" 2> "$dir/$rank.state.err"
+      "$NSC" slice "$core" -o "$dir/$rank.nccl.core" --exe "$exe" --solib-search-path "$NCCL_LIBDIR" > "$dir/$rank.slice.log" 2>&1
+      # shellcheck disable=SC2046
+      [ "${PYTHON_SLICES:-1}" = 1 ] && "$NSC" slice "$core" -o "$dir/$rank.python.core" --exe "$exe" --solib-search-path "$NCCL_LIBDIR" \
+        $(python_regions "$dir/$rank.maps") >> "$dir/$rank.slice.log" 2>&1
+      rm -f "$core"
+    ) &
+  done
+  wait
+  log "$scenario sliced: $(ls -s --block-size=1M "$dir"/*.nccl.core "$dir"/*.python.core 2>/dev/null | tr '\n' ' ')"
+}
+
+record_machine() {
+  mkdir -p "$WORK/machine"
+  { uname -a; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; readlink -f "$PY";
+    "$PY" -c 'import torch, sys; print(torch.__version__, torch.cuda.nccl.version(), sys.version)';
+    sha256sum "$NCCL_LIBDIR/libnccl.so.2" "$(readlink -f "$PY")"; } > "$WORK/machine/machine.txt" 2>&1
+  local torch_lib; torch_lib=$(dirname "$("$PY" -c 'import torch; print(torch.__file__)')")/lib
+  { readelf -n "$torch_lib/libtorch_cuda.so" | grep -A1 'Build ID';
+    nm -C "$torch_lib/libtorch_cuda.so" | grep -i 'FlightRecorder.*::get()::instance'; } > "$WORK/machine/libtorch_cuda.txt" 2>&1
+  [ "${NO_BINARIES:-0}" = 1 ] || cp "$(readlink -f "$PY")" "$WORK/machine/" 2>/dev/null
+  local cudart; cudart=$(ls "$(dirname "$torch_lib")"/../nvidia/cu*/lib/libcudart.so.* "$(dirname "$torch_lib")"/../nvidia/cuda_runtime/lib/libcudart.so.* 2>/dev/null | head -1)
+  [ -n "$cudart" ] && [ "${NO_BINARIES:-0}" != 1 ] && cp "$cudart" "$WORK/machine/"
+  echo "$cudart" >> "$WORK/machine/machine.txt"
+}
+
+# Python slices first while they fit, else the NCCL slice; logs, truths, FR dumps always.
+pack() {
+  local stage=$WORK/stage used=0 scenario f rank size
+  mkdir -p "$stage"
+  cp -r "$WORK/machine" "$stage/"
+  for scenario in "${SCENARIOS[@]}"; do
+    local dir=$WORK/$scenario; mkdir -p "$stage/$scenario"
+    cp "$dir"/*.log "$dir"/*.json "$dir"/*.txt "$dir"/*.time "$dir"/*.environ "$dir"/*.proc "$dir"/*.state "$dir"/*.pid \
+       "$dir"/*.pkl "$dir"/*.err "$dir"/*.maps "$stage/$scenario/" 2>/dev/null
+  done
+  tar -C "$stage" -cf "$WORK/meta.tar" . && xz -9 -T16 "$WORK/meta.tar"
+  used=$(stat -c %s "$WORK/meta.tar.xz")
+  mkdir -p "$WORK/cores-out"
+  for f in "$WORK"/*/rank*.nccl.core "$WORK"/*/rank*.python.core; do
+    [ -f "$f" ] || continue
+    while [ "$(jobs -rp | wc -l)" -ge 15 ]; do sleep 0.2; done
+    xz -9 -c "$f" > "$f.xz" &
+  done
+  wait
+  for kind in nccl python; do
+    for scenario in "${SCENARIOS[@]}"; do
+      for f in "$WORK/$scenario"/rank*.$kind.core; do
+        [ -f "$f" ] || continue
+        rank=$(basename "$f" ".$kind.core")
+        size=$(stat -c %s "$f.xz")
+        local swap=$((size - ${NCCL_SIZE[$scenario.$rank]:-0}))
+        if [ $kind = python ] && [ $((used + swap)) -le "$BUDGET_BYTES" ]; then
+          rm -f "$WORK/cores-out/$scenario.$rank.nccl.core.xz"; used=$((used + swap))
+          mv "$f.xz" "$WORK/cores-out/$scenario.$rank.python.core.xz"
+        elif [ $kind = nccl ]; then
+          mv "$f.xz" "$WORK/cores-out/$scenario.$rank.nccl.core.xz"; used=$((used + size))
+          NCCL_SIZE[$scenario.$rank]=$size
+        fi
+        echo "$scenario $rank $kind $(stat -c %s "$f") $size" >> "$WORK/sizes.txt"
+      done
+    done
+  done
+  cp "$WORK/sizes.txt" "$OUT/" 2>/dev/null
+  mv "$WORK/meta.tar.xz" "$OUT/"
+  tar -C "$WORK/cores-out" -cf - . | split -b 15M -d - "$OUT/cores.tar.part"
+  log "packed: $((used / 1048576)) MiB; $(ls "$WORK/cores-out" | wc -l) cores"
+  ls -l "$OUT"
+}
+
+main() {
+  SAVED_CORE_PATTERN=$(cat /proc/sys/kernel/core_pattern)
+  trap 'echo "$SAVED_CORE_PATTERN" > /proc/sys/kernel/core_pattern' EXIT
+  rm -rf "$WORK"; mkdir -p "$WORK/cores"
+  echo "$WORK/cores/core.%p" > /proc/sys/kernel/core_pattern
+  "$NSC" --version || log "WARNING: the carried ncclscope does not run"
+  record_machine
+  declare -gA NCCL_SIZE=()
+  local scenario
+  for scenario in "${SCENARIOS[@]}"; do
+    [ $SECONDS -gt "${CAPTURE_DEADLINE_S:-330}" ] && { log "deadline: $scenario not run"; continue; }
+    capture "$scenario"; process_scenario "$scenario" &
+  done
+  wait
+  for scenario in "${SCENARIOS[@]}"; do
+    log "$scenario: $(cat "$WORK/$scenario/capture.txt")"; head -c 1500 "$WORK/$scenario/triage.full.txt"; echo
+  done
+  pack
+}
+main
