@@ -200,7 +200,32 @@ bool is_shared_object_module(const std::string& module) {
 
 namespace {
 
-std::string classify_with_syscall(const std::vector<StackFrame>& frames, int syscall) {
+// A thread stopped by the SIGABRT that wrote the core (faulthandler re-raises it) has the
+// signal's own frames innermost: pthread_kill, raise, abort, faulthandler_*, then the
+// sigreturn trampoline (unnamed in libc). What it was doing starts below them.
+size_t signal_delivery_frames(const std::vector<StackFrame>& frames) {
+  size_t f = 0;
+  while (f < frames.size()) {
+    std::string bare = bare_function_name(frames[f].function);
+    bool delivery = bare == "pthread_kill" || bare == "pthread_kill_implementation" || bare == "raise" ||
+                    bare == "gsignal" || bare == "abort" || starts_with(bare, "faulthandler");
+    if (!delivery) break;
+    ++f;
+  }
+  if (f == 0) return 0;
+  if (f < frames.size() && is_runtime_module(frames[f].module) &&
+      (frames[f].function.empty() || bare_function_name(frames[f].function) == "restore_rt"))
+    ++f;  // the trampoline the kernel returns through
+  return f;
+}
+
+std::string classify_with_syscall(const std::vector<StackFrame>& all_frames, int syscall) {
+  size_t skipped = signal_delivery_frames(all_frames);
+  if (skipped > 0 && skipped < all_frames.size()) {
+    std::vector<StackFrame> interrupted(all_frames.begin() + static_cast<long>(skipped), all_frames.end());
+    return classify_with_syscall(interrupted, -1);  // the syscall was the signal's, not the wait's
+  }
+  const std::vector<StackFrame>& frames = all_frames;
   const NameClass* best = nullptr;
   for (const StackFrame& frame : frames) {
     const NameClass* name_class = match_name_class(bare_function_name(frame.function));

@@ -353,18 +353,33 @@ std::string short_function_name(std::string name) {
   return name;
 }
 
+// Frames of the SIGABRT that wrote the core (pthread_kill, raise, abort, the libc
+// trampoline): the thread's own work starts below them (stacks/blocked_in.cc does the same).
+size_t signal_delivery_frames(const ThreadView& thread) {
+  size_t f = 0;
+  for (; f < thread.frames.size(); ++f) {
+    std::string name = short_function_name(thread.frames[f].label);
+    if (name != "pthread_kill" && name != "raise" && name != "abort" && name != "gsignal" &&
+        name.rfind("faulthandler", 0) != 0)
+      break;
+  }
+  if (f > 0 && f < thread.frames.size() && thread.frames[f].label.rfind("libc.so", 0) == 0) ++f;
+  return f < thread.frames.size() ? f : 0;
+}
+
 std::string describe_thread(const ThreadView& thread) {
   std::string text;
   if (!thread.frames.empty()) {
     // The library function user code called (cudaStreamSynchronize, pause) says
     // more than the innermost frame (ioctl, poll).
+    size_t first = signal_delivery_frames(thread);
     size_t user = thread.frames.size();
-    for (size_t f = 0; f < thread.frames.size(); ++f)
+    for (size_t f = first; f < thread.frames.size(); ++f)
       if (thread.frames[f].user_code) {
         user = f;
         break;
       }
-    size_t entry = user == 0 || user == thread.frames.size() ? 0 : user - 1;
+    size_t entry = user == first || user == thread.frames.size() ? first : user - 1;
     text = short_function_name(thread.frames[entry].label) + "()";
     if (user < thread.frames.size() && user != entry)
       text += " called from " + short_function_name(thread.frames[user].label) + "()";

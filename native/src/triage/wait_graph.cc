@@ -58,6 +58,12 @@ class GraphBuilder {
 
   int node_of(const CommGroup& comm, int rank) {
     if (const Member* member = comm.find(rank)) return member->process;
+    // A rank without input on a subgroup is the world's only rank without input, if there
+    // is exactly one: every other process is accounted for.
+    if (job_.world_comm >= 0 && &comm != &job_.comms[job_.world_comm]) {
+      const CommGroup& world = job_.comms[job_.world_comm];
+      if (world.missing_ranks.size() == 1) return absent_node(world, world.missing_ranks[0]);
+    }
     return absent_node(comm, rank);
   }
 
