@@ -56,6 +56,12 @@ class StackTarget : public Target {
   void put_word(uint64_t addr, uint64_t value) { put(addr, &value, 8); }
   uint64_t word(uint64_t addr) const { uint64_t v; std::memcpy(&v, &bytes_[addr - kBase], 8); return v; }
   void unsave(uint64_t start, uint64_t end) { std::fill(saved_.begin() + (start - kBase), saved_.begin() + (end - kBase), false); }
+  void save(uint64_t start, uint64_t end) { std::fill(saved_.begin() + (start - kBase), saved_.begin() + (end - kBase), true); }
+  // A slice: only what read() returned so far stays saved in `other`.
+  void keep_only_what_was_read(StackTarget* other) const {
+    other->unsave(kBase, kBase + kSize);
+    for (const auto& [from, to] : recorded_) other->save(from, to);
+  }
   bool read_touched(uint64_t start, uint64_t end) const {
     for (const auto& [from, to] : recorded_)
       if (from < end && to > start) return true;
@@ -144,6 +150,26 @@ BOOST_AUTO_TEST_CASE(initial_stack_gives_the_allowlisted_variables_only) {
   // ... while RANK's string and the auxv copy were (the slice keeps them).
   BOOST_TEST(image.target.read_touched(image.string_at[kArgv.size() + 2], image.string_at[kArgv.size() + 2] + 6));
   BOOST_TEST(image.target.read_touched(image.auxv_at, image.auxv_at + 8));
+}
+
+// `ncclscope slice` keeps what read() returned (RecordingTarget): that alone must give the same answer.
+BOOST_AUTO_TEST_CASE(what_was_read_suffices_for_the_same_answer) {
+  for (bool truncated : {false, true}) {
+    InitialStackImage image(kArgv, kEnvp), slice(kArgv, kEnvp);
+    uint64_t rank = image.string_at[kArgv.size() + 2];
+    if (truncated) image.target.unsave(rank + 5, rank + 7);
+    LauncherEnvironment full = read_launcher_environment(image.target);
+    image.target.keep_only_what_was_read(&slice.target);
+    LauncherEnvironment sliced = read_launcher_environment(slice.target);
+    BOOST_TEST(sliced.unavailable == full.unavailable);
+    BOOST_TEST((sliced.variables == full.variables));
+    BOOST_TEST(sliced.notes == full.notes, truncated);
+    BOOST_TEST(full.variables.size() == (truncated ? 2u : 3u));
+    // The slice holds no value byte of SECRET_TOKEN or PATH.
+    uint64_t secret = image.string_at[kArgv.size() + 1] + std::strlen("SECRET_TOKEN=");
+    std::string value(7, '\0');
+    BOOST_TEST(!slice.target.scan_read(secret, value.data(), 1, nullptr));
+  }
 }
 
 BOOST_AUTO_TEST_CASE(empty_environment_is_read_as_empty) {
