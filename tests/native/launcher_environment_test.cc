@@ -11,7 +11,11 @@
 #include <vector>
 
 #include "snapshot/launcher_section.h"
+#include "target/core_file.h"
 #include "target/launcher_environment.h"
+#include "target/live_process.h"
+#include "target_test_support.h"
+#include "temp_dir.h"
 
 using namespace nsc;
 
@@ -345,4 +349,48 @@ BOOST_AUTO_TEST_CASE(launcher_object_rank_precedence_and_bad_values) {
   out = launcher_json(failed);
   BOOST_TEST(out["unavailable"] == failed.unavailable);
   BOOST_TEST(out["source"].is_null());
+}
+
+// A real process that called setenv("RANK", "7") and unsetenv() after start: live
+// (/proc/PID/environ holds the launcher's strings) and in a gcore and a kernel core
+// (the initial stack, the rewritten slot and the moved slots noted): RANK=3 each time.
+BOOST_AUTO_TEST_CASE(real_process_that_rewrote_its_environment) {
+  setenv("RANK", "3", 1);
+  setenv("WORLD_SIZE", "4", 1);
+  setenv("FIXTURE_GONE", "1", 1);
+  setenv("LOCAL_RANK", "1", 1);  // after FIXTURE_GONE: its slot moves down
+  setenv("SECRET_TOKEN", "hunter2", 1);
+  TempDir dir("launcher-env");
+  testing::FixtureProcess fixture("environ_fixture", dir.path, true);
+  auto expect_launcher = [](LauncherEnvironment env, const std::string& source) {
+    BOOST_TEST(env.unavailable == "", source);
+    BOOST_TEST(env.source.rfind(source, 0) == 0u, env.source);
+    BOOST_TEST(env.variables["RANK"] == "3", source);  // what the launcher set, not setenv's 7
+    BOOST_TEST(env.variables["WORLD_SIZE"] == "4", source);
+    BOOST_TEST(env.variables["LOCAL_RANK"] == "1", source);
+    BOOST_TEST(env.variables.count("SECRET_TOKEN") == 0u);
+  };
+  LiveProcess live(fixture.pid(), false);
+  expect_launcher(read_launcher_environment(live), "/proc/");
+  if (!testing::have_gdb()) {
+    BOOST_TEST_MESSAGE("gdb absent: gcore case skipped");
+    return;
+  }
+  std::string gcore = dir.path + "/fixture.gcore";
+  BOOST_REQUIRE(testing::make_gcore(fixture.pid(), gcore));
+  auto core = open_core_file(gcore, "");
+  LauncherEnvironment from_gcore = read_launcher_environment(*core);
+  expect_launcher(from_gcore, "initial stack");
+  BOOST_TEST(has_note(from_gcore, "1 envp[] slot(s) point off the initial stack"));
+  BOOST_TEST(has_note(from_gcore, "1 envp[] slot(s) cleared by the program (unsetenv)"));
+  std::string kernel_core = testing::kernel_core_path(dir.path, fixture.pid());
+  if (kernel_core.empty() || !fixture.abort_and_wait() || access(kernel_core.c_str(), R_OK) != 0)
+  {
+    BOOST_TEST_MESSAGE("no kernel core written here (core_pattern): kernel core case skipped");
+    return;
+  }
+  auto from_kernel = open_core_file(kernel_core, "");
+  LauncherEnvironment kernel_env = read_launcher_environment(*from_kernel);
+  expect_launcher(kernel_env, "initial stack");
+  BOOST_TEST(kernel_env.notes == from_gcore.notes);
 }
