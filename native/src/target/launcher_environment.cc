@@ -56,31 +56,47 @@ std::vector<uint64_t> auxv_words(const std::vector<uint8_t>& auxv) {
   return words;  // no AT_NULL: compare what there is
 }
 
-// Searches the mapping from the top down (the copy sits below the strings, near the
-// top) for the auxv words, reading without recording; unreadable words never match.
-std::optional<uint64_t> find_auxv_copy(Target& target, const MemoryRegion& region,
-                                       const std::vector<uint64_t>& auxv) {
-  uint64_t low = region.size() > kMaxStackScan ? region.end - kMaxStackScan : region.start;
-  low = (low + kWord - 1) & ~(kWord - 1);
-  uint64_t count = (region.end - low) / kWord;
-  std::vector<uint64_t> words(count);
-  std::vector<bool> readable(count, false);
-  for (uint64_t page = low; page < low + count * kWord; page = (page / kPage + 1) * kPage) {
-    uint64_t end = std::min(low + count * kWord, (page / kPage + 1) * kPage);
+// Words of [low, high) read without recording; unreadable words are marked.
+void read_words(Target& target, uint64_t low, uint64_t high, std::vector<uint64_t>* words,
+                std::vector<bool>* readable) {
+  size_t count = (high - low) / kWord;
+  words->assign(count, 0);
+  readable->assign(count, false);
+  for (uint64_t page = low; page < high; page = (page / kPage + 1) * kPage) {
+    uint64_t end = std::min(high, (page / kPage + 1) * kPage);
     size_t first = (page - low) / kWord, n = (end - page) / kWord;
-    if (target.scan_read(page, &words[first], n * kWord, nullptr)) {
-      std::fill_n(readable.begin() + first, n, true);
+    if (target.scan_read(page, &(*words)[first], n * kWord, nullptr)) {
+      std::fill_n(readable->begin() + first, n, true);
       continue;
     }
     for (size_t i = first; i < first + n; ++i)
-      readable[i] = target.scan_read(low + i * kWord, &words[i], kWord, nullptr);
+      (*readable)[i] = target.scan_read(low + i * kWord, &(*words)[i], kWord, nullptr);
   }
-  if (auxv.empty() || count < auxv.size()) return std::nullopt;
-  for (uint64_t i = count - auxv.size() + 1; i-- > 1;) {  // slot i-1 must exist (envp's NULL)
-    if (!readable[i] || words[i] != auxv[0]) continue;
-    bool match = true;
-    for (size_t k = 0; k < auxv.size() && match; ++k) match = readable[i + k] && words[i + k] == auxv[k];
-    if (match) return low + i * kWord;
+}
+
+// Searches the mapping from the top down, a window at a time (the copy sits below the
+// strings, near the top), for the auxv words; unreadable words never match. The word
+// below the copy (envp[]'s NULL) must lie in the mapping.
+std::optional<uint64_t> find_auxv_copy(Target& target, const MemoryRegion& region,
+                                       const std::vector<uint64_t>& auxv) {
+  constexpr uint64_t kWindow = 1u << 20;
+  uint64_t floor = region.size() > kMaxStackScan ? region.end - kMaxStackScan : region.start;
+  floor = (floor + kWord - 1) & ~(kWord - 1);
+  uint64_t top = floor + (region.end - floor) / kWord * kWord;
+  uint64_t pattern = auxv.size() * kWord;
+  if (auxv.empty() || top - floor < pattern + kWord) return std::nullopt;
+  std::vector<uint64_t> words;
+  std::vector<bool> readable;
+  // Candidate starts in [low, high); each window also reads the pattern's length above.
+  for (uint64_t high = top - pattern + kWord; high > floor + kWord;) {
+    uint64_t low = high - floor - kWord > kWindow ? high - kWindow : floor + kWord;
+    read_words(target, low, high - kWord + pattern, &words, &readable);
+    for (size_t i = (high - low) / kWord; i-- > 0;) {
+      bool match = true;
+      for (size_t k = 0; k < auxv.size() && match; ++k) match = readable[i + k] && words[i + k] == auxv[k];
+      if (match) return low + i * kWord;
+    }
+    high = low;
   }
   return std::nullopt;
 }
