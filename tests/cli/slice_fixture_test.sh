@@ -23,7 +23,8 @@ check() {  # check NAME COMMAND...
 
 start_fixture() {  # start_fixture DIR [args...] -> FIXTURE_PID, FIXTURE_JSON
   local dir=$1; shift
-  (cd "$dir" && ulimit -c unlimited && exec "$fixture" --profile "$profile" --library "$lib" "$@") \
+  # RANK/WORLD_SIZE: the launcher object (initial stack) must survive the slice too.
+  (cd "$dir" && ulimit -c unlimited && RANK=2 WORLD_SIZE=4 exec "$fixture" --profile "$profile" --library "$lib" "$@") \
     > "$dir/fixture.json" 2>&1 &
   FIXTURE_PID=$!
   pids+=($FIXTURE_PID)
@@ -36,6 +37,7 @@ same_document() {  # same_document A.json B.json KEY... : the keys are equal
 import json, sys
 a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 bad = [k for k in sys.argv[3:] if a.get(k) != b.get(k)]
+if "launcher" in sys.argv[3:] and a["launcher"]["rank"] != 2: bad.append("launcher.rank is not 2")
 if bad: print("differs:", bad, file=sys.stderr)
 sys.exit(1 if bad or not a["communicators"] else 0)
 PY
@@ -75,7 +77,7 @@ if [ "$pattern" = core ] || [ "$pattern" = core.%p ]; then
   if [ -n "$core" ]; then
     mv "$core" "$work/kernel/full.core"
         # The kernel dumps little here (3 MB: no text, no untouched pages).
-    check_slice "kernel core, registry" "$work/kernel/full.core" 3 communicators threads nccl discovery errors
+    check_slice "kernel core, registry" "$work/kernel/full.core" 3 communicators threads nccl discovery errors launcher
   fi
 else
   echo "note: core_pattern '$pattern': kernel core case skipped"
@@ -87,7 +89,7 @@ if command -v gdb > /dev/null; then
     if [ "$route" = registry ]; then start_fixture "$work/$route" --registry; else start_fixture "$work/$route"; fi
     gdb -p "$FIXTURE_PID" -batch -nx -ex "gcore $work/$route/full.core" > /dev/null 2>&1
     # The scan route scans less memory in the slice: compare what was decoded, not scan figures.
-    check_slice "gcore, $route" "$work/$route/full.core" 20 communicators threads nccl errors
+    check_slice "gcore, $route" "$work/$route/full.core" 20 communicators threads nccl errors launcher
     kill "$FIXTURE_PID"
   done
 fi

@@ -24,10 +24,12 @@
 #include "layout/layout_profile.h"
 #include "nccl/comm_decoder.h"
 #include "nccl/comm_scanner.h"
+#include "snapshot/launcher_section.h"
 #include "target/build_ids.h"
 #include "target/core_file.h"
 #include "target/slice_ranges.h"
 #include "target/core_writer.h"
+#include "target/launcher_environment.h"
 #include "triage/process_view.h"
 #include "triage/sax_summary.h"
 #include "triage/triage.h"
@@ -239,6 +241,7 @@ inline int run_core_reader(const uint8_t* data, size_t size) {
     return 0;
   }
   read_around(*core);
+  launcher_json(read_launcher_environment(*core));  // the initial-stack walk on hostile stacks
   const LayoutProfile& layout = real_profile();
   Discovery found = discover_communicators(*core, layout, DiscoveryOptions{});
   nlohmann::json errors = nlohmann::json::array();

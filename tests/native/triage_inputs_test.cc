@@ -41,6 +41,11 @@ std::vector<json> varied_documents() {
   documents[2]["communicators"].push_back(comm(kSubHash, 0, 2, {1, 0, 0, 0, 0}));
   documents[2]["communicators"].push_back({{"comm_hash", nullptr}, {"rank", 0}});
   documents[3]["threads"] = json::array();
+  documents[0]["launcher"] = {{"variables", {{"RANK", "0"}, {"WORLD_SIZE", "4"}}}, {"rank", 0}, {"local_rank", nullptr},
+                              {"world_size", 4}, {"rank_from", "RANK"}, {"unavailable", nullptr}};
+  documents[1]["launcher"] = {{"variables", {{"RANK", "x"}}}, {"rank", nullptr}, {"world_size", nullptr},
+                              {"rank_from", nullptr}, {"unavailable", "RANK=\"x\" is not a non-negative integer"}};
+  documents[2]["launcher"] = {{"rank", "2"}, {"world_size", -4}, {"rank_from", 7}};  // wrong types: unknown
   return documents;
 }
 
@@ -73,6 +78,9 @@ BOOST_AUTO_TEST_CASE(sax_summary_equals_document_summary) {
     const auto& y = from_document[i];
     BOOST_TEST(x.document_errors == y.document_errors, "document " << i);
     BOOST_TEST(x.stack_notes == y.stack_notes, "document " << i);
+    BOOST_TEST((x.launcher_rank == y.launcher_rank), "document " << i);
+    BOOST_TEST((x.launcher_world_size == y.launcher_world_size), "document " << i);
+    BOOST_TEST(x.launcher_rank_from == y.launcher_rank_from, "document " << i);
     BOOST_REQUIRE_EQUAL(x.comms.size(), y.comms.size());
     for (size_t c = 0; c < x.comms.size(); ++c) {
       BOOST_TEST((x.comms[c].unavailable == y.comms[c].unavailable));
@@ -91,6 +99,14 @@ BOOST_AUTO_TEST_CASE(sax_summary_equals_document_summary) {
   BOOST_TEST(from_text[1].threads[0].frames[0].label == "libc.so.6+0xfa4f6");
   BOOST_TEST(from_text[1].threads[0].frames[1].label == "0x7f0002");
   BOOST_TEST(from_text[2].document_errors.size() == 2u);  // the bad comm and the read error
+  BOOST_TEST((from_text[0].launcher_rank == 0));
+  BOOST_TEST((from_text[0].launcher_world_size == 4));
+  BOOST_TEST(from_text[0].launcher_rank_from == "RANK");
+  BOOST_TEST(!from_text[1].launcher_rank.has_value());
+  BOOST_TEST(!from_text[2].launcher_rank.has_value());
+  BOOST_TEST(!from_text[2].launcher_world_size.has_value());
+  BOOST_TEST(from_text[2].launcher_rank_from == "");
+  BOOST_TEST(!from_text[3].launcher_rank.has_value());
 }
 
 BOOST_AUTO_TEST_CASE(bad_files_are_named_with_the_problem) {

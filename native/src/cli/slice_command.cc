@@ -12,6 +12,7 @@
 #include "snapshot/state_document.h"
 #include "target/core_file.h"
 #include "target/core_writer.h"
+#include "target/launcher_environment.h"
 #include "target/library_resolver.h"
 #include "target/recording_target.h"
 #include "target/slice_ranges.h"
@@ -90,6 +91,7 @@ std::vector<AddressRange> record_recorder_reads(CoreFile& core) {
   RecordingTarget recording(core);
   nlohmann::json errors = nlohmann::json::array();
   decode_recorder(recording, &errors);
+  read_launcher_environment(recording);  // the launcher object of `state` on the slice
   return recording.recorded_ranges();
 }
 

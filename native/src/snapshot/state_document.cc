@@ -11,9 +11,11 @@
 #include "nccl/comm_decoder.h"
 #include "nccl/comm_scanner.h"
 #include "nccl/connection_decoder.h"
+#include "snapshot/launcher_section.h"
 #include "stacks/thread_stacks.h"
 #include "target/callback_target.h"
 #include "target/core_file.h"
+#include "target/launcher_environment.h"
 #include "target/library_resolver.h"
 #include "target/live_process.h"
 #include "util/errors.h"
@@ -124,6 +126,8 @@ json build_state_document(const StateRequest& request) {
   json document = {{"schema", "ncclscope.state/1"},
                    {"tool", {{"name", "ncclscope"}, {"version", NCCLSCOPE_VERSION}}},
                    {"target", target_json(*target, request)}};
+  // Before libnccl is looked for: a start-up hang has no NCCL yet, and still a rank.
+  document["launcher"] = launcher_json(read_launcher_environment(*target));
   json errors = json::array();
   for (const std::string& warning : target->warnings())
     errors.push_back({{"kind", "target"}, {"subject", target->describe()}, {"reason", warning}});

@@ -13,6 +13,29 @@ using nlohmann::json;
 
 const json& field(const json& object, const char* key) { return json_member(object, key); }
 
+// "launcher   RANK=3 LOCAL_RANK=1 WORLD_SIZE=4 (from the initial stack)"
+void render_launcher(const json& launcher, std::ostringstream& out) {
+  if (!launcher.is_object()) return;
+  out << "launcher  ";
+  const json& variables = field(launcher, "variables");
+  const json& rank_from = field(launcher, "rank_from");
+  if (rank_from.is_string())
+    out << " " << rank_from.get<std::string>() << "=" << cell_text(field(launcher, "rank"));
+  static const char* const kShown[] = {"LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+                                       "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_LOCALID", "SLURM_NTASKS"};
+  if (variables.is_object())
+    for (const char* name : kShown)
+      if (variables.contains(name) && variables[name].is_string())
+        out << " " << name << "=" << escape_for_terminal(variables[name].get<std::string>());
+  const json& why = field(launcher, "unavailable");
+  if (why.is_string()) out << " rank unavailable: " << escape_for_terminal(why.get<std::string>());
+  const json& source = field(launcher, "source");
+  if (source.is_string())
+    out << " (from " << (source == "initial stack" ? "the initial stack" : escape_for_terminal(source.get<std::string>()))
+        << ")";
+  out << "\n";
+}
+
 void render_header(const json& document, std::ostringstream& out) {
   const json& target = field(document, "target");
   out << "target     ";
@@ -23,6 +46,7 @@ void render_header(const json& document, std::ostringstream& out) {
   if (field(target, "executable").is_string())
     out << "  exe " << escape_for_terminal(field(target, "executable").get<std::string>());
   out << "\n";
+  render_launcher(field(document, "launcher"), out);
   const json& nccl = field(document, "nccl");
   if (nccl.is_object()) {
     out << "nccl       " << cell_text(field(nccl, "version")) << "  "

@@ -44,6 +44,7 @@ class CoreFile : public Target {
   std::vector<ThreadInfo> threads() override { return notes_.threads; }
   std::string executable() const override { return executable_; }
   std::vector<std::string> warnings() const override { return warnings_; }
+  std::vector<uint8_t> auxv() const override { return notes_.auxv_bytes; }
 
   // For tools that rewrite the core (slice): the raw pieces.
   const std::string& path() const { return path_; }

@@ -65,6 +65,7 @@ void add_prpsinfo_note(const uint8_t* desc, size_t size, CoreNotes* notes) {
 void add_auxv_note(const uint8_t* desc, size_t size, CoreNotes* notes) {
   for (size_t at = 0; at + 16 <= size; at += 16) {
     uint64_t key = load_u64(desc + at);
+    notes->auxv_bytes.insert(notes->auxv_bytes.end(), desc + at, desc + at + 16);
     if (key == AT_NULL) break;
     notes->auxv[key] = load_u64(desc + at + 8);
   }

@@ -20,6 +20,7 @@ struct CoreNotes {
   std::string command_line;                  // NT_PRPSINFO pr_psargs (first 80 bytes)
   char process_state = '?';                  // NT_PRPSINFO pr_sname
   std::map<uint64_t, uint64_t> auxv;         // NT_AUXV: AT_* -> value
+  std::vector<uint8_t> auxv_bytes;           // NT_AUXV as saved, through AT_NULL (kernel order)
   std::vector<std::string> problems;         // malformed notes (warnings)
 };
 

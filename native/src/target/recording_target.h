@@ -39,6 +39,7 @@ class RecordingTarget : public Target {
   std::vector<ThreadInfo> threads() override { return inner_.threads(); }
   std::string executable() const override { return inner_.executable(); }
   std::vector<std::string> warnings() const override { return inner_.warnings(); }
+  std::vector<uint8_t> auxv() const override { return inner_.auxv(); }
 
   // Everything read so far, sorted and merged.
   std::vector<AddressRange> recorded_ranges() const { return merge_ranges(recorded_); }

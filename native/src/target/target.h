@@ -87,6 +87,10 @@ class Target {
   }
   virtual const uint8_t* scan_direct(uint64_t addr, size_t len) { return direct(addr, len); }
 
+  // The auxiliary vector as the kernel gave it (NT_AUXV of a core: AT_* key/value pairs
+  // up to AT_NULL); empty when the target does not know it.
+  virtual std::vector<uint8_t> auxv() const { return {}; }
+
   // Problems found while opening that did not stop it (e.g. "core file truncated").
   virtual std::vector<std::string> warnings() const { return {}; }
 

@@ -302,6 +302,11 @@ ProcessView summarize_state_document(const nlohmann::json& document, const std::
     process.pid = id_rule(integer_at(*target, "pid"));
     process.executable = text_at(*target, "executable");
   }
+  if (const json* launcher = member(document, "launcher")) {
+    process.launcher_rank = index_rule(integer_at(*launcher, "rank"));
+    process.launcher_world_size = size_rule(integer_at(*launcher, "world_size"));
+    process.launcher_rank_from = text_at(*launcher, "rank_from");
+  }
   if (const json* host = member(document, "host")) process.hostname = text_at(*host, "hostname");
   if (const json* nccl = member(document, "nccl")) {
     process.nccl_version = text_at(*nccl, "version");

@@ -105,6 +105,9 @@ struct ProcessView {
   std::string launcher_rank_from;
   Maybe<bool> build_id_mismatch;  // unknown unless the snapshot says true or false
   bool nccl_found = false;  // the snapshot names a libnccl (version or library)
+  // From the document's `launcher` object (the launcher's RANK, WORLD_SIZE, ...).
+  Maybe<int> launcher_rank, launcher_world_size;
+  std::string launcher_rank_from;  // "RANK", "SLURM_PROCID", ...; "" when unknown
   std::vector<CommView> comms;
   std::vector<ThreadView> threads;
   int principal_thread = -1;  // the application thread triage describes

@@ -15,7 +15,7 @@ using json = nlohmann::json;
 
 // Where the parser is; every container entered gets one, unknown ones are kSkip.
 enum class Where {
-  kRoot, kTarget, kHost, kNccl, kComms, kComm, kSeq, kP2p, kP2pUnavailable, kHealth, kChannels,
+  kRoot, kTarget, kLauncher, kHost, kNccl, kComms, kComm, kSeq, kP2p, kP2pUnavailable, kHealth, kChannels,
   kChannel, kRing, kTree, kTreeDown, kProxyOps, kProxyOp, kSubs, kSub, kPlanned, kPlannedColls,
   kPlannedColl, kPlannedP2ps, kPlannedP2p, kCommUnavailable, kThreads, kThread, kFrames, kFrame,
   kErrors, kError, kSkip
@@ -161,6 +161,7 @@ class Summarizer : public json::json_sax_t {
     switch (parent) {
       case Where::kRoot:
         if (is_object && k == "target") return Where::kTarget;
+        if (is_object && k == "launcher") return Where::kLauncher;
         if (is_object && k == "host") return Where::kHost;
         if (is_object && k == "nccl") return Where::kNccl;
         if (!is_object && k == "communicators") return Where::kComms;
@@ -306,6 +307,11 @@ class Summarizer : public json::json_sax_t {
       case Where::kTarget:
         if (k == "pid") process_->pid = id_rule(as_int(v));
         else if (k == "executable") process_->executable = as_string(v).value_or("");
+        break;
+      case Where::kLauncher:
+        if (k == "rank") process_->launcher_rank = index_rule(as_int(v));
+        else if (k == "world_size") process_->launcher_world_size = size_rule(as_int(v));
+        else if (k == "rank_from") process_->launcher_rank_from = as_string(v).value_or("");
         break;
       case Where::kHost:
         if (k == "hostname") process_->hostname = as_string(v).value_or("");

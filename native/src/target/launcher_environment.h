@@ -1,0 +1,42 @@
+// The launcher's environment variables of a process (RANK, SLURM_PROCID, ...), as
+// the launcher set them: live from /proc/PID/environ, in a core from the initial
+// process stack (envp[] and its strings, found through the NT_AUXV copy that the
+// kernel puts right after envp[]'s NULL). An environment holds secrets: only the
+// names in the allowlist below are ever kept, and in a core only their strings are
+// read through Target::read (so a slice keeps them and nothing else of environ).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "target/target.h"
+
+namespace nsc {
+
+// RANK, LOCAL_RANK, WORLD_SIZE, ..., SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK, ...
+const std::vector<std::string>& launcher_variable_names();
+bool is_launcher_variable(std::string_view name);
+
+struct LauncherEnvironment {
+  std::map<std::string, std::string> variables;  // allowlisted names only; values untrusted
+  std::string source;       // "initial stack" or "/proc/PID/environ"; "" when not read
+  std::string unavailable;  // why nothing could be read ("" when read)
+  std::vector<std::string> notes;  // what limited the answer (rewritten slots, truncated strings)
+};
+
+// Live (LiveProcess): /proc/PID/environ. Otherwise: the initial stack, through target.auxv().
+LauncherEnvironment read_launcher_environment(Target& target);
+
+// The initial-stack walk alone (testable on synthetic memory): auxv is the raw
+// NT_AUXV (key/value pairs through AT_NULL); main_thread_sp a fallback to find the
+// stack mapping when AT_EXECFN does not point into one (0 if unknown).
+LauncherEnvironment read_initial_stack_environment(Target& target, const std::vector<uint8_t>& auxv,
+                                                   uint64_t main_thread_sp);
+
+// Keeps the allowlisted NAME=VALUE entries of a NUL-separated environ block.
+LauncherEnvironment parse_environ_block(const std::string& block);
+
+}  // namespace nsc
