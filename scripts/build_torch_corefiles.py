@@ -93,7 +93,7 @@ def build(capture_dir, cores_dir, scenario, out_root):
         "capture": "1 GPU (H200), one NCCL_HOSTID per rank: socket NET transport; coredump_filter 0x33; "
                    "python -X faulthandler, SIGABRT; sliced on the GPU machine (scripts/device-torch-multigroup.sh)",
         "layout": first.get("groups") and ("tpdp" if scenario.startswith("tpdp") else "ppdp"),
-        "executable": "bin/python3.12.4e4d4be3a5e7.xz",
+        "executable": "bin/python3.12.28193a4dd620.xz",
         "cores": "ranks.tar.xz",
         "expected_culprit_rank": EXPECTED_TRIAGE[scenario]["culprit_ranks"][0]
         if EXPECTED_TRIAGE[scenario]["culprit_ranks"] else -1,

@@ -99,7 +99,15 @@ bad "non-ELF" 2 "not an ELF" --core "$work/text.core"
 bad "ELF not a core" 2 "not a core" --core /bin/true
 bad "empty file" 2 "text.core\|empty\|not an ELF" --core /dev/null
 sleep 30 & pids+=($!)
-bad "no NCCL" 2 "no NCCL library mapped" --pid $!
+# No libnccl: still a document (launcher rank, threads: a start-up hang's rank), exit 1, the reason.
+"$cli" state --pid $! > "$work/out" 2> "$work/err"; rc=$?
+check "no NCCL: exit 1 (partial)" test "$rc" = 1
+check "no NCCL: says so" grep -q "no NCCL library mapped" "$work/out"
+"$cli" state --pid $! --json > "$work/out.json" 2> "$work/err"
+check "no NCCL: JSON has nccl null and no communicator" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["nccl"] is None and d["communicators"] == [] and "launcher" in d, d.keys()' "$work/out.json"
 start_fixture "$fake_lib"
 bad "no profile for a stripped library" 2 "$fake_id" --pid "$FIXTURE_PID"
 check "no profile: says how to make one" grep -q "layout extract" "$work/err"

@@ -114,6 +114,20 @@ json thread_list(Target& target) {
   return threads;
 }
 
+// The document's threads (unwound when asked and possible) and the unwinder's warnings.
+void add_threads(Target& target, const StateRequest& request, json* document) {
+  json warnings = json::array();
+  bool can_unwind = target.is_core() || (request.pid > 0 && request.live_stacks && !request.read_memory);
+  if (request.stacks && can_unwind) {
+    // libdwfl attaches each thread itself: end our freeze first (state is already read).
+    if (auto* live = dynamic_cast<LiveProcess*>(&target)) live->resume();
+    (*document)["threads"] = unwind_threads(target, request, &warnings);
+  } else {
+    (*document)["threads"] = request.read_memory ? json::array() : thread_list(target);
+  }
+  (*document)["warnings"] = warnings;
+}
+
 }  // namespace
 
 json build_state_document(const StateRequest& request) {
@@ -136,7 +150,22 @@ json build_state_document(const StateRequest& request) {
   search.sysroot = request.sysroot;
   search.solib_search_path = request.solib_search_path;
   search.force_mismatch = request.force_mismatch;
-  ResolvedLibrary library = resolve_nccl_library(*target, search);
+  ResolvedLibrary library;
+  try {
+    library = resolve_nccl_library(*target, search);
+  } catch (const NoNcclLibrary& error) {
+    // Still a document: a rank that never loaded NCCL (a start-up hang) has a launcher rank
+    // and stacks; its NCCL sections are null, the reason in errors[].
+    (void)error;
+    errors.push_back({{"kind", "library"}, {"subject", target->describe()}, {"reason", "no NCCL library mapped"}});
+    document["nccl"] = nullptr;
+    document["discovery"] = nullptr;
+    document["communicators"] = json::array();
+    document["recorder"] = nullptr;
+    add_threads(*target, request, &document);
+    document["errors"] = errors;
+    return document;
+  }
 
   std::string why;
   LayoutProfile layout;
@@ -179,16 +208,7 @@ json build_state_document(const StateRequest& request) {
   document["communicators"] = communicators;
   document["recorder"] = decode_recorder(*target, &errors);  // flight recorder rings, when loaded
 
-  json warnings = json::array();
-  bool can_unwind = target->is_core() || (request.pid > 0 && request.live_stacks && !request.read_memory);
-  if (request.stacks && can_unwind) {
-    // libdwfl attaches each thread itself: end our freeze first (state is already read).
-    if (auto* live = dynamic_cast<LiveProcess*>(target)) live->resume();
-    document["threads"] = unwind_threads(*target, request, &warnings);
-  } else {
-    document["threads"] = request.read_memory ? json::array() : thread_list(*target);
-  }
-  document["warnings"] = warnings;
+  add_threads(*target, request, &document);
   document["errors"] = errors;
   return document;
 }

@@ -101,9 +101,28 @@ std::optional<uint64_t> find_auxv_copy(Target& target, const MemoryRegion& regio
   return std::nullopt;
 }
 
-const MemoryRegion* stack_region(Target& target, uint64_t env_end, uint64_t main_thread_sp) {
-  if (const MemoryRegion* region = env_end ? find_region(target.regions(), env_end) : nullptr) return region;
-  return main_thread_sp ? find_region(target.regions(), main_thread_sp) : nullptr;
+// The stack mapping holding `address`, joined with the contiguous writable regions below
+// it: a sliced core splits one mapping into kept and unsaved pieces.
+std::optional<MemoryRegion> joined_region(const std::vector<MemoryRegion>& regions, uint64_t address) {
+  const MemoryRegion* found = find_region(regions, address);
+  if (found == nullptr) return std::nullopt;
+  MemoryRegion joined = *found;
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (const MemoryRegion& region : regions)
+      if (region.end == joined.start && region.writable == joined.writable && region.path == joined.path) {
+        joined.start = region.start;
+        grew = true;
+      }
+  }
+  return joined;
+}
+
+std::optional<MemoryRegion> stack_region(Target& target, uint64_t env_end, uint64_t main_thread_sp) {
+  if (env_end)
+    if (auto region = joined_region(target.regions(), env_end)) return region;
+  if (main_thread_sp) return joined_region(target.regions(), main_thread_sp);
+  return std::nullopt;
 }
 
 // envp[] as found below the auxv copy: the kernel's pointers, or the program's rewrites.
@@ -334,7 +353,8 @@ LauncherEnvironment read_initial_stack_environment(Target& target, const std::ve
   InitialStack stack;
   for (size_t i = 0; i + 1 < words.size(); i += 2)
     if (words[i] == AT_EXECFN) stack.env_end = words[i + 1];
-  stack.region = stack_region(target, stack.env_end, main_thread_sp);
+  std::optional<MemoryRegion> region = stack_region(target, stack.env_end, main_thread_sp);
+  stack.region = region ? &*region : nullptr;
   if (!stack.region)
     return unavailable("initial stack not found: AT_EXECFN " + hex(stack.env_end) + " and the main thread's SP " +
                        hex(main_thread_sp) + " lie in no mapping");

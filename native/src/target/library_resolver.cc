@@ -131,7 +131,7 @@ ResolvedLibrary resolve_mapped_library(Target& target, const std::string& path_i
 ResolvedLibrary resolve_nccl_library(Target& target, const LibrarySearch& options) {
   for (const MappedFile& file : target.mapped_files())
     if (is_nccl_library_path(file.path)) return resolve_mapped_library(target, file.path, options);
-  throw BadInput(target.describe() + ": no NCCL library mapped");
+  throw NoNcclLibrary(target.describe() + ": no NCCL library mapped");
 }
 
 }  // namespace nsc

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "target/target.h"
+#include "util/errors.h"
 
 namespace nsc {
 
@@ -36,6 +37,11 @@ bool is_nccl_library_path(const std::string& path);
 // a build-id mismatch naming both ids and the file. No local file is not an error
 // (local_path "", local_file_missing says why): a profile by build-id may do.
 ResolvedLibrary resolve_nccl_library(Target& target, const LibrarySearch& options);
+// What resolve_nccl_library throws when the target maps no libnccl at all.
+class NoNcclLibrary : public BadInput {
+ public:
+  using BadInput::BadInput;
+};
 
 // Same for any mapped library identified by its path in the target.
 ResolvedLibrary resolve_mapped_library(Target& target, const std::string& path_in_target,

@@ -100,9 +100,6 @@ struct ProcessView {
   std::string kind;        // "snapshot", "core", "live"
   Maybe<int64_t> pid;
   std::string hostname, executable, nccl_version;
-  // The launcher's rank and world size from the process environment (RANK, SLURM_PROCID, ...).
-  Maybe<int> launcher_rank, launcher_world_size;
-  std::string launcher_rank_from;
   Maybe<bool> build_id_mismatch;  // unknown unless the snapshot says true or false
   bool nccl_found = false;  // the snapshot names a libnccl (version or library)
   // From the document's `launcher` object (the launcher's RANK, WORLD_SIZE, ...).

@@ -29,7 +29,7 @@ bool in_rendezvous(const ThreadView& thread, bool* guessed) {
     torch_frame = torch_frame || contains_any(frame.label, {"libtorch", "libc10"});
   }
   // Unsymbolized libtorch frames above a socket or poll wait: probably the c10d store.
-  bool socket_wait = thread.blocked_in == "poll/epoll" || thread.blocked_in == "unknown" ||
+  bool socket_wait = thread.blocked_in == "poll/epoll" || thread.blocked_in == "sleep" || thread.blocked_in == "unknown" ||
                      thread.blocked_in.empty();
   if (torch_frame && socket_wait) *guessed = true;
   return torch_frame && socket_wait;

@@ -390,7 +390,9 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
   Job job;
   for (triage::ProcessView& process : processes) {
     triage::add_recorder_communicators(&process);
-    if (process.comms.empty() && !process.nccl_found) {
+    // A process without NCCL still belongs to the job when its launcher gave it a rank
+    // (a rank that never got as far as importing NCCL: a start-up hang's culprit).
+    if (process.comms.empty() && !process.nccl_found && !process.launcher_rank) {
       failures.push_back({process.input_name, process.kind,
                           process.input_name + ": no NCCL in this process (no libnccl, no communicator)"});
       continue;
