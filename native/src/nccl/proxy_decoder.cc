@@ -17,7 +17,7 @@ nlohmann::json decode_sub(const ObjectView& sub, const std::string& path, FieldS
   sink.put("nsteps", sub.integer("nsteps"));
   sink.put("nbytes", sub.integer("nbytes"));
   for (const char* counter : {"base", "posted", "received", "transmitted", "done", "end"})
-    sink.put(counter, sub.unsigned_integer(counter));
+    sink.put_count(counter, sub.unsigned_integer(counter));
   return entry;
 }
 
@@ -25,7 +25,7 @@ nlohmann::json decode_args(const ObjectView& args, const std::string& path, Fiel
   const LayoutProfile& layout = *args.layout();
   nlohmann::json entry = {{"address", hex(args.address())}};
   FieldSink sink(&entry, path + ".", &out.scope());
-  sink.put("op_count", args.unsigned_integer("opCount"));
+  sink.put_count("op_count", args.unsigned_integer("opCount"));
   auto coll = args.integer("coll");
   if (coll.ok()) entry["collective"] = collective_name(layout, *coll.value);
   auto pattern = args.integer("pattern");
