@@ -18,6 +18,30 @@ P2pDirection direction_of(const std::string& pattern, const std::string& collect
 int pick_principal_thread(const ProcessView& process);
 bool is_service_thread(const std::string& blocked_in);
 
+// An errors[] entry of a state document as one line: its "message", else "subject: reason".
+inline std::string error_entry_text(const std::string& message, const std::string& subject,
+                                    const std::string& reason) {
+  if (!message.empty()) return message;
+  if (subject.empty()) return reason;
+  return reason.empty() ? subject : subject + ": " + reason;
+}
+// Why a value the snapshot holds was refused by its field rule (the same words from both
+// summarizers): "snapshot value -2 is impossible (1..2147483647 ranks)". `shown` is the value
+// as an integer, "true"/"false", "a string" or "a non-integer number".
+inline std::string refused_value_reason(const std::string& shown, const char* expected) {
+  return "snapshot value " + shown + " is impossible (" + expected + ")";
+}
+// The input problem it makes: "communicator 0: nranks: snapshot value 0 is impossible (...)".
+inline std::string refused_value_warning(size_t position, const std::string& field, const std::string& reason) {
+  return "communicator " + std::to_string(position) + ": " + field + ": " + reason;
+}
+constexpr const char* kExpectRank = "a rank is 0..2147483647";
+constexpr const char* kExpectRankCount = "a communicator has 1..2147483647 ranks";
+constexpr const char* kExpectCount = "a count is 0..2^63-1";
+
+// Snapshots are untrusted: at most this many warnings are kept per communicator.
+constexpr size_t kMaxCommWarnings = 64;
+
 // Field rules, one per kind of field, applied by both summarizers to the integer a
 // value holds (std::nullopt when it is not an int64): docs/schema-state.md says a
 // value of the wrong type or out of range is unknown, never 0 and never true.
