@@ -213,6 +213,7 @@ CommView read_comm(const json& entry, size_t position) {
       if (warning.is_string() && comm.warnings.size() < kMaxCommWarnings)
         comm.warnings.push_back(warning.get<std::string>());
   read_unavailable(entry, "", &comm.unavailable);
+  sort_comm_notes(&comm);
   return comm;
 }
 

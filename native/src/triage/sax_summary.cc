@@ -301,6 +301,7 @@ class Summarizer : public json::json_sax_t {
     }
     view.comm_hash = hash;
     view.comm_hash_text = hex(hash);
+    sort_comm_notes(&view);
   }
 
   CommView& comm() { return process_->comms.back(); }

@@ -2,6 +2,7 @@
 // parsed document (process_view.cc) and straight from its text (sax_summary.cc).
 #pragma once
 
+#include <algorithm>
 #include <climits>
 #include <string>
 #include <vector>
@@ -38,6 +39,13 @@ inline std::string refused_value_warning(size_t position, const std::string& fie
 constexpr const char* kExpectRank = "a rank is 0..2147483647";
 constexpr const char* kExpectRankCount = "a communicator has 1..2147483647 ranks";
 constexpr const char* kExpectCount = "a count is 0..2^63-1";
+
+// Both summarizers end each communicator with this: the document path reads keys in
+// sorted order, the text path in the file's order, and their lists must come out equal.
+inline void sort_comm_notes(CommView* comm) {
+  std::sort(comm->unavailable.begin(), comm->unavailable.end());
+  std::sort(comm->warnings.begin(), comm->warnings.end());
+}
 
 // Snapshots are untrusted: at most this many warnings are kept per communicator.
 constexpr size_t kMaxCommWarnings = 64;
