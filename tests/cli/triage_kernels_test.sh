@@ -69,7 +69,7 @@ rc=$?
 "$NSC" triage "$J/rank0.core" "$J/rank1.core" "$J/rank0.kernels.json" "$J/rank1.kernels.json" --exe "$WORK/exe" \
   >"$WORK/joined.txt" 2>&1; [ $? -le 1 ] || fail "text triage"
 "$NSC" triage "$J" --exe "$WORK/exe" --json >"$WORK/directory.json" 2>"$WORK/directory.err"; [ $? -le 1 ] || fail "triage DIR"
-"$NSC" triage "$J/rank0.core" "$J/rank1.core" --exe "$WORK/exe" --json >"$WORK/plain.json" 2>/dev/null || fail "plain triage"
+"$NSC" triage "$J/rank0.core" "$J/rank1.core" --exe "$WORK/exe" --json >"$WORK/plain.json" 2>/dev/null; [ $? -le 1 ] || fail "plain triage"
 "$NSC" triage "$J/rank0.core" "$J/rank1.core" "$WORK/other-run.kernels.json" --exe "$WORK/exe" --json \
   >"$WORK/other.json" 2>"$WORK/other.err"
 other_rc=$?

@@ -280,7 +280,8 @@ BOOST_AUTO_TEST_CASE(real_library_uses_the_shipped_profile) {
   auto start = std::chrono::steady_clock::now();
   nsc::LayoutProfile profile = nsc::load_layout_for_library(kRealLibrary, kRealBuildId, {}, &why);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::string shipped = std::string(NCCLSCOPE_SOURCE_DIR) + "/native/profiles/" + kRealBuildId + ".json";
+  // The build's copy beside the binaries (share/ncclscope/profiles) comes before the source tree's.
+  std::string shipped = nsc::installed_profile_dir() + "/" + kRealBuildId + ".json";
   BOOST_TEST(why == "profile " + shipped);
   BOOST_TEST(profile.find_struct("ncclComm")->size == 1082968u);
   BOOST_TEST_MESSAGE("profile load took " << seconds << " s");
