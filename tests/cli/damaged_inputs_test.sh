@@ -40,6 +40,47 @@ done
 check "whole (sliced) cores: no truncation reported" json_check "$work/whole.json" \
   'not any("truncated" in p for i in d["inputs"] for p in i.get("problems", [])) and "truncated" not in d["summary"]'
 
+# build_id_mismatch with libnccl's build-id unreadable (its ELF header zeroed in the core):
+# null (nothing could be compared), never true; the library error says why.
+if [ -r "$real_lib" ]; then
+  python3 - "$work/rank0.core" "$work/noid.core" <<'PY'
+import shutil, struct, sys
+source, target = sys.argv[1:3]
+shutil.copyfile(source, target)
+data = open(target, "rb").read()
+phoff, = struct.unpack_from("<Q", data, 32)
+phentsize, phnum = struct.unpack_from("<HH", data, 54)
+segments = [struct.unpack_from("<IIQQQQ", data, phoff + i * phentsize) for i in range(phnum)]
+start = None
+for p_type, _flags, offset, _vaddr, _paddr, filesz in segments:  # NT_FILE: libnccl's offset-0 mapping
+    pos = offset
+    while p_type == 4 and pos < offset + filesz:
+        namesz, descsz, note_type = struct.unpack_from("<III", data, pos)
+        desc_at = pos + 12 + ((namesz + 3) & ~3)
+        if note_type == 0x46494c45:
+            count, _page = struct.unpack_from("<QQ", data, desc_at)
+            names = data[desc_at + 16 + 24 * count:desc_at + descsz].split(b"\0")
+            for k in range(count):
+                begin, _end, file_offset = struct.unpack_from("<QQQ", data, desc_at + 16 + 24 * k)
+                if names[k].endswith(b"/libnccl.so.2") and file_offset == 0:
+                    start = begin
+        pos = desc_at + ((descsz + 3) & ~3)
+for p_type, _flags, offset, vaddr, _paddr, filesz in segments:
+    if p_type == 1 and start is not None and vaddr <= start < vaddr + filesz:
+        with open(target, "r+b") as core:
+            core.seek(offset + start - vaddr)
+            core.write(b"\0" * 64)  # the ELF header: no program headers, so no build-id note
+        sys.exit(0)
+sys.exit("libnccl's first page is not in the core")
+PY
+  "$cli" state --core "$work/noid.core" --solib-search-path "$(dirname "$real_lib")" --json > "$work/noid.json" 2>/dev/null; rc=$?
+  check "build-id unreadable: decoded unchecked (exit $rc)" test "$rc" = 1
+  check "build-id unreadable: build_id_mismatch is null, the library error says why" json_check "$work/noid.json" \
+    'd["nccl"]["build_id_mismatch"] is None and any(e["kind"] == "library" and "unavailable" in e["reason"] for e in d["errors"])'
+else
+  echo "note: $real_lib absent: the unreadable build-id check is skipped"
+fi
+
 # --- 3. duplicate ranks that disagree; the verdict does not depend on input order
 "$cli" state --core "$work/rank0.core" --json > "$work/s0.json" 2>/dev/null
 "$cli" state --core "$work/rank1.core" --json > "$work/s1.json" 2>/dev/null
