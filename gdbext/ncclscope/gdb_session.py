@@ -16,6 +16,7 @@ from . import gdbparse, kernels
 from .library import NSC_ERROR_BAD_INPUT, NativeError, NativeLibrary, LibraryNotFound, ReadFailed, find_library
 from .registry import UsageError
 from .text import escape_for_terminal
+from .validate import check_state_document
 
 MEMORY_MODES = ["auto", "library", "callback"]
 REMOTE_CONNECTIONS = ("remote", "extended-remote")
@@ -243,14 +244,19 @@ class GdbSession:
         return "callback"
 
     def _load_snapshot(self):
+        """The snapshot file's document, checked once here (as the CLI does) so that no
+        command meets a field of the wrong type: else one line naming the file and field."""
+        where = escape_for_terminal(self.snapshot_path)
         try:
             with open(self.snapshot_path, "r", encoding="utf-8") as handle:
                 document = json.load(handle)
         except (OSError, ValueError) as error:
-            raise UsageError("ncclscope: snapshot %s: %s" % (escape_for_terminal(self.snapshot_path), error))
-        if not isinstance(document, dict) or not str(document.get("schema", "")).startswith("ncclscope.state/"):
-            raise UsageError("ncclscope: snapshot %s: not an ncclscope.state document"
-                             % escape_for_terminal(self.snapshot_path))
+            raise UsageError("ncclscope: snapshot %s: %s" % (where, escape_for_terminal(str(error))))
+        except RecursionError:
+            raise UsageError("ncclscope: snapshot %s: nested too deeply to be a state document" % where)
+        problem = check_state_document(document)
+        if problem:
+            raise UsageError("ncclscope: snapshot %s: %s" % (where, escape_for_terminal(problem)))
         return document
 
     def document(self, refresh=False):

@@ -2,7 +2,8 @@
 # Read-only, never stuck (issue 8): a live target is unchanged after every
 # command (checksum of its writable memory through /proc/PID/mem, no signal
 # pending, every thread running and untraced), also when ncclscope is killed
-# with SIGINT, SIGTERM or SIGKILL while it holds the process frozen.
+# with SIGINT, SIGTERM or SIGKILL while it holds the process frozen, or at a
+# range of delays into every live path that stops threads (--stacks, triage).
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 if [ "$(id -u)" != 0 ] && [ "$(cat /proc/sys/kernel/yama/ptrace_scope 2>/dev/null || echo 0)" != 0 ]; then
@@ -175,6 +176,68 @@ PY
   check "ignored SIGHUP during --freeze: target clean" target_is_clean "$target"
   check "ignored SIGHUP during --freeze: writable memory unchanged" \
     same_memory "$work/before.HUP" "$work/after.HUP" "$work/volatile.$target"
+  # Every live path that stops threads (issue 14): SIGKILL and SIGTERM over a
+  # range of delays after ANCHOR: "first" (the first thread traced: the freeze,
+  # or the stack phase without --freeze) or "stack" (one thread traced after
+  # many: the stack phase after a freeze, one thread stopped at a time).
+  # Prints "PHASE EXIT-STATUS": PHASE is how many threads were traced just
+  # before the kill (none / one / many) or "finished" when it ended first.
+  cat > "$work/kill_at_delay.py" <<'PY'
+import glob, os, signal, subprocess, sys, time
+target, signame, anchor, delay_ms, command = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5:]
+def default_signals():
+    for s in (signal.SIGINT, signal.SIGQUIT, signal.SIGHUP, signal.SIGTERM):
+        signal.signal(s, signal.SIG_DFL)
+tool = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=default_signals)
+wanted = f"TracerPid:\t{tool.pid}\n"
+def traced_threads():
+    count = 0
+    for path in glob.glob(f"/proc/{target}/task/*/status"):
+        try:
+            with open(path) as status:
+                count += wanted in status.read()
+        except OSError:
+            pass
+    return count
+seen_many = False
+while tool.poll() is None:
+    traced = traced_threads()
+    seen_many = seen_many or traced > 1
+    if traced and (anchor == "first" or (seen_many and traced == 1)):
+        break
+time.sleep(delay_ms / 1000)
+traced = traced_threads()
+if tool.poll() is not None:
+    print("finished", tool.wait()); sys.exit()
+os.kill(tool.pid, getattr(signal, "SIG" + signame))
+print({0: "none"}.get(traced, "one" if traced == 1 else "many"), tool.wait())
+PY
+  python3 "$work/checksum.py" "$target" > "$work/before.timing"
+  phases=""
+  for command in "state --pid $target --stacks" "state --pid $target --freeze --stacks" "triage --pid $target"; do
+    anchors="first"
+    [ "$command" = "state --pid $target --stacks" ] || anchors="first stack"
+    for anchor in $anchors; do
+      delays="0 1 3 10 30 100 300"
+      [ "$anchor" = stack ] && delays="0 10 100"
+      for signal in KILL TERM; do
+        for delay in $delays; do
+          # shellcheck disable=SC2086
+          read -r phase rc < <(python3 "$work/kill_at_delay.py" "$target" "$signal" "$anchor" "$delay" "$cli" $command)
+          phases+=" $phase"
+          sleep 0.2  # let the kernel finish detaching
+          check "SIG$signal ${delay} ms after the $anchor trace of '$command' (kill with $phase thread(s) traced, exit $rc): target clean" \
+            target_is_clean "$target"
+          target_is_clean "$target" > /dev/null || kill -CONT "$target"  # go on from a clean target
+        done
+      done
+    done
+  done
+  echo "note: threads traced when the kill landed:$(tr ' ' '\n' <<< "$phases" | sort | uniq -c | tr -s ' \n' ' ')"
+  check "kills landed in the stack phase (one thread traced) at least once" grep -qw one <<< "$phases"
+  python3 "$work/checksum.py" "$target" > "$work/after.timing"
+  check "after the timed kills: writable memory unchanged" \
+    same_memory "$work/before.timing" "$work/after.timing" "$work/volatile.$target"
   check "target still alive after all kills" kill -0 "$target"
 fi
 

@@ -12,7 +12,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -22,6 +24,7 @@
 #include "cuda/recorder_decoder.h"
 #include "cuda/recorder_format.h"
 #include "layout/layout_profile.h"
+#include "layout/profile_store.h"
 #include "nccl/comm_decoder.h"
 #include "nccl/comm_scanner.h"
 #include "snapshot/launcher_section.h"
@@ -38,14 +41,19 @@
 
 namespace nsc::fuzz {
 
-inline std::string real_profile_path() {
-  return std::string(NCCLSCOPE_SOURCE_DIR) + "/native/profiles/9fcf74d93a8c3605bf7718f594d0a24366e38536.json";
-}
-
-// The real NCCL 2.28.9 layout, read once per process.
-inline const LayoutProfile& real_profile() {
-  static const LayoutProfile profile = read_layout_profile(real_profile_path());
-  return profile;
+// The real NCCL 2.28.9 layout, found as ncclscope finds profiles (beside the build, then
+// the source tree), read once per process; nullptr (said once) when it is nowhere: the
+// decoder targets then fuzz nothing rather than abort.
+inline const LayoutProfile* real_profile() {
+  static const std::optional<LayoutProfile> profile = []() -> std::optional<LayoutProfile> {
+    const std::string build_id = "9fcf74d93a8c3605bf7718f594d0a24366e38536";
+    std::vector<std::string> files = find_profile_files(build_id, profile_search_dirs({}));
+    if (!files.empty()) return read_layout_profile(files.front());
+    std::fprintf(stderr, "fuzz: no layout profile %s.json beside the build or in the source tree: "
+                 "decoders not exercised\n", build_id.c_str());
+    return std::nullopt;
+  }();
+  return profile ? &*profile : nullptr;
 }
 
 // Memory whose bytes all come from the fuzzer input, repeated: the byte at
@@ -167,7 +175,8 @@ inline void decode_cyclic_memory(const LayoutProfile& layout, const uint8_t* dat
 // Byte 0 is the DecodeMode (a scan sweeps 1.25 MB, so most runs only decode).
 inline int run_comm_decoders(const uint8_t* data, size_t size) {
   if (size < 2) return 0;
-  decode_cyclic_memory(real_profile(), data + 1, size - 1, data[0] & (kDiscover | kForceScan));
+  if (const LayoutProfile* layout = real_profile())
+    decode_cyclic_memory(*layout, data + 1, size - 1, data[0] & (kDiscover | kForceScan));
   return 0;
 }
 
@@ -242,7 +251,8 @@ inline int run_core_reader(const uint8_t* data, size_t size) {
   }
   read_around(*core);
   launcher_json(read_launcher_environment(*core));  // the initial-stack walk on hostile stacks
-  const LayoutProfile& layout = real_profile();
+  if (real_profile() == nullptr) return 0;
+  const LayoutProfile& layout = *real_profile();
   Discovery found = discover_communicators(*core, layout, DiscoveryOptions{});
   nlohmann::json errors = nlohmann::json::array();
   for (size_t i = 0; i < found.addresses.size() && i < 4; ++i)

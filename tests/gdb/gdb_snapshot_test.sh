@@ -60,14 +60,54 @@ section_of "$out" help > "$work/help.txt"
 expect "$work/help.txt" '^List the proxy operations in flight'
 expect "$work/help.txt" '^usage: nccl-threads \[-h\] \[--json\] \[--frames N\]'
 
-# An internal error is one line by default, a traceback with `set ncclscope debug on`.
-printf '{"schema": "ncclscope.state/1", "communicators": 5}\n' > "$work/broken.json"
-gdb_run "$work/debug.out" -ex "set ncclscope snapshot $work/broken.json" -ex 'nccl-state' \
-  -ex 'set ncclscope debug on' -ex 'show ncclscope debug' -ex 'nccl-state --refresh'
-expect "$work/debug.out" '^nccl-state: internal error: TypeError: .*\(set ncclscope debug on for a traceback\)$'
+# An internal error is one line by default, a traceback with `set ncclscope debug on`
+# (a snapshot can no longer cause one: the session's loader is made to fail here).
+gdb_run "$work/debug.out" -ex "set ncclscope snapshot $data" \
+  -ex 'python import ncclscope.gdb_commands as c; c.SESSION.document = lambda refresh=False: {}["boom"]' \
+  -ex 'nccl-state' -ex 'set ncclscope debug on' -ex 'show ncclscope debug' -ex 'nccl-state --refresh'
+expect "$work/debug.out" '^nccl-state: internal error: KeyError: .*\(set ncclscope debug on for a traceback\)$'
 expect "$work/debug.out" '^ncclscope debug is on\.$'
 expect "$work/debug.out" '^Traceback \(most recent call last\):'
-expect "$work/debug.out" 'nccl-state: internal error: TypeError: [^(]*$'
+expect "$work/debug.out" 'nccl-state: internal error: KeyError: [^(]*$'
+
+# Malformed snapshots (issue 14): every command, and $nccl_comm, answers the same one line
+# naming the file and the field; an unknown schema version is refused.
+python3 - "$work" <<'PY'
+import json, sys
+work = sys.argv[1]
+good = {"schema": "ncclscope.state/1", "target": {"kind": "snapshot"}, "communicators": [
+    {"address": "0x10", "comm_hash": "0x1", "rank": 0, "nranks": 2, "channels": [{"id": 0, "ring": {"prev": 1}}],
+     "proxy_ops": [{"op_count": 1, "subs": [{"peer": 1}]}]}], "threads": [{"tid": 1, "frames": []}]}
+def variant(name, change):
+    doc = json.loads(json.dumps(good)); change(doc)
+    with open(f"{work}/bad-{name}.json", "w") as out: json.dump(doc, out)
+variant("schema99", lambda d: d.update(schema="ncclscope.state/99"))
+variant("comms", lambda d: d.update(communicators=5))
+variant("comm", lambda d: d["communicators"].__setitem__(0, "x"))
+variant("channels", lambda d: d["communicators"][0].update(channels={"id": 0}))
+variant("userranks", lambda d: d["communicators"][0]["channels"][0]["ring"].update(user_ranks=["a"]))
+variant("subs", lambda d: d["communicators"][0]["proxy_ops"][0].update(subs=7))
+variant("address", lambda d: d["communicators"][0].update(address=16))
+variant("unavailable", lambda d: d["communicators"][0].update(unavailable=[1]))
+variant("frames", lambda d: d["threads"][0].update(frames=[3]))
+variant("target", lambda d: d.update(target="core"))
+with open(f"{work}/bad-deep.json", "w") as out:  # deeper than Python's json reader goes
+    out.write('{"schema": "ncclscope.state/1", "recorder": ' + "[" * 100000 + "]" * 100000 + "}")
+PY
+declare -A field_of=([schema99]='schema: "ncclscope.state/99" is not ncclscope.state/1' [comms]='communicators: expected a list'
+  [comm]='communicators\[0\]: expected an object' [channels]='communicators\[0\].channels: expected a list'
+  [userranks]='communicators\[0\].channels\[0\].ring.user_ranks\[0\]: expected an integer'
+  [subs]='communicators\[0\].proxy_ops\[0\].subs: expected a list' [address]='communicators\[0\].address: expected a string'
+  [unavailable]='communicators\[0\].unavailable: expected an object' [frames]='threads\[0\].frames\[0\]: expected an object'
+  [target]='target: expected an object' [deep]='nested too deeply')
+for name in "${!field_of[@]}"; do
+  file=$work/bad-$name.json
+  gdb_run "$work/bad-$name.out" -ex "set ncclscope snapshot $file" -ex 'nccl-state' -ex 'nccl-state --json' \
+    -ex 'nccl-comm #0' -ex 'nccl-ring' -ex 'nccl-proxy --json' -ex 'nccl-threads' -ex 'p $nccl_comm(0)'
+  lines=$(grep -c "^ncclscope: snapshot $file: ${field_of[$name]}" "$work/bad-$name.out")
+  [ "$lines" = 7 ] || fail "bad-$name: $lines of 7 commands named the file and field (${field_of[$name]})"
+  expect_not "$work/bad-$name.out" 'Traceback|Python Exception|internal error|Error occurred in Python'
+done
 
 # No target and no snapshot: a one-line user error.
 gdb_run "$work/none.out" -ex 'nccl-state'

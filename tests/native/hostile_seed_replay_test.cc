@@ -62,10 +62,11 @@ BOOST_AUTO_TEST_CASE(core_seed_holds_the_fixture_comm) {
   BOOST_REQUIRE(!bytes.empty());
   nsc::fuzz::MemoryFile file(bytes.data(), bytes.size());
   auto core = nsc::open_core_file(file.path(), "");
-  nsc::Discovery found = nsc::discover_communicators(*core, nsc::fuzz::real_profile(), {});
+  BOOST_REQUIRE(nsc::fuzz::real_profile() != nullptr);
+  nsc::Discovery found = nsc::discover_communicators(*core, *nsc::fuzz::real_profile(), {});
   BOOST_REQUIRE(found.addresses.size() == 1u);
   nlohmann::json errors = nlohmann::json::array();
-  nlohmann::json comm = nsc::decode_communicator(*core, nsc::fuzz::real_profile(), found.addresses[0], &errors);
+  nlohmann::json comm = nsc::decode_communicator(*core, *nsc::fuzz::real_profile(), found.addresses[0], &errors);
   BOOST_TEST(comm["comm_hash"] == "0x6db0a96d9cb7fc37");
   BOOST_TEST(comm["rank"] == 1);
   BOOST_TEST(comm["seq_launched"]["AllReduce"] == 7);
@@ -77,7 +78,8 @@ BOOST_AUTO_TEST_CASE(comm_seed_holds_the_fixture_comm) {
   std::string path = std::string(NCCLSCOPE_SOURCE_DIR) + "/tests/fuzz/corpus/comm_decoders/fixture-comm-scan";
   std::vector<uint8_t> bytes = file_bytes(path);
   BOOST_REQUIRE(bytes.size() > 1);
-  const nsc::LayoutProfile& layout = nsc::fuzz::real_profile();
+  BOOST_REQUIRE(nsc::fuzz::real_profile() != nullptr);
+  const nsc::LayoutProfile& layout = *nsc::fuzz::real_profile();
   nsc::fuzz::CyclicTarget target(bytes.data() + 1, bytes.size() - 1, nsc::fuzz::lowest_registry_symbol(layout));
   nlohmann::json errors = nlohmann::json::array();
   nlohmann::json comm = nsc::decode_communicator(target, layout, nsc::fuzz::CyclicTarget::kHeap, &errors);

@@ -80,11 +80,13 @@ BOOST_AUTO_TEST_CASE(search_order) {
   Scratch scratch;
   setenv("NCCLSCOPE_PROFILE_PATH", "/env/one::/env/two", 1);
   std::vector<std::string> dirs = nsc::profile_search_dirs({"/caller", "/env/one"});
-  BOOST_REQUIRE(dirs.size() >= 5u);
+  BOOST_REQUIRE(dirs.size() >= 6u);
   BOOST_TEST(dirs[0] == "/caller");
   BOOST_TEST(dirs[1] == "/env/one");  // duplicates appear once, at their first place
   BOOST_TEST(dirs[2] == "/env/two");
-  BOOST_TEST(dirs[3] == std::string(NCCLSCOPE_SOURCE_DIR) + "/native/profiles");
+  // Shipped profiles: beside the binaries first (the build copies them to share/), then the source.
+  BOOST_TEST(dirs[3] == std::string(NCCLSCOPE_BINARY_DIR) + "/tests/../share/ncclscope/profiles");
+  BOOST_TEST(dirs[4] == std::string(NCCLSCOPE_SOURCE_DIR) + "/native/profiles");
   BOOST_TEST(dirs.back() == scratch.cache_dir());
   unsetenv("XDG_CACHE_HOME");
   setenv("HOME", "/home/someone", 1);
@@ -278,7 +280,8 @@ BOOST_AUTO_TEST_CASE(real_library_uses_the_shipped_profile) {
   auto start = std::chrono::steady_clock::now();
   nsc::LayoutProfile profile = nsc::load_layout_for_library(kRealLibrary, kRealBuildId, {}, &why);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::string shipped = std::string(NCCLSCOPE_SOURCE_DIR) + "/native/profiles/" + kRealBuildId + ".json";
+  // The build's copy beside the binaries (share/ncclscope/profiles) comes before the source tree's.
+  std::string shipped = nsc::installed_profile_dir() + "/" + kRealBuildId + ".json";
   BOOST_TEST(why == "profile " + shipped);
   BOOST_TEST(profile.find_struct("ncclComm")->size == 1082968u);
   BOOST_TEST_MESSAGE("profile load took " << seconds << " s");

@@ -1,5 +1,6 @@
 #include "layout/profile_store.h"
 
+#include <dlfcn.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -105,17 +106,33 @@ std::string no_layout_message(const std::string& library_path, const std::string
 
 }  // namespace
 
-std::string shipped_profile_dir() { return std::string(NCCLSCOPE_SOURCE_DIR) + "/native/profiles"; }
+std::string shipped_profile_dir() {
+  std::string dir = std::string(NCCLSCOPE_SOURCE_DIR) + "/native/profiles";
+  return is_directory(dir) ? dir : "";  // the source tree may be gone (an installed build)
+}
 
-std::string installed_profile_dir() {
+// Where this code runs from: the program's directory and, when the C API is loaded into
+// another program (gdb), the shared library's (which holds this function).
+std::vector<std::string> own_directories() {
+  std::vector<std::string> dirs;
   char executable[4096];
   ssize_t length = ::readlink("/proc/self/exe", executable, sizeof executable - 1);
-  if (length <= 0) return "";
-  std::string path(executable, static_cast<size_t>(length));
-  size_t slash = path.find_last_of('/');
-  if (slash == std::string::npos) return "";
-  std::string candidate = path.substr(0, slash) + "/../share/ncclscope/profiles";
-  return is_directory(candidate) ? candidate : "";
+  if (length > 0) dirs.push_back(dirname_of(std::string(executable, static_cast<size_t>(length))));
+  Dl_info info;
+  if (::dladdr(reinterpret_cast<void*>(&own_directories), &info) != 0 && info.dli_fname != nullptr &&
+      info.dli_fname[0] == '/')
+    dirs.push_back(dirname_of(info.dli_fname));
+  return dirs;
+}
+
+std::string installed_profile_dir() {
+  // <dir>/../share/ncclscope/profiles: an install prefix, or the build tree (which copies
+  // native/profiles there), wherever it was moved.
+  for (const std::string& dir : own_directories()) {
+    std::string candidate = dir + "/../share/ncclscope/profiles";
+    if (is_directory(candidate)) return candidate;
+  }
+  return "";
 }
 
 std::string user_profile_cache_dir() {
@@ -132,8 +149,8 @@ std::vector<std::string> profile_search_dirs(const std::vector<std::string>& cal
   std::vector<std::string> candidates = caller_dirs;
   for (const std::string& dir : split_colon_list(environment("NCCLSCOPE_PROFILE_PATH")))
     candidates.push_back(dir);
-  candidates.push_back(shipped_profile_dir());
   candidates.push_back(installed_profile_dir());
+  candidates.push_back(shipped_profile_dir());
   candidates.push_back(user_profile_cache_dir());
   std::vector<std::string> dirs;
   for (const std::string& dir : candidates)

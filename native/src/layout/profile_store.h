@@ -3,8 +3,10 @@
 // Search order for <build-id>.json:
 //   1. directories the caller gives (--profile-path DIR:DIR),
 //   2. $NCCLSCOPE_PROFILE_PATH (colon-separated),
-//   3. profiles shipped with ncclscope: <source>/native/profiles, then
-//      <executable dir>/../share/ncclscope/profiles when installed,
+//   3. profiles shipped with ncclscope: <dir>/../share/ncclscope/profiles, where <dir>
+//      holds the running program or libncclscope.so (an install, or the build tree, which
+//      copies native/profiles there: a moved build finds them), then the source tree's
+//      native/profiles when it still exists,
 //   4. the user cache: $XDG_CACHE_HOME/ncclscope/profiles or ~/.cache/ncclscope/profiles.
 // DWARF extractions are saved to the user cache (unless $NCCLSCOPE_NO_PROFILE_CACHE
 // is set to a non-empty value), so the next run of the same build is instant.
@@ -18,8 +20,8 @@
 
 namespace nsc {
 
-std::string shipped_profile_dir();      // NCCLSCOPE_SOURCE_DIR "/native/profiles"
-std::string installed_profile_dir();    // "" when ncclscope is not installed
+std::string shipped_profile_dir();      // NCCLSCOPE_SOURCE_DIR "/native/profiles"; "" when gone
+std::string installed_profile_dir();    // <own dir>/../share/ncclscope/profiles; "" when absent
 std::string user_profile_cache_dir();   // "" when neither XDG_CACHE_HOME nor HOME is set
 // The full search path, caller directories first; duplicates and "" removed.
 std::vector<std::string> profile_search_dirs(const std::vector<std::string>& caller_dirs);

@@ -6,7 +6,7 @@ namespace {
 
 constexpr int64_t kMaxUserRanksShown = 256;  // keeps snapshots of huge jobs small
 
-void decode_user_ranks(const ObjectView& ring, int64_t nranks, FieldSink& out) {
+void decode_user_ranks(const ObjectView& ring, int64_t nranks, const std::string& channel, FieldSink& out) {
   if (nranks > kMaxUserRanksShown) {
     out.mark_unavailable("user_ranks", "omitted: nranks > " + std::to_string(kMaxUserRanksShown), 0);
     out.json()["user_ranks"] = nullptr;
@@ -27,6 +27,15 @@ void decode_user_ranks(const ObjectView& ring, int64_t nranks, FieldSink& out) {
     out.put("user_ranks", Fetched<int64_t>::missing(error.message(), *pointer.value));
     return;
   }
+  // Each entry is a rank of this communicator: anything else is garbage memory.
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i] >= 0 && ranks[i] < nranks) continue;
+    std::string why = "impossible: entry " + std::to_string(i) + " is " + std::to_string(ranks[i]) +
+                      ", outside 0.." + std::to_string(nranks - 1) + " (torn or never-written memory)";
+    out.put("user_ranks", Fetched<int64_t>::missing(why));
+    out.warn(channel + " ring.user_ranks " + why);
+    return;
+  }
   out.json()["user_ranks"] = ranks;
 }
 
@@ -36,7 +45,8 @@ void decode_ring(const ObjectView& channel, int64_t nranks, FieldSink& out) {
   sink.put("prev", ring.integer("prev"));
   sink.put("next", ring.integer("next"));
   sink.put("index", ring.integer("index"));
-  if (nranks > 0) decode_user_ranks(ring, nranks, sink);
+  if (nranks > 0)
+    decode_user_ranks(ring, nranks, "channel " + std::to_string(out.json().value("id", -1)), sink);
   for (const char* key : {"prev", "next"}) {
     const auto& value = sink.json()[key];
     if (nranks > 0 && value.is_number_integer() &&

@@ -63,10 +63,10 @@ void decode_counters(const ObjectView& comm, FieldSink& out) {
   uint64_t count = comm.array_length("seqNumber");
   if (count == 0) out.mark_unavailable("seq_launched", "ncclComm has no seqNumber[] in this NCCL version", 0);
   for (uint64_t func = 0; func < count; ++func)
-    seq.put(collective_name(*comm.layout(), static_cast<int64_t>(func)),
-            comm.integer("seqNumber[" + std::to_string(func) + "]"));
-  out.put("coll_op_count", comm.integer("collOpCount"));
-  out.put("op_count", comm.integer("opCount"));
+    seq.put_count(collective_name(*comm.layout(), static_cast<int64_t>(func)),
+                  comm.unsigned_integer("seqNumber[" + std::to_string(func) + "]"));
+  out.put_count("coll_op_count", comm.unsigned_integer("collOpCount"));
+  out.put_count("op_count", comm.unsigned_integer("opCount"));
 
   // P2P operations are counted per channel in the shared resources.
   FieldSink p2p = out.child("p2p_op_count");
@@ -85,6 +85,8 @@ void decode_counters(const ObjectView& comm, FieldSink& out) {
   p2p.json()["per_channel"] = nlohmann::json::array();
   for (uint64_t c = 0; c < channels; ++c) {
     auto value = shared.value->integer("p2pOpCount[" + std::to_string(c) + "]");
+    if (value.ok() && *value.value < 0)  // a uint64 count beyond 2^63-1
+      value = Fetched<int64_t>::missing(FieldSink::impossible_count_reason(static_cast<uint64_t>(*value.value)));
     if (value.ok()) {
       p2p.json()["per_channel"].push_back(*value.value);
       overflow = __builtin_add_overflow(total, *value.value, &total) || overflow;  // torn counters

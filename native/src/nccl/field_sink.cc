@@ -1,5 +1,7 @@
 #include "nccl/field_sink.h"
 
+#include <climits>
+
 #include "util/strings.h"
 
 namespace nsc {
@@ -7,6 +9,23 @@ namespace nsc {
 void FieldSink::put_hex(const std::string& key, const Fetched<uint64_t>& fetched) {
   if (fetched.ok()) (*object_)[key] = hex(*fetched.value);
   else put(key, fetched);
+}
+
+std::string FieldSink::impossible_count_reason(uint64_t value) {
+  if (value <= static_cast<uint64_t>(INT64_MAX)) return "";
+  return "impossible value " + std::to_string(value) + " (beyond 2^63-1: torn or never-written memory)";
+}
+
+void FieldSink::put_count(const std::string& key, const Fetched<uint64_t>& fetched) {
+  if (!fetched.ok()) return put(key, fetched);
+  std::string impossible = impossible_count_reason(*fetched.value);
+  if (impossible.empty()) {
+    (*object_)[key] = static_cast<int64_t>(*fetched.value);
+    return;
+  }
+  (*object_)[key] = nullptr;
+  mark_unavailable(key, impossible, 0);
+  warn(prefix_ + key + ": " + impossible);
 }
 
 void FieldSink::mark_unavailable(const std::string& key, const std::string& why, uint64_t address) {

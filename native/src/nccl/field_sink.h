@@ -53,6 +53,11 @@ class FieldSink {
     else put(key, fetched);
   }
   void put_hex(const std::string& key, const Fetched<uint64_t>& fetched);
+  // A count (operations, steps) NCCL keeps as uint64: beyond INT64_MAX it is torn or
+  // never-written memory, not a count, so null, the value in the reason, and a warning.
+  void put_count(const std::string& key, const Fetched<uint64_t>& fetched);
+  // The reason put_count gives for such a value ("" when the value is a plausible count).
+  static std::string impossible_count_reason(uint64_t value);
   void mark_unavailable(const std::string& key, const std::string& why, uint64_t address);
   void warn(const std::string& message);
 

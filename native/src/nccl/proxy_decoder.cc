@@ -17,7 +17,7 @@ nlohmann::json decode_sub(const ObjectView& sub, const std::string& path, FieldS
   sink.put("nsteps", sub.integer("nsteps"));
   sink.put("nbytes", sub.integer("nbytes"));
   for (const char* counter : {"base", "posted", "received", "transmitted", "done", "end"})
-    sink.put(counter, sub.unsigned_integer(counter));
+    sink.put_count(counter, sub.unsigned_integer(counter));
   // The connection says which side this sub progresses: send (GPU -> network) or receive.
   auto connection = sub.deref("connection");
   if (connection.ok()) sink.put_bool("send", connection.value->integer("send"));
@@ -29,7 +29,7 @@ nlohmann::json decode_args(const ObjectView& args, const std::string& path, Fiel
   const LayoutProfile& layout = *args.layout();
   nlohmann::json entry = {{"address", hex(args.address())}};
   FieldSink sink(&entry, path + ".", &out.scope());
-  sink.put("op_count", args.unsigned_integer("opCount"));
+  sink.put_count("op_count", args.unsigned_integer("opCount"));
   auto coll = args.integer("coll");
   if (coll.ok()) entry["collective"] = collective_name(layout, *coll.value);
   auto pattern = args.integer("pattern");

@@ -61,6 +61,28 @@ json target_json(const Target& target, const StateRequest& request) {
   return out;
 }
 
+// True only when both build-ids were read and differ; null when the target's was
+// unreadable (nothing to compare); false when a profile was chosen by the target's id.
+json build_id_mismatch(const ResolvedLibrary& library) {
+  if (library.build_id_in_target.empty()) return nullptr;
+  if (library.local_path.empty()) return false;
+  return library.build_id_of_file != library.build_id_in_target;
+}
+
+// A candidate that passed the first magic test and failed the others (endMagic flipped,
+// rank out of range) is a communicator found but rejected as corrupt: an error, so that
+// nobody reads "holds no communicator" as "never created one". Echoes inside an accepted
+// comm are not.
+void report_corrupt_candidates(const Discovery& discovery, json* errors) {
+  for (const json& rejected : discovery.rejected) {
+    std::string why = rejected.value("why", "");
+    if (why.rfind("inside comm ", 0) == 0) continue;
+    errors->push_back({{"kind", "discovery"},
+                       {"subject", "communicator candidate " + rejected.value("address", std::string("?"))},
+                       {"reason", "found but rejected as corrupt: " + why}});
+  }
+}
+
 // Prints scan progress on stderr once a scan has run for more than a second.
 ScanProgress progress_printer(bool enabled) {
   if (!enabled) return {};
@@ -115,8 +137,8 @@ json thread_list(Target& target) {
 }
 
 // The document's threads (unwound when asked and possible) and the unwinder's warnings.
-void add_threads(Target& target, const StateRequest& request, json* document) {
-  json warnings = json::array();
+void add_threads(Target& target, const StateRequest& request, json* document,
+                 json warnings = json::array()) {
   bool can_unwind = target.is_core() || (request.pid > 0 && request.live_stacks && !request.read_memory);
   if (request.stacks && can_unwind) {
     // libdwfl attaches each thread itself: end our freeze first (state is already read).
@@ -150,6 +172,7 @@ json build_state_document(const StateRequest& request) {
   search.sysroot = request.sysroot;
   search.solib_search_path = request.solib_search_path;
   search.force_mismatch = request.force_mismatch;
+  search.mismatch_leaves_no_file = true;  // a profile with the target's build-id still decodes
   ResolvedLibrary library;
   try {
     library = resolve_nccl_library(*target, search);
@@ -173,8 +196,11 @@ json build_state_document(const StateRequest& request) {
     layout = load_layout_for_library(library.local_path, library.build_id_in_target,
                                      request.profile_path, &why);
   } catch (const BadInput& error) {
-    if (library.local_file_missing.empty()) throw;
-    throw BadInput(std::string(error.what()) + "; " + library.local_file_missing);
+    std::string message = error.what();
+    if (!library.local_file_missing.empty()) message += "; " + library.local_file_missing;
+    // A cut-off core loses the library's build-id with its memory: say why it is unknown.
+    for (const std::string& warning : target->warnings()) message += "; " + warning;
+    throw BadInput(message);
   }
   if (layout.find_struct("ncclComm") == nullptr)
     throw BadInput(valid_utf8(layout.source) + ": layout has no struct ncclComm (not a libnccl build?)");
@@ -184,7 +210,7 @@ json build_state_document(const StateRequest& request) {
                       {"build_id", library.build_id_in_target.empty() ? json(library.build_id_of_file)
                                                                       : json(library.build_id_in_target)},
                       {"layout_source", valid_utf8(layout.source)},
-                      {"build_id_mismatch", !library.warning.empty()}};
+                      {"build_id_mismatch", build_id_mismatch(library)}};
   if (!library.warning.empty())
     errors.push_back({{"kind", "library"}, {"subject", library.path_in_target}, {"reason", library.warning}});
 
@@ -193,6 +219,7 @@ json build_state_document(const StateRequest& request) {
   discovery_options.progress = progress_printer(request.progress);
   Discovery discovery = discover_communicators(*target, layout, discovery_options);
   document["discovery"] = discovery_json(discovery);
+  report_corrupt_candidates(discovery, &errors);
 
   json communicators = json::array();
   std::unique_ptr<Target> device;
@@ -208,7 +235,12 @@ json build_state_document(const StateRequest& request) {
   document["communicators"] = communicators;
   document["recorder"] = decode_recorder(*target, &errors);  // flight recorder rings, when loaded
 
-  add_threads(*target, request, &document);
+  json warnings = json::array();
+  if (library.local_file_missing.rfind("build-id mismatch", 0) == 0)  // a file set aside; a profile decoded
+    warnings.push_back({{"kind", "library"}, {"subject", valid_utf8(library.path_in_target)},
+                        {"reason", valid_utf8(library.local_file_missing) + "; decoded with " +
+                                       valid_utf8(layout.source)}});
+  add_threads(*target, request, &document, std::move(warnings));
   document["errors"] = errors;
   return document;
 }

@@ -60,6 +60,9 @@ void render_header(const json& document, std::ostringstream& out) {
   if (discovery.is_object()) {
     out << "discovery  " << cell_text(field(discovery, "method")) << ": "
         << field(document, "communicators").size() << " communicator(s)";
+    size_t corrupt = 0;
+    for (const json& error : field(document, "errors")) corrupt += field(error, "kind") == "discovery";
+    if (corrupt > 0) out << ", " << corrupt << " found but rejected as corrupt (see errors)";
     if (field(discovery, "method") == "scan")
       out << ", " << cell_text(field(discovery, "regions_scanned")) << " regions, "
           << cell_text(field(discovery, "bytes_scanned")) << " bytes, "
@@ -182,11 +185,14 @@ void render_threads(const json& document, std::ostringstream& out) {
   const json& threads = field(document, "threads");
   if (!threads.is_array() || threads.empty()) return;
   out << "\nthreads (" << threads.size() << ")\n";
+  // Cores are unwound unless --no-stacks; live targets only with --stacks.
+  bool core = field(field(document, "target"), "kind") == "core";
+  const char* not_unwound = core ? "(not unwound: --no-stacks)" : "(stack not unwound: live needs --stacks)";
   for (const json& thread : threads) {
     const json& blocked_in = field(thread, "blocked_in");
     out << "  " << cell_text(field(thread, "tid")) << " "
         << escape_for_terminal(cell_text(field(thread, "name"))) << "  "
-        << (blocked_in.is_null() ? "(stack not unwound: live needs --stacks)" : cell_text(blocked_in));
+        << (blocked_in.is_null() ? not_unwound : cell_text(blocked_in));
     const json& frames = field(thread, "frames");
     for (size_t i = 0; i < frames.size() && i < 3; ++i)
       out << (i == 0 ? "  at " : " < ") << escape_for_terminal(frame_text(frames[i]));

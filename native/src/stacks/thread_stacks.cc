@@ -7,12 +7,10 @@
 #include <elfutils/libdwfl.h>
 #include <fcntl.h>
 #include <gelf.h>
-#include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <csignal>
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
@@ -24,6 +22,8 @@
 #include <mutex>
 #include <sstream>
 
+#include "target/ptrace_freezer.h"
+#include "util/errors.h"
 #include "util/strings.h"
 
 namespace nsc {
@@ -321,6 +321,27 @@ bool thread_has_ended(int pid, int tid) {
   return access(task.c_str(), F_OK) != 0 && errno == ENOENT;
 }
 
+// Live: libdwfl is told the threads are stopped already (it would PTRACE_ATTACH,
+// a SIGSTOP that outlives us if we die mid-unwind); we seize and interrupt the
+// thread instead, and the stop ends on detach or when ncclscope dies.
+int unwind_stopped_live_thread(int pid, Dwfl_Thread* thread, ThreadWalk* thread_walk,
+                               std::string* error) {
+  try {
+    ThreadFreezer stopped(pid, thread_walk->stack->tid);
+    if (!stopped.is_stopped(thread_walk->stack->tid)) {
+      *error = stopped.unstopped_threads().empty() ? "thread ended before it could be stopped"
+                                                   : "thread did not stop within 2 s";
+      return -1;
+    }
+    int result = dwfl_thread_getframes(thread, on_frame, thread_walk);
+    if (result == -1) *error = "dwfl_thread_getframes: " + dwfl_error_text();
+    return result;
+  } catch (const BadInput& refused) {  // already traced (gdb -p), or not ours to trace
+    *error = refused.what();
+    return -1;
+  }
+}
+
 struct ProcessWalk {
   UnwindSession* session;
   Dwfl* dwfl;
@@ -346,13 +367,13 @@ int on_thread(Dwfl_Thread* thread, void* arg) {
       if (syscall != walk->session->core_syscalls.end()) stack->syscall = syscall->second;
     }
     ThreadWalk thread_walk{walk->session, stack, {}};
-    int result = dwfl_thread_getframes(thread, on_frame, &thread_walk);
-    std::string getframes_error = result == -1 ? dwfl_error_text() : "";
+    int result = 0;
+    std::string getframes_error;
     if (walk->session->live) {
-      // libdwfl leaves a thread attached when reading its registers fails after
-      // attaching; detach here too (ESRCH when it is not ours: harmless).
-      ptrace(PTRACE_DETACH, stack->tid, nullptr,
-             reinterpret_cast<void*>(static_cast<intptr_t>(stack->state == 'T' ? SIGSTOP : 0)));
+      result = unwind_stopped_live_thread(walk->pid, thread, &thread_walk, &getframes_error);
+    } else {
+      result = dwfl_thread_getframes(thread, on_frame, &thread_walk);
+      if (result == -1) getframes_error = "dwfl_thread_getframes: " + dwfl_error_text();
     }
     for (const RawFrame& raw : thread_walk.raw_frames)
       stack->frames.push_back(symbolize(walk->session, walk->dwfl, raw.pc, raw.is_activation));
@@ -369,7 +390,7 @@ int on_thread(Dwfl_Thread* thread, void* arg) {
                      " frames (max_frames)";
     } else if (result == -1 && stack->error.empty()) {
       // Say where it stopped: usually a module without its file (no CFI there).
-      stack->error = "dwfl_thread_getframes: " + getframes_error;
+      stack->error = getframes_error;
       if (!stack->frames.empty()) {
         const StackFrame& last = stack->frames.back();
         stack->error += " (after frame #" + std::to_string(stack->frames.size() - 1) + " in " +
@@ -578,7 +599,7 @@ std::vector<ThreadStack> unwind_live_threads(int pid, const StackOptions& option
     return threads;
   }
   dwfl_report_end(dwfl.get(), nullptr, nullptr);
-  int attach_error = dwfl_linux_proc_attach(dwfl.get(), pid, false);
+  int attach_error = dwfl_linux_proc_attach(dwfl.get(), pid, /*assume_ptrace_stopped=*/true);
   if (attach_error != 0) {
     warn(&session, "stacks " + subject + ": dwfl_linux_proc_attach: " +
                        (attach_error > 0 ? std::strerror(attach_error) : dwfl_error_text()));

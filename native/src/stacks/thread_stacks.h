@@ -54,14 +54,14 @@ std::vector<ThreadStack> unwind_core_threads(const std::string& core_path,
                                              const StackOptions& options,
                                              std::vector<std::string>* warnings);
 
-// Unwinds every thread of a live process. This STOPS THE TARGET: libdwfl
-// ptrace-attaches each thread in turn (a few milliseconds each), reads its
-// registers and stack, and detaches it before moving to the next. Call it
-// only when the user asked for stacks or --freeze. Every thread is detached
-// before this returns, errors included (a thread that was already stopped
-// stays stopped). Fails for threads already traced by another debugger
-// (gdb -p): use the debugger's own unwinder there. Options other than
-// max_frames/max_threads are ignored: live files come from /proc/PID.
+// Unwinds every thread of a live process. This STOPS THE TARGET, one thread
+// at a time (a few milliseconds each): PTRACE_SEIZE + PTRACE_INTERRUPT, then
+// libdwfl reads its registers and stack, then detach. No SIGSTOP is ever sent,
+// so a stop ends even if ncclscope is killed (SIGKILL included); SIGINT/SIGTERM/
+// SIGHUP detach first. A thread stopped by job control before stays stopped.
+// Call it only when the user asked for stacks. Fails for threads already traced
+// by another debugger (gdb -p): use the debugger's own unwinder there. Options
+// other than max_frames/max_threads are ignored: live files come from /proc/PID.
 std::vector<ThreadStack> unwind_live_threads(int pid, const StackOptions& options,
                                              std::vector<std::string>* warnings);
 

@@ -74,6 +74,12 @@ void choose_local_file(const Target& target, const LibrarySearch& options,
     return;
   } else if (options.force_mismatch) {
     library->warning = "build-id mismatch ignored (--force-mismatch): " + mismatch_text(*library);
+  } else if (options.mismatch_leaves_no_file) {
+    library->local_file_missing = "build-id mismatch: " + mismatch_text(*library) +
+                                  " (use --sysroot/--solib-search-path to point at the right file, or "
+                                  "--force-mismatch)";
+    library->local_path.clear();
+    library->build_id_of_file.clear();
   } else {
     throw BadInput(target.describe() + ": build-id mismatch: " + mismatch_text(*library) +
                    " (use --sysroot/--solib-search-path to point at the right file, or "

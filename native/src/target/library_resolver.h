@@ -15,6 +15,9 @@ struct LibrarySearch {
   std::string sysroot;                         // gdb's `set sysroot` ("" = none)
   std::vector<std::string> solib_search_path;  // gdb's `set solib-search-path`
   bool force_mismatch = false;                 // accept a file whose build-id differs
+  // Drop a file whose build-id differs instead of refusing it (local_path "",
+  // local_file_missing says why): a profile keyed by the target's build-id may decode.
+  bool mismatch_leaves_no_file = false;
 };
 
 struct ResolvedLibrary {

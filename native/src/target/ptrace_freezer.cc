@@ -112,6 +112,16 @@ ThreadFreezer::ThreadFreezer(int pid) : pid_(pid) {
   }
 }
 
+ThreadFreezer::ThreadFreezer(int pid, int tid) : pid_(pid) {
+  install_handlers_once();
+  try {
+    seize_one(tid);
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
 ThreadFreezer::~ThreadFreezer() { release(); }
 
 // One pass over /proc/PID/task; true if it found (and stopped) a thread not seen before.

@@ -1,6 +1,7 @@
-// Stops every thread of a live process for a consistent read (PTRACE_SEIZE +
-// PTRACE_INTERRUPT) and always resumes them: destructor, atexit, and
-// SIGINT/SIGTERM/SIGHUP handlers that detach before re-raising.
+// Stops threads of a live process (PTRACE_SEIZE + PTRACE_INTERRUPT: no SIGSTOP,
+// so a stop ends by itself when ncclscope dies, even by SIGKILL) and always
+// resumes them: destructor, atexit, and SIGINT/SIGTERM/SIGHUP handlers that
+// detach before re-raising.
 #pragma once
 
 #include <map>
@@ -14,6 +15,8 @@ class ThreadFreezer {
   // Seizes and interrupts all threads (re-listing until no new thread appears).
   // Throws nsc::BadInput "pid N: may not trace (...)" when ptrace is refused.
   explicit ThreadFreezer(int pid);
+  // Stops only thread tid of process pid (the stack phase stops one thread at a time).
+  ThreadFreezer(int pid, int tid);
   ~ThreadFreezer();
   ThreadFreezer(const ThreadFreezer&) = delete;
   ThreadFreezer& operator=(const ThreadFreezer&) = delete;

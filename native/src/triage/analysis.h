@@ -60,8 +60,18 @@ struct Finding {
   nlohmann::json kernel_waits;
 };
 
+// An input set aside before the merge: every (communicator, rank) it holds is held by an
+// input before it in name order, so input order never decides which copy counts.
+struct DuplicateInput {
+  std::string name, kind;
+  std::string kept;  // the input whose copy counts
+  // Per communicator it holds: {"comm_hash", "rank", "kept", "ignored", "differs": [...]}.
+  std::vector<nlohmann::json> copies;
+};
+
 struct Job {
   std::vector<ProcessView> processes;
+  std::vector<DuplicateInput> duplicate_inputs;  // not in processes: their threads do not count
   std::vector<CommGroup> comms;
   std::vector<std::vector<Finding>> findings;  // parallel to comms
   int world_comm = -1;
@@ -88,7 +98,10 @@ struct Job {
 };
 
 // Steps, in order (triage.cc drives them).
-void merge_communicators(Job* job);
+void merge_communicators(Job* job);  // sets duplicate inputs aside first
+// After analyze_communicators: a "duplicate-rank-disagrees" finding for each rank two inputs
+// hold with different values, naming both inputs and the fields.
+void add_duplicate_findings(Job* job);
 void find_unrelated_jobs(Job* job);
 void analyze_communicators(Job* job);
 void analyze_startup(Job* job);  // start-up hang: ranks in the rendezvous, ranks elsewhere

@@ -518,11 +518,14 @@ class CommAnalyzer {
                                "; " + members_phrase(group_.missing_ranks) + " " + verb_for(group_.missing_ranks, "has", "have") + " no input holding this communicator");
     size_t commless = job_.commless_processes.size();
     if (commless > 0) {
-      std::string names;
-      for (size_t i = 0; i < commless && i < 4; ++i)
+      std::string names, rejected;
+      for (size_t i = 0; i < commless && i < 4; ++i) {
         names += (i ? ", " : "") + job_.processes[job_.commless_processes[i]].input_name;
+        rejected += rejected_comms_note(job_.processes[job_.commless_processes[i]]);
+      }
       finding.evidence.push_back(plural(commless, "input") + (commless == 1 ? " holds" : " hold") + " no communicator at all (" + names +
-                                 "): such a process aborted or destroyed its communicators, or never created them");
+                                 (rejected.empty() ? "): such a process aborted or destroyed its communicators, or never created them"
+                                                   : ")" + rejected));
       finding.extra["possibly_inputs"] = nlohmann::json::array();
       for (int p : job_.commless_processes) finding.extra["possibly_inputs"].push_back(job_.processes[p].input_name);
     }

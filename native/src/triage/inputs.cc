@@ -153,15 +153,26 @@ std::vector<WorkItem> expand_inputs(const LoadRequest& request, std::vector<Tria
       continue;
     }
     std::vector<std::string> names;
+    std::vector<std::pair<std::string, std::string>> unusable;  // path, why
     while (dirent* entry = readdir(directory)) {
       std::string name = entry->d_name;
       if (name == "." || name == ".." || !wanted_in_directory(name)) continue;
-      struct stat file_info;
       std::string full = path + (path.back() == '/' ? "" : "/") + name;
-      if (stat(full.c_str(), &file_info) == 0 && S_ISREG(file_info.st_mode)) names.push_back(full);
+      // Named like an input but unusable (a symlink loop, a dangling link, a folder): said, not skipped.
+      struct stat file_info;
+      if (stat(full.c_str(), &file_info) != 0) {
+        unusable.emplace_back(full, std::strerror(errno));
+      } else if (!S_ISREG(file_info.st_mode)) {
+        unusable.emplace_back(full, S_ISDIR(file_info.st_mode) ? "not a regular file (a directory)" : "not a regular file");
+      } else {
+        names.push_back(full);
+      }
     }
     closedir(directory);
-    if (names.empty()) {
+    std::sort(unusable.begin(), unusable.end(),
+              [](const auto& a, const auto& b) { return natural_less(a.first, b.first); });
+    for (const auto& [file, why] : unusable) failures->push_back({file, "file", file + ": " + why + "; skipped"});
+    if (names.empty() && unusable.empty()) {
       failures->push_back({path, "directory", path + ": empty directory (no core*, *.core or *.json file in it)"});
       continue;
     }

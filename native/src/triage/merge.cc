@@ -2,8 +2,10 @@
 // duplicate inputs, the world communicator, and inputs from unrelated jobs.
 #include <algorithm>
 #include <numeric>
+#include <type_traits>
 
 #include "triage/analysis.h"
+#include "triage/inputs.h"
 #include "triage/rank_set.h"
 
 namespace nsc::triage {
@@ -37,7 +39,101 @@ std::string process_doing(const Job& job, int process) {
   return describe_thread(*thread);
 }
 
+namespace {
+
+template <typename T>
+std::string value_text(const Maybe<T>& value) {
+  if (!value) return "unavailable";
+  if constexpr (std::is_same_v<T, bool>) return *value ? "true" : "false";
+  else if constexpr (std::is_same_v<T, std::string>) return *value;
+  else return std::to_string(*value);
+}
+
+// The fields two copies of one rank's communicator disagree on: "seq_launched.AllGather 1 vs 0".
+std::vector<std::string> differing_fields(const CommView& kept, const CommView& other) {
+  std::vector<std::string> fields;
+  auto compare = [&](const std::string& name, const auto& a, const auto& b) {
+    if (a != b) fields.push_back(name + " " + value_text(a) + " vs " + value_text(b));
+  };
+  compare("nranks", kept.nranks, other.nranks);
+  for (int c = 0; c < kNumCollectives; ++c)
+    compare(std::string("seq_launched.") + kCollectiveNames[c], kept.seq_launched[c], other.seq_launched[c]);
+  compare("coll_op_count", kept.coll_op_count, other.coll_op_count);
+  compare("p2p_op_count.total", kept.p2p_total, other.p2p_total);
+  compare("health.async_result", kept.health.async_result, other.health.async_result);
+  compare("health.abort_flag", kept.health.abort_flag, other.health.abort_flag);
+  compare("health.destroy_flag", kept.health.destroy_flag, other.health.destroy_flag);
+  compare("health.revoked", kept.health.revoked, other.health.revoked);
+  compare("planned.n_tasks_coll", kept.n_tasks_coll, other.n_tasks_coll);
+  compare("planned.n_tasks_p2p", kept.n_tasks_p2p, other.n_tasks_p2p);
+  compare("planned.unlaunched_plans", kept.unlaunched_plans, other.unlaunched_plans);
+  compare("proxy_ops (count)", Maybe<int64_t>(static_cast<int64_t>(kept.proxy_ops.size())),
+          Maybe<int64_t>(static_cast<int64_t>(other.proxy_ops.size())));
+  return fields;
+}
+
+std::string blocked_in_of(const ProcessView& process) {
+  const ThreadView* thread = process.principal();
+  return thread == nullptr || thread->blocked_in.empty() ? "unknown" : thread->blocked_in;
+}
+
+nlohmann::json duplicate_entry(const ProcessView& kept, const CommView& kept_comm, const ProcessView& ignored,
+                               const CommView& ignored_comm) {
+  std::vector<std::string> differs = differing_fields(kept_comm, ignored_comm);
+  if (blocked_in_of(kept) != blocked_in_of(ignored))
+    differs.push_back("application thread blocked_in " + blocked_in_of(kept) + " vs " + blocked_in_of(ignored));
+  return {{"comm_hash", kept_comm.comm_hash_text}, {"rank", *kept_comm.rank}, {"kept", kept.input_name},
+          {"ignored", ignored.input_name}, {"differs", differs}};
+}
+
+bool name_order(const ProcessView& a, const ProcessView& b) { return natural_less(a.input_name, b.input_name); }
+
+// Inputs all of whose (communicator, rank) pairs an input earlier in name order holds:
+// moved out of job->processes into job->duplicate_inputs, so they neither count twice
+// (threads, graph nodes) nor let the command line's order pick the copy that counts.
+void set_aside_duplicate_inputs(Job* job) {
+  std::vector<size_t> order(job->processes.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return name_order(job->processes[a], job->processes[b]); });
+  std::map<std::pair<uint64_t, int>, std::pair<size_t, size_t>> holder;  // (hash, rank) -> (process, comm)
+  std::vector<bool> aside(job->processes.size(), false);
+  for (size_t p : order) {
+    const ProcessView& process = job->processes[p];
+    bool any = false, all_held = true;
+    for (const CommView& comm : process.comms)
+      if (comm.rank) any = true, all_held = all_held && holder.count({comm.comm_hash, *comm.rank});
+    if (any && all_held) {
+      aside[p] = true;
+      continue;
+    }
+    for (size_t c = 0; c < process.comms.size(); ++c)
+      if (process.comms[c].rank) holder.emplace(std::make_pair(process.comms[c].comm_hash, *process.comms[c].rank),
+                                                std::make_pair(p, c));
+  }
+  for (size_t p = 0; p < job->processes.size(); ++p) {
+    if (!aside[p]) continue;
+    const ProcessView& process = job->processes[p];
+    DuplicateInput duplicate{process.input_name, process.kind, "", {}};
+    for (const CommView& comm : process.comms) {
+      if (!comm.rank) continue;
+      auto [kept_p, kept_c] = holder.at({comm.comm_hash, *comm.rank});
+      const ProcessView& kept = job->processes[kept_p];
+      if (duplicate.kept.empty()) duplicate.kept = kept.input_name;
+      duplicate.copies.push_back(duplicate_entry(kept, kept.comms[kept_c], process, comm));
+    }
+    job->duplicate_inputs.push_back(std::move(duplicate));
+  }
+  std::vector<ProcessView> kept;
+  for (size_t p = 0; p < job->processes.size(); ++p)
+    if (!aside[p]) kept.push_back(std::move(job->processes[p]));
+  job->processes = std::move(kept);
+}
+
+}  // namespace
+
 void merge_communicators(Job* job) {
+  set_aside_duplicate_inputs(job);
   std::unordered_map<uint64_t, size_t> group_of_hash;
   for (size_t p = 0; p < job->processes.size(); ++p) {
     const ProcessView& process = job->processes[p];
@@ -71,17 +167,17 @@ void merge_communicators(Job* job) {
     }
   }
   for (CommGroup& group : job->comms) {
-    // Stable: the first input of a rank wins, later ones are duplicates.
-    std::stable_sort(group.members.begin(), group.members.end(),
-                     [](const Member& a, const Member& b) { return a.rank < b.rank; });
+    // Of two inputs holding one rank, the first in name order wins (never the command line's order).
+    std::stable_sort(group.members.begin(), group.members.end(), [&](const Member& a, const Member& b) {
+      if (a.rank != b.rank) return a.rank < b.rank;
+      return name_order(job->processes[a.process], job->processes[b.process]);
+    });
     std::vector<Member> unique;
     double position_sum = 0;
     for (const Member& member : group.members) {
       if (!unique.empty() && unique.back().rank == member.rank) {
-        group.duplicates.push_back(
-            {{"rank", member.rank},
-             {"kept", job->processes[unique.back().process].input_name},
-             {"ignored", job->processes[member.process].input_name}});
+        group.duplicates.push_back(duplicate_entry(job->processes[unique.back().process], job->comm_of(unique.back()),
+                                                   job->processes[member.process], job->comm_of(member)));
         continue;
       }
       unique.push_back(member);
@@ -100,6 +196,10 @@ void merge_communicators(Job* job) {
                                    std::to_string(*group.nranks - 1));
     }
   }
+  for (const DuplicateInput& duplicate : job->duplicate_inputs)
+    for (const nlohmann::json& copy : duplicate.copies)
+      for (CommGroup& group : job->comms)
+        if (group.hash_text == copy["comm_hash"]) group.duplicates.push_back(copy);
   // The world: the largest communicator; ties go to the one most often seen
   // and earliest in the registry (NCCL registers comms in creation order).
   for (size_t g = 0; g < job->comms.size(); ++g) {
@@ -131,6 +231,25 @@ void merge_communicators(Job* job) {
     if (!job->world_rank[p] && job->processes[p].launcher_rank) {
       job->world_rank[p] = job->processes[p].launcher_rank;
       job->rank_from_launcher[p] = true;
+    }
+}
+
+void add_duplicate_findings(Job* job) {
+  for (size_t g = 0; g < job->comms.size(); ++g)
+    for (const nlohmann::json& copy : job->comms[g].duplicates) {
+      if (copy["differs"].empty()) continue;
+      Finding finding("duplicate-rank-disagrees");
+      std::string kept = copy["kept"], ignored = copy["ignored"], fields;
+      for (const nlohmann::json& field : copy["differs"]) fields += (fields.empty() ? "" : "; ") + field.get<std::string>();
+      finding.evidence.push_back(kept + " and " + ignored + " both hold rank " + copy["rank"].dump() +
+                                 " of this communicator and disagree: " + fields + ". " + ignored +
+                                 " is set aside (of two copies the first in name order counts); "
+                                 "check which file really is that rank");
+      finding.extra["rank"] = copy["rank"];
+      finding.extra["inputs"] = {kept, ignored};
+      finding.extra["differs"] = copy["differs"];
+      finding.edge_kind = "";
+      job->findings[g].push_back(std::move(finding));
     }
 }
 

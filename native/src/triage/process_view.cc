@@ -73,6 +73,25 @@ P2pDirection direction_of(const std::string& pattern, const std::string& collect
 
 namespace {
 
+std::string shown_value(const json& value) {
+  if (value.is_number_unsigned()) return std::to_string(value.get<uint64_t>());
+  if (value.is_number_integer()) return std::to_string(value.get<int64_t>());
+  if (value.is_boolean()) return value.get<bool>() ? "true" : "false";
+  if (value.is_string()) return "a string";
+  return "a non-integer number";
+}
+
+// A scalar the snapshot holds that its field rule refused: unavailable, with the reason.
+template <typename T>
+void note_refused(const json& object, const char* key, const std::string& field, const Maybe<T>& accepted,
+                  const char* expected, CommView* comm) {
+  const json* value = member(object, key);
+  if (value == nullptr || accepted || !value->is_primitive() || value->is_null()) return;
+  comm->unavailable.emplace_back(field, refused_value_reason(shown_value(*value), expected));
+  if (comm->warnings.size() < kMaxCommWarnings)
+    comm->warnings.push_back(refused_value_warning(comm->position, field, comm->unavailable.back().second));
+}
+
 void read_unavailable(const json& object, const std::string& prefix,
                       std::vector<std::pair<std::string, std::string>>* out) {
   const json* map = member(object, "unavailable");
@@ -157,12 +176,20 @@ CommView read_comm(const json& entry, size_t position) {
   comm.comm_hash_text = hex(hash);  // one spelling, whatever the writer used
   comm.address = text_at(entry, "address");
   comm.rank = index_rule(integer_at(entry, "rank"));
+  note_refused(entry, "rank", "rank", comm.rank, kExpectRank, &comm);
   comm.nranks = size_rule(integer_at(entry, "nranks"));
+  note_refused(entry, "nranks", "nranks", comm.nranks, kExpectRankCount, &comm);
   if (const json* seq = member(entry, "seq_launched"); seq && seq->is_object())
-    for (int c = 0; c < kNumCollectives; ++c) comm.seq_launched[c] = count_rule(integer_at(*seq, kCollectiveNames[c]));
+    for (int c = 0; c < kNumCollectives; ++c) {
+      comm.seq_launched[c] = count_rule(integer_at(*seq, kCollectiveNames[c]));
+      note_refused(*seq, kCollectiveNames[c], std::string("seq_launched.") + kCollectiveNames[c],
+                   comm.seq_launched[c], kExpectCount, &comm);
+    }
   comm.coll_op_count = count_rule(integer_at(entry, "coll_op_count"));
+  note_refused(entry, "coll_op_count", "coll_op_count", comm.coll_op_count, kExpectCount, &comm);
   if (const json* p2p = member(entry, "p2p_op_count")) {
     comm.p2p_total = count_rule(integer_at(*p2p, "total"));
+    if (p2p->is_object()) note_refused(*p2p, "total", "p2p_op_count.total", comm.p2p_total, kExpectCount, &comm);
     read_unavailable(*p2p, "p2p_op_count.", &comm.unavailable);
   }
   if (const json* health = member(entry, "health")) {
@@ -182,7 +209,12 @@ CommView read_comm(const json& entry, size_t position) {
       if (op.is_object()) comm.proxy_ops.push_back(read_proxy_op(op));
   }
   if (const json* planned = member(entry, "planned")) read_planned(*planned, &comm);
+  if (const json* warnings = member(entry, "warnings"); warnings && warnings->is_array())
+    for (const json& warning : *warnings)
+      if (warning.is_string() && comm.warnings.size() < kMaxCommWarnings)
+        comm.warnings.push_back(warning.get<std::string>());
   read_unavailable(entry, "", &comm.unavailable);
+  sort_comm_notes(&comm);
   return comm;
 }
 
@@ -331,12 +363,55 @@ ProcessView summarize_state_document(const nlohmann::json& document, const std::
       if (thread.is_object()) process.threads.push_back(read_thread(thread, &process.stack_notes));
   if (const json* errors = member(document, "errors"); errors && errors->is_array())
     for (const json& error : *errors) {
-      if (error.is_object()) process.document_errors.push_back(text_at(error, "message"));
+      if (error.is_object()) {
+        process.document_errors.push_back(
+            error_entry_text(text_at(error, "message"), text_at(error, "subject"), text_at(error, "reason")));
+        if (text_at(error, "kind") == "discovery") process.rejected_comms.push_back(process.document_errors.back());
+      }
       else if (error.is_string()) process.document_errors.push_back(error.get<std::string>());
     }
   if (const json* recorder = member(document, "recorder")) process.recorder = sanitize_recorder_section(*recorder);
   process.principal_thread = pick_principal_thread(process);
   return process;
+}
+
+std::vector<std::string> input_problems(const ProcessView& process) {
+  std::vector<std::string> problems = process.document_errors;
+  for (const CommView& comm : process.comms)
+    problems.insert(problems.end(), comm.warnings.begin(), comm.warnings.end());
+  return problems;
+}
+
+std::string rejected_comms_note(const ProcessView& process) {
+  if (process.rejected_comms.empty()) return "";
+  std::string more = process.rejected_comms.size() > 1
+                         ? " and " + std::to_string(process.rejected_comms.size() - 1) + " more" : "";
+  return " (a communicator found but rejected as corrupt: " + process.rejected_comms.front() + more + ")";
+}
+
+std::string damage_text(const ProcessView& process) {
+  std::vector<std::string> problems = input_problems(process);
+  if (problems.empty()) return "";
+  std::string more = problems.size() > 1 ? " and " + std::to_string(problems.size() - 1) + " more" : "";
+  return "read only in part: " + problems.front() + more;
+}
+
+std::string damage_suffix(const ProcessView& process) {
+  std::string text = damage_text(process);
+  return text.empty() ? "" : " (" + text + ")";
+}
+
+std::string damaged_inputs_note(const std::vector<ProcessView>& processes) {
+  std::string names;
+  size_t damaged = 0;
+  for (const ProcessView& process : processes) {
+    std::string suffix = damage_suffix(process);
+    if (suffix.empty()) continue;
+    if (++damaged <= 3) names += (damaged > 1 ? ", " : "") + process.input_name + suffix;
+  }
+  if (damaged == 0) return "";
+  if (damaged > 3) names += " and " + std::to_string(damaged - 3) + " more";
+  return "Drawn from " + std::to_string(damaged) + " input(s) read only in part: " + names + ".";
 }
 
 bool is_nccl_host_call(const std::string& blocked_in) {

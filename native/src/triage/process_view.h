@@ -72,6 +72,7 @@ struct CommView {
   Maybe<bool> in_group;
   // field name ("seq_launched.AllGather", "health.abort_flag") -> reason.
   std::vector<std::pair<std::string, std::string>> unavailable;
+  std::vector<std::string> warnings;  // the snapshot's own warnings for it (failed sanity checks)
   size_t position = 0;  // index in the document's communicators[]: registry order
   // No NCCL communicator with this hash in memory: identity and counters come from the
   // flight recorder's comm table and its recorded collectives (recorder_join.cc).
@@ -108,7 +109,10 @@ struct ProcessView {
   std::vector<CommView> comms;
   std::vector<ThreadView> threads;
   int principal_thread = -1;  // the application thread triage describes
-  std::vector<std::string> document_errors;  // the snapshot's own errors[] messages
+  // The snapshot's own errors[]: "message", else "subject: reason" (what `state` printed).
+  std::vector<std::string> document_errors;
+  // Its errors[] of kind "discovery": communicators found but rejected as corrupt.
+  std::vector<std::string> rejected_comms;
   // Modules whose frames carry a note (e.g. "libc.so.6 (build-id mismatch: ...)"): their
   // frames are not symbolized; said once per input instead of in every frame.
   std::vector<std::string> stack_notes;
@@ -129,6 +133,20 @@ ProcessView summarize_state_document(const nlohmann::json& document, const std::
 // The "recorder" section of a state document reduced to what triage uses, every value
 // type-checked (a snapshot is untrusted input); null when absent or not found.
 nlohmann::json sanitize_recorder_section(const nlohmann::json& section);
+
+// Everything `state` reported wrong with this input (its errors[], then each communicator's
+// warnings): non-empty makes the input "partial" in triage, as it makes `state` exit 1.
+std::vector<std::string> input_problems(const ProcessView& process);
+// One line for the verdict when some inputs are partial: "Drawn from 1 input(s) read only in
+// part: A (read only in part: core_open A: core file truncated ...)."; "" when none is.
+std::string damaged_inputs_note(const std::vector<ProcessView>& processes);
+// " (a communicator found but rejected as corrupt: 0x...: endMagic is ...)" or "": for the
+// sentences about an input that holds no usable communicator.
+std::string rejected_comms_note(const ProcessView& process);
+// "read only in part: FIRST PROBLEM and N more", or "" when the input has no problem.
+std::string damage_text(const ProcessView& process);
+// The same as " (...)", or "": appended to a message about the input.
+std::string damage_suffix(const ProcessView& process);
 
 // Host-side blocking classes that mean "inside an NCCL call, not launched yet".
 bool is_nccl_host_call(const std::string& blocked_in);

@@ -243,17 +243,19 @@ std::string render_triage_text(const nlohmann::json& report) {
   lines.push_back("All threads (prefix tree, outermost frame first):");
   render_tree(report["stack_classes"]["tree"], 0, &lines);
   lines.push_back("");
-  size_t ok = 0, failed = 0, ignored = 0, views_joined = 0, views = 0;
+  size_t ok = 0, failed = 0, ignored = 0, duplicates = 0, views_joined = 0, views = 0;
   for (const json& input : report["inputs"]) {
     if (input.value("kind", "") == "kernels") {
       ++views;
       views_joined += input["status"] == "ok" ? 1 : 0;
       continue;
     }
-    (input["status"] == "ok" ? ok : input["status"] == "ignored" ? ignored : failed)++;
+    if (input["status"] == "duplicate") ++duplicates;
+    else (input["status"] == "ok" || input["status"] == "partial" ? ok : input["status"] == "ignored" ? ignored : failed)++;
   }
   lines.push_back("Inputs: " + std::to_string(ok) + " usable, " + std::to_string(failed) + " unusable" +
                   (ignored ? ", " + std::to_string(ignored) + " ignored (JSON files that are not snapshots)" : "") +
+                  (duplicates ? ", " + std::to_string(duplicates) + " set aside as duplicates" : "") +
                   (views ? "; kernel views: " + std::to_string(views_joined) + " joined, " +
                                std::to_string(views - views_joined) + " not joined"
                          : ""));

@@ -18,7 +18,7 @@ enum class Where {
   kRoot, kTarget, kLauncher, kHost, kNccl, kComms, kComm, kSeq, kP2p, kP2pUnavailable, kHealth, kChannels,
   kChannel, kRing, kTree, kTreeDown, kProxyOps, kProxyOp, kSubs, kSub, kPlanned, kPlannedColls,
   kPlannedColl, kPlannedP2ps, kPlannedP2p, kCommUnavailable, kThreads, kThread, kFrames, kFrame,
-  kErrors, kError, kSkip
+  kErrors, kError, kCommWarnings, kSkip
 };
 
 struct Scalar {
@@ -26,7 +26,18 @@ struct Scalar {
   int64_t integer = 0;
   bool boolean = false;
   const std::string* text = nullptr;
+  std::string beyond_int64;  // kOther: an unsigned integer too large for int64, as text
 };
+
+// The value as refused_value_reason shows it (the same words as the document path).
+std::string shown_value(const Scalar& v) {
+  switch (v.type) {
+    case Scalar::kInt: return std::to_string(v.integer);
+    case Scalar::kBool: return v.boolean ? "true" : "false";
+    case Scalar::kString: return "a string";
+    default: return v.beyond_int64.empty() ? "a non-integer number" : v.beyond_int64;
+  }
+}
 
 Maybe<int64_t> as_int(const Scalar& v) {
   if (v.type == Scalar::kInt) return v.integer;
@@ -77,6 +88,7 @@ class Summarizer : public json::json_sax_t {
     Scalar v;
     v.type = value > static_cast<uint64_t>(INT64_MAX) ? Scalar::kOther : Scalar::kInt;
     v.integer = static_cast<int64_t>(value);
+    if (v.type == Scalar::kOther) v.beyond_int64 = std::to_string(value);
     return scalar(v);
   }
   bool number_float(number_float_t value, const string_t&) override {
@@ -92,7 +104,12 @@ class Summarizer : public json::json_sax_t {
     v.text = &value;
     return scalar(v);
   }
-  bool binary(binary_t&) override { return capturing() ? capture(nullptr) : scalar(Scalar{Scalar::kOther}); }
+  bool binary(binary_t&) override {
+    if (capturing()) return capture(nullptr);
+    Scalar v;
+    v.type = Scalar::kOther;
+    return scalar(v);
+  }
   bool key(string_t& value) override {
     key_ = value;
     return true;
@@ -177,6 +194,7 @@ class Summarizer : public json::json_sax_t {
         if (!is_object && k == "proxy_ops") return Where::kProxyOps;
         if (is_object && k == "planned") return Where::kPlanned;
         if (is_object && k == "unavailable") return Where::kCommUnavailable;
+        if (!is_object && k == "warnings") return Where::kCommWarnings;
         return Where::kSkip;
       case Where::kP2p: return is_object && k == "unavailable" ? Where::kP2pUnavailable : Where::kSkip;
       case Where::kChannels: return is_object ? Where::kChannel : Where::kSkip;
@@ -236,7 +254,7 @@ class Summarizer : public json::json_sax_t {
       case Where::kPlannedColl: comm().planned_colls.emplace_back(); break;
       case Where::kPlannedP2p: comm().planned_p2p.emplace_back(); break;
       case Where::kThread: process_->threads.emplace_back(); break;
-      case Where::kError: process_->document_errors.emplace_back(); break;
+      case Where::kError: error_ = RawError{}; break;
       case Where::kFrame: frame_ = RawFrame{}; break;
       default: break;
     }
@@ -260,6 +278,10 @@ class Summarizer : public json::json_sax_t {
         planned_kind_.clear();
         break;
       }
+      case Where::kError:
+        process_->document_errors.push_back(error_entry_text(error_.message, error_.subject, error_.reason));
+        if (error_.kind == "discovery") process_->rejected_comms.push_back(process_->document_errors.back());
+        break;
       case Where::kFrame:
         process_->threads.back().frames.push_back(
             make_frame(frame_.function, frame_.module, frame_.offset, frame_.pc, &process_->stack_notes));
@@ -280,9 +302,19 @@ class Summarizer : public json::json_sax_t {
     }
     view.comm_hash = hash;
     view.comm_hash_text = hex(hash);
+    sort_comm_notes(&view);
   }
 
   CommView& comm() { return process_->comms.back(); }
+
+  // A scalar its field rule refused: unavailable, with the reason (as read_comm does).
+  template <typename T>
+  void refused_if(const Scalar& v, const std::string& field, const Maybe<T>& accepted, const char* expected) {
+    if (v.type == Scalar::kNull || accepted) return;
+    comm().unavailable.emplace_back(field, refused_value_reason(shown_value(v), expected));
+    if (comm().warnings.size() < kMaxCommWarnings)
+      comm().warnings.push_back(refused_value_warning(comm().position, field, comm().unavailable.back().second));
+  }
 
   void unavailable(Where map, std::string reason) {
     comm().unavailable.emplace_back((map == Where::kP2pUnavailable ? "p2p_op_count." : "") + key_, std::move(reason));
@@ -324,16 +356,19 @@ class Summarizer : public json::json_sax_t {
       case Where::kComm:
         if (k == "comm_hash") comm().comm_hash_text = as_string(v).value_or("");
         else if (k == "address") comm().address = as_string(v).value_or("");
-        else if (k == "rank") comm().rank = index_rule(as_int(v));
-        else if (k == "nranks") comm().nranks = size_rule(as_int(v));
-        else if (k == "coll_op_count") comm().coll_op_count = count_rule(as_int(v));
+        else if (k == "rank") refused_if(v, "rank", comm().rank = index_rule(as_int(v)), kExpectRank);
+        else if (k == "nranks") refused_if(v, "nranks", comm().nranks = size_rule(as_int(v)), kExpectRankCount);
+        else if (k == "coll_op_count")
+          refused_if(v, "coll_op_count", comm().coll_op_count = count_rule(as_int(v)), kExpectCount);
         break;
       case Where::kSeq:
         for (int c = 0; c < kNumCollectives; ++c)
-          if (k == kCollectiveNames[c]) comm().seq_launched[c] = count_rule(as_int(v));
+          if (k == kCollectiveNames[c])
+            refused_if(v, std::string("seq_launched.") + kCollectiveNames[c],
+                       comm().seq_launched[c] = count_rule(as_int(v)), kExpectCount);
         break;
       case Where::kP2p:
-        if (k == "total") comm().p2p_total = count_rule(as_int(v));
+        if (k == "total") refused_if(v, "p2p_op_count.total", comm().p2p_total = count_rule(as_int(v)), kExpectCount);
         break;
       case Where::kP2pUnavailable:
       case Where::kCommUnavailable: unavailable(level.where, as_string(v).value_or("")); break;
@@ -410,7 +445,14 @@ class Summarizer : public json::json_sax_t {
         if (v.type == Scalar::kString) process_->document_errors.push_back(*v.text);
         break;
       case Where::kError:
-        if (k == "message") process_->document_errors.back() = as_string(v).value_or("");
+        if (k == "message") error_.message = as_string(v).value_or("");
+        else if (k == "subject") error_.subject = as_string(v).value_or("");
+        else if (k == "reason") error_.reason = as_string(v).value_or("");
+        else if (k == "kind") error_.kind = as_string(v).value_or("");
+        break;
+      case Where::kCommWarnings:
+        if (v.type == Scalar::kString && comm().warnings.size() < kMaxCommWarnings)
+          comm().warnings.push_back(*v.text);
         break;
       default: break;
     }
@@ -425,6 +467,9 @@ class Summarizer : public json::json_sax_t {
   std::vector<Level> stack_;
   std::string key_;
   RawFrame frame_;
+  struct RawError {
+    std::string message, subject, reason, kind;
+  } error_;
   std::string planned_kind_;
   json captured_;                     // the "recorder" object while it is read
   std::vector<json*> capture_stack_;  // open containers inside it, innermost last

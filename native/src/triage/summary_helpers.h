@@ -2,6 +2,7 @@
 // parsed document (process_view.cc) and straight from its text (sax_summary.cc).
 #pragma once
 
+#include <algorithm>
 #include <climits>
 #include <string>
 #include <vector>
@@ -17,6 +18,37 @@ std::string normalize_pattern(const std::string& raw);
 P2pDirection direction_of(const std::string& pattern, const std::string& collective);
 int pick_principal_thread(const ProcessView& process);
 bool is_service_thread(const std::string& blocked_in);
+
+// An errors[] entry of a state document as one line: its "message", else "subject: reason".
+inline std::string error_entry_text(const std::string& message, const std::string& subject,
+                                    const std::string& reason) {
+  if (!message.empty()) return message;
+  if (subject.empty()) return reason;
+  return reason.empty() ? subject : subject + ": " + reason;
+}
+// Why a value the snapshot holds was refused by its field rule (the same words from both
+// summarizers): "snapshot value -2 is impossible (1..2147483647 ranks)". `shown` is the value
+// as an integer, "true"/"false", "a string" or "a non-integer number".
+inline std::string refused_value_reason(const std::string& shown, const char* expected) {
+  return "snapshot value " + shown + " is impossible (" + expected + ")";
+}
+// The input problem it makes: "communicator 0: nranks: snapshot value 0 is impossible (...)".
+inline std::string refused_value_warning(size_t position, const std::string& field, const std::string& reason) {
+  return "communicator " + std::to_string(position) + ": " + field + ": " + reason;
+}
+constexpr const char* kExpectRank = "a rank is 0..2147483647";
+constexpr const char* kExpectRankCount = "a communicator has 1..2147483647 ranks";
+constexpr const char* kExpectCount = "a count is 0..2^63-1";
+
+// Both summarizers end each communicator with this: the document path reads keys in
+// sorted order, the text path in the file's order, and their lists must come out equal.
+inline void sort_comm_notes(CommView* comm) {
+  std::sort(comm->unavailable.begin(), comm->unavailable.end());
+  std::sort(comm->warnings.begin(), comm->warnings.end());
+}
+
+// Snapshots are untrusted: at most this many warnings are kept per communicator.
+constexpr size_t kMaxCommWarnings = 64;
 
 // Field rules, one per kind of field, applied by both summarizers to the integer a
 // value holds (std::nullopt when it is not an int64): docs/schema-state.md says a

@@ -365,7 +365,9 @@ json inputs_json(const Job& job, const std::vector<TriageFailure>& failures) {
     const triage::ProcessView& process = job.processes[p];
     json comms = json::array();
     for (const triage::CommView& comm : process.comms) comms.push_back(comm.comm_hash_text);
-    inputs.push_back({{"name", process.input_name}, {"kind", process.kind}, {"status", "ok"},
+    std::vector<std::string> problems = triage::input_problems(process);
+    inputs.push_back({{"name", process.input_name}, {"kind", process.kind},
+                      {"status", problems.empty() ? "ok" : "partial"}, {"problems", problems},
                       {"pid", maybe_json(process.pid)},
                       {"hostname", process.hostname.empty() ? json(nullptr) : json(process.hostname)},
                       {"world_rank", job.world_rank[p] ? json(*job.world_rank[p]) : json(nullptr)},
@@ -394,7 +396,8 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
     // (a rank that never got as far as importing NCCL: a start-up hang's culprit).
     if (process.comms.empty() && !process.nccl_found && !process.launcher_rank) {
       failures.push_back({process.input_name, process.kind,
-                          process.input_name + ": no NCCL in this process (no libnccl, no communicator)"});
+                          process.input_name + ": no NCCL in this process (no libnccl, no communicator)" +
+                              triage::damage_suffix(process)});
       continue;
     }
     job.processes.push_back(std::move(process));
@@ -403,6 +406,12 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
   triage::find_unrelated_jobs(&job);
   triage::analyze_communicators(&job);
   triage::analyze_startup(&job);
+  triage::add_duplicate_findings(&job);
+  for (const triage::DuplicateInput& duplicate : job.duplicate_inputs)
+    failures.push_back({duplicate.name, duplicate.kind,
+                        duplicate.name + ": every communicator rank it holds is also in " + duplicate.kept +
+                            " (first in name order): set aside as a duplicate",
+                        "duplicate"});
   triage::analyze_recorder(&job);
   triage::join_kernel_views(&job, std::move(kernel_views));
   json report = {{"schema", "ncclscope.triage/1"},
@@ -411,6 +420,8 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
   json graph = triage::build_wait_graph(job);
   report["verdict"] = verdict;
   report["summary"] = verdict_summary(job, verdict, graph);
+  if (std::string note = triage::damaged_inputs_note(job.processes); !note.empty())
+    report["summary"] = report["summary"].get<std::string>() + " " + note;
   json culprits = culprits_json(job, graph);
   json culprit_ranks = json::array();
   for (const json& culprit : culprits)
@@ -460,6 +471,9 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
   json errors = json::array();
   for (const TriageFailure& failure : failures)
     if (failure.status == "error") errors.push_back({{"input", failure.name}, {"message", failure.error}});
+  for (const triage::ProcessView& process : job.processes)
+    if (std::string damage = triage::damage_text(process); !damage.empty())
+      errors.push_back({{"input", process.input_name}, {"message", process.input_name + ": " + damage}});
   for (const std::string& error : job.errors) errors.push_back({{"input", nullptr}, {"message", error}});
   if (job.processes.empty() && failures.empty())
     errors.push_back({{"input", nullptr}, {"message", "no input given"}});
@@ -492,7 +506,7 @@ nlohmann::json triage_documents(const std::vector<TriageInput>& inputs, const Tr
 int triage_exit_code(const nlohmann::json& report) {
   if (report.value("verdict", "error") == "error") return 2;
   for (const json& input : report["inputs"])
-    if (input.value("status", "ok") == "error") return 1;
+    if (input.value("status", "ok") == "error" || input.value("status", "ok") == "partial") return 1;
   for (const json& comm : report["communicators"])
     if (!comm["duplicate_inputs"].empty()) return 1;
   return 0;

@@ -49,7 +49,8 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
 std::string render_triage_text(const nlohmann::json& report);
 std::string render_triage_dot(const nlohmann::json& report, const TriageOptions& options);
 
-// 0 ok (any verdict), 1 partial (some inputs unusable), 2 nothing usable / error verdict.
+// 0 ok (any verdict), 1 partial (some inputs unusable or damaged: status "partial"), 2 nothing
+// usable / error verdict.
 int triage_exit_code(const nlohmann::json& report);
 
 }  // namespace nsc

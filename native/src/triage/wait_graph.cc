@@ -209,7 +209,8 @@ class GraphBuilder {
     if (job_.commless_processes.empty()) return "no input holds this rank";
     int p = job_.commless_processes.front();
     std::string text = "no input holds this rank; " + job_.processes[p].input_name +
-                       " holds no communicator and may be it: " + process_doing(job_, p);
+                       " holds no usable communicator" + rejected_comms_note(job_.processes[p]) +
+                       " and may be it: " + process_doing(job_, p);
     if (job_.commless_processes.size() > 1)
       text += " (and " + std::to_string(job_.commless_processes.size() - 1) + " more such inputs)";
     return text;
