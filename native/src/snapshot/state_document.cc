@@ -11,6 +11,7 @@
 #include "nccl/comm_decoder.h"
 #include "nccl/comm_scanner.h"
 #include "nccl/connection_decoder.h"
+#include "python/python_stacks.h"
 #include "stacks/thread_stacks.h"
 #include "target/callback_target.h"
 #include "target/core_file.h"
@@ -112,6 +113,30 @@ json thread_list(Target& target) {
   return threads;
 }
 
+PythonSearch python_search(const StateRequest& request, const LibrarySearch& library) {
+  PythonSearch search;
+  search.library = library;
+  search.library.force_mismatch = false;  // --force-mismatch is about libnccl
+  search.profile_path = request.profile_path;
+  return search;
+}
+
+// The "python" section and each thread's "python"/"merged_frames" (docs/schema-state.md).
+// No interpreter mapped: no section. One that cannot be read: an error, the native stacks stay.
+void add_python(const PythonStacks& python, json* document, json* errors) {
+  if (!python.interpreter_mapped) return;
+  json summary = python_summary_json(python);
+  json unjoined = json::array();
+  for (const PythonThread* thread : attach_python_to_threads(python, &(*document)["threads"]))
+    unjoined.push_back(python_thread_json(*thread));
+  if (!unjoined.empty()) summary["threads_without_native_thread"] = unjoined;
+  if (!python.unavailable.empty())
+    errors->push_back({{"kind", "python"}, {"subject", valid_utf8(python.interpreter)}, {"reason", valid_utf8(python.unavailable)}});
+  for (const std::string& error : python.errors)
+    errors->push_back({{"kind", "python"}, {"subject", valid_utf8(python.interpreter)}, {"reason", valid_utf8(error)}});
+  (*document)["python"] = summary;
+}
+
 }  // namespace
 
 json build_state_document(const StateRequest& request) {
@@ -175,6 +200,9 @@ json build_state_document(const StateRequest& request) {
   document["communicators"] = communicators;
   document["recorder"] = decode_recorder(*target, &errors);  // flight recorder rings, when loaded
 
+  // Python stacks are read before any unwinding, while a --freeze still holds.
+  PythonStacks python = read_python_stacks(*target, python_search(request, search));
+
   json warnings = json::array();
   bool can_unwind = target->is_core() || (request.pid > 0 && request.live_stacks && !request.read_memory);
   if (request.stacks && can_unwind) {
@@ -184,6 +212,7 @@ json build_state_document(const StateRequest& request) {
   } else {
     document["threads"] = request.read_memory ? json::array() : thread_list(*target);
   }
+  add_python(python, &document, &errors);
   document["warnings"] = warnings;
   document["errors"] = errors;
   return document;
