@@ -95,7 +95,7 @@ void print_text(const nlohmann::json& document) {
         std::printf("  %s\n", escape_for_terminal(frame["error"].get<std::string>()).c_str());
       } else if (frame.value("kind", "python") == "python") {
         std::string line = frame["line"].is_number() ? std::to_string(frame["line"].get<int64_t>()) : "?";
-        std::printf("  %s (%s:%s)%s\n", escape_for_terminal(frame["function"].get<std::string>()).c_str(),
+        std::printf("  %s (%s:%s)%s\n", escape_for_terminal(frame.value("qualname", frame["function"]).get<std::string>()).c_str(),
                     escape_for_terminal(frame["file"].get<std::string>()).c_str(), line.c_str(),
                     !merged && frame.value("entry", false) ? "  [called from C]" : "");
       } else {

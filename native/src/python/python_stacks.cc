@@ -253,9 +253,12 @@ std::string python_frame_text(const PythonFrame& frame) {
 
 namespace {
 
+// "_PyEval_EvalFrameDefault", also with a compiler suffix (".lto_priv.0", ".cold").
 bool is_eval_loop(const json& frame) {
-  return frame.value("function", json()).is_string() &&
-         bare_function_name(frame["function"].get<std::string>()) == "_PyEval_EvalFrameDefault";
+  const json function = frame.value("function", json());
+  if (!function.is_string()) return false;
+  std::string name = function.get<std::string>();
+  return name.substr(0, name.find('.')) == "_PyEval_EvalFrameDefault";
 }
 
 }  // namespace

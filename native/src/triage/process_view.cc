@@ -218,6 +218,19 @@ FrameView make_frame(const std::string& function, std::string module, const Mayb
   return frame;
 }
 
+FrameView make_python_frame(const std::string& function, const std::string& file, const Maybe<int64_t>& line,
+                            const std::string& error) {
+  FrameView frame;
+  frame.python = frame.user_code = true;
+  if (!error.empty()) {
+    frame.label = error;
+    return frame;
+  }
+  std::string base = file.substr(file.find_last_of('/') == std::string::npos ? 0 : file.find_last_of('/') + 1);
+  frame.label = function + " (" + base + ":" + (line ? std::to_string(*line) : "?") + ")";
+  return frame;
+}
+
 namespace {
 
 FrameView read_frame(const json& entry, std::vector<std::string>* notes) {
@@ -225,14 +238,24 @@ FrameView read_frame(const json& entry, std::vector<std::string>* notes) {
                     string_at(entry, "pc"), notes);
 }
 
+FrameView read_python_frame(const json& entry) {
+  return make_python_frame(text_at(entry, "function"), text_at(entry, "file"), integer_at(entry, "line"),
+                           text_at(entry, "error"));
+}
+
 ThreadView read_thread(const json& entry, std::vector<std::string>* notes) {
   ThreadView thread;
   thread.tid = id_rule(integer_at(entry, "tid"));
   thread.name = text_at(entry, "name");
   thread.blocked_in = text_at(entry, "blocked_in");
-  if (const json* frames = member(entry, "frames"); frames && frames->is_array())
-    for (const json& frame : *frames)
-      if (frame.is_object()) thread.frames.push_back(read_frame(frame, notes));
+  const json* merged = member(entry, "merged_frames");
+  bool use_merged = merged && merged->is_array() && !merged->empty();
+  if (const json* frames = use_merged ? merged : member(entry, "frames"); frames && frames->is_array())
+    for (const json& frame : *frames) {
+      if (!frame.is_object()) continue;
+      if (use_merged && text_at(frame, "kind") == "python") thread.frames.push_back(read_python_frame(frame));
+      else thread.frames.push_back(read_frame(frame, notes));
+    }
   return thread;
 }
 }  // namespace
@@ -352,6 +375,10 @@ std::string short_function_name(std::string name) {
   return name;
 }
 
+std::string frame_text(const FrameView& frame) {
+  return frame.python ? frame.label : short_function_name(frame.label) + "()";
+}
+
 std::string describe_thread(const ThreadView& thread) {
   std::string text;
   if (!thread.frames.empty()) {
@@ -364,9 +391,8 @@ std::string describe_thread(const ThreadView& thread) {
         break;
       }
     size_t entry = user == 0 || user == thread.frames.size() ? 0 : user - 1;
-    text = short_function_name(thread.frames[entry].label) + "()";
-    if (user < thread.frames.size() && user != entry)
-      text += " called from " + short_function_name(thread.frames[user].label) + "()";
+    text = frame_text(thread.frames[entry]);
+    if (user < thread.frames.size() && user != entry) text += " called from " + frame_text(thread.frames[user]);
   } else {
     text = "no stack";
   }
