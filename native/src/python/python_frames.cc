@@ -129,8 +129,9 @@ class FrameDecoder {
                                    ", not PyCode_Type (freed or garbage)");
     std::string why;
     auto function = string_at(name, &why);
-    if (!function) return unreadable(frame, "co_name: " + why);
-    frame->function = *function;
+    // Without PyCode_Type to check against, an unreadable name is the sign of a garbage frame.
+    if (!function && !offsets_.code_type_address) return unreadable(frame, "co_name: " + why);
+    frame->function = function ? *function : "<co_name unreadable: " + why + ">";
     frame->qualname = string_at(qualname, &why).value_or(frame->function);
     auto file = string_at(filename, &why);
     frame->file = file ? *file : "<co_filename unreadable: " + why + ">";

@@ -243,6 +243,10 @@ std::optional<PythonOffsets> python_offsets_from_debug_table(Target& target, uin
   offsets.unicode_length = field("unicode_object.length");
   offsets.unicode_state = field("unicode_object.state");
   offsets.ascii_object_size = field("unicode_object.asciiobject_size");
+  // PyUnicodeObject is PyCompactUnicodeObject plus one data pointer (3.13/3.14 headers):
+  // non-ASCII compact strings keep their characters right after PyCompactUnicodeObject.
+  uint64_t unicode_size = field("unicode_object.size");
+  if (unicode_size >= offsets.ascii_object_size + 8) offsets.compact_object_size = unicode_size - 8;
   // Owners 0..2 (thread, generator, frame object) and the state bit positions
   // (interned:2, kind:3, compact:1, ascii:1) are those of both tags' headers;
   // the entry shims: FRAME_OWNED_BY_CSTACK = 3 (3.13), _INTERPRETER = 3 and _CSTACK = 4 (3.14).
