@@ -51,6 +51,33 @@ PY
 "$cli" py-stacks --core "$core" > "$work/core.txt"
 check "core text: names the blocked line" grep -q "Worker.run (.*threads_fixture.py:[0-9][0-9]*)" "$work/core.txt"
 
+# `state`: each thread carries its Python stack (a stand-in libnccl gives state its library).
+fake_lib=$build/fixtures/fakelib/libnccl.so.2
+if [ -f "$fake_lib" ]; then
+  fake_id=$(python3 "$src/tests/cli/fake_profile.py" "$profile" "$fake_lib" "$work/profiles")
+  NCCLSCOPE_FIXTURE_LIBNCCL=$fake_lib start_python_fixture "$python" state
+  "$cli" state --pid "$FIXTURE_PID" --profile-path "$work/profiles" --json > "$work/state-live.json" 2> "$work/state-live.err"
+  check "state live: exit 0" test $? -eq 0
+  check "state live: python per thread agrees with faulthandler" python3 "$checker" "$work/state.dump" "$work/state-live.json"
+  gcore -o "$work/state" "$FIXTURE_PID" > /dev/null 2>&1
+  "$cli" state --core "$work/state.$FIXTURE_PID" --profile-path "$work/profiles" --json > "$work/state-core.json"
+  check "state core: python per thread agrees with faulthandler" python3 "$checker" "$work/state.dump" "$work/state-core.json"
+  check "state core: every thread has merged frames" python3 -c "
+import json, sys
+threads = json.load(open(sys.argv[1]))['threads']
+sys.exit(not all(t.get('merged_frames') and any(f['kind'] == 'python' for f in t['merged_frames']) for t in threads))" "$work/state-core.json"
+  "$cli" state --core "$work/state.$FIXTURE_PID" --profile-path "$work/profiles" > "$work/state-core.txt"
+  check "state text: Python frames shown" grep -q "Worker.run (.*threads_fixture.py:[0-9]*)" "$work/state-core.txt"
+  "$cli" slice "$work/state.$FIXTURE_PID" -o "$work/small.core" --profile-path "$work/profiles" > "$work/slice.out" 2>&1
+  check "slice: written" test -s "$work/small.core"
+  "$cli" state --core "$work/small.core" --profile-path "$work/profiles" --json > "$work/state-small.json"
+  check "slice: Python stacks survive" python3 "$checker" "$work/state.dump" "$work/state-small.json"
+  check "slice: smaller than the core" test "$(stat -c %s "$work/small.core")" -lt "$(stat -c %s "$work/state.$FIXTURE_PID")"
+  ls -la "$work/small.core" "$work/state.$FIXTURE_PID" | awk '{print "     ", $5, $9}'
+else
+  echo "skip state/slice checks: $fake_lib not built"
+fi
+
 # An interpreter of a build with no DWARF and no profile: a copy with another build-id.
 other=$work/python3.11-other
 real_id=$(python3 "$src/tests/cli/build_id.py" "$python")

@@ -26,6 +26,6 @@ for python in $pythons; do
     check "$tag core: frames agree with faulthandler" python3 "$checker" "$work/$tag.dump" "$work/$tag.core.json"
     rm -f "$work/$tag.$pid"
   fi
-  kill -9 "$pid"
+  { kill -9 "$pid"; wait "$pid"; } 2>/dev/null
 done
 exit $((failures > 0))
