@@ -231,7 +231,22 @@ FrameView make_python_frame(const std::string& function, const std::string& file
   return frame;
 }
 
+void mark_python_thread(ThreadView* thread) {
+  bool has_python = std::any_of(thread->frames.begin(), thread->frames.end(), [](const FrameView& f) { return f.python; });
+  if (!has_python) return;
+  for (FrameView& frame : thread->frames)
+    if (!frame.python) frame.user_code = false;
+}
+
 namespace {
+
+// CPython's and pybind11's calling glue between a Python frame and the C function it called.
+bool is_python_call_glue(const std::string& label) {
+  for (const char* prefix : {"PyObject_Vectorcall", "PyObject_Call", "_PyObject_", "cfunction_", "method_vectorcall",
+                             "_PyFunction_Vectorcall", "PyCFunction_", "pybind11::cpp_function::dispatcher"})
+    if (label.rfind(prefix, 0) == 0) return true;
+  return false;
+}
 
 FrameView read_frame(const json& entry, std::vector<std::string>* notes) {
   return make_frame(text_at(entry, "function"), text_at(entry, "module"), count_rule(integer_at(entry, "offset")),
@@ -256,6 +271,7 @@ ThreadView read_thread(const json& entry, std::vector<std::string>* notes) {
       if (use_merged && text_at(frame, "kind") == "python") thread.frames.push_back(read_python_frame(frame));
       else thread.frames.push_back(read_frame(frame, notes));
     }
+  mark_python_thread(&thread);
   return thread;
 }
 }  // namespace
@@ -391,6 +407,9 @@ std::string describe_thread(const ThreadView& thread) {
         break;
       }
     size_t entry = user == 0 || user == thread.frames.size() ? 0 : user - 1;
+    // Called from Python: name the C function, not the interpreter's calling glue.
+    if (user < thread.frames.size() && thread.frames[user].python)
+      while (entry > 0 && is_python_call_glue(thread.frames[entry].label)) --entry;
     text = frame_text(thread.frames[entry]);
     if (user < thread.frames.size() && user != entry) text += " called from " + frame_text(thread.frames[user]);
   } else {

@@ -283,6 +283,7 @@ class Summarizer : public json::json_sax_t {
       case Where::kThread:  // the merged native+Python stack stands for the thread when present
         if (!merged_.empty()) process_->threads.back().frames = std::move(merged_);
         merged_.clear();
+        mark_python_thread(&process_->threads.back());
         break;
       default: break;
     }
