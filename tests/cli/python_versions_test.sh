@@ -28,4 +28,15 @@ for python in $pythons; do
   fi
   { kill -9 "$pid"; wait "$pid"; } 2>/dev/null
 done
+# Older interpreters are named and refused, never misread.
+for python in $(ls -d "$HOME"/.pyenv/versions/3.{9,10}*/bin/python3.{9,10} 2>/dev/null); do
+  tag=$(basename "$(dirname "$(dirname "$python")")")
+  "$python" -c "import time, sys; print(1, flush=True); time.sleep(60)" > "$work/$tag.ready" &
+  pid=$!; pids+=($pid)
+  for _ in $(seq 100); do [ -s "$work/$tag.ready" ] && break; sleep 0.1; done
+  "$cli" py-stacks --pid "$pid" > /dev/null 2> "$work/$tag.err"
+  check "$tag: exit 2" test $? -eq 2
+  check "$tag: says the version is not supported" grep -q "says 3\.[0-9]*): not supported (3.11-3.14 are)" "$work/$tag.err"
+  { kill -9 "$pid"; wait "$pid"; } 2>/dev/null
+done
 exit $((failures > 0))

@@ -144,7 +144,15 @@ void read_from(Target& target, Interpreter& interpreter, const PythonSearch& sea
   std::string why;
   std::optional<PythonOffsets> offsets = python_offsets_from_debug_table(target, stacks->runtime_address, &why);
   if (!offsets && !interpreter.version_hex) {
-    stacks->unavailable = subject + "): version unknown (Py_Version unreadable) and " + why;
+    // Py_Version exists from 3.11: an older interpreter is named by its file (a guess, said so).
+    std::string name = basename_of(stacks->interpreter);
+    size_t at = name.find("python3.");
+    std::string minor = at == std::string::npos ? "" : name.substr(at + 8, name.find_first_not_of("0123456789", at + 8) - at - 8);
+    if (!minor.empty() && std::stoi(minor) < 11)
+      stacks->unavailable = subject + "): no Py_Version (older than 3.11; its file name says 3." + minor +
+                            "): not supported (3.11-3.14 are)";
+    else
+      stacks->unavailable = subject + "): version unknown (no Py_Version) and " + why;
     return;
   }
   uint32_t version = offsets ? offsets->version_hex : *interpreter.version_hex;
