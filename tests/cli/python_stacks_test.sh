@@ -90,6 +90,12 @@ open(dst, "wb").write(data.replace(build_id, bytes(b ^ 0xff for b in build_id)))
 PY
 chmod +x "$other"
 other_id=$(python3 "$src/tests/cli/build_id.py" "$other")
+# A local interpreter of another build (sysroot) is not used for symbols: the profile of the core's own build-id is.
+mkdir -p "$work/sysroot/usr/bin" && cp "$other" "$work/sysroot/usr/bin/python3.11"
+"$cli" py-stacks --core "$core" --sysroot "$work/sysroot" --json > "$work/mismatch.json" 2> "$work/mismatch.err"
+check "core, wrong local build: exit 0" test $? -eq 0
+check "core, wrong local build: frames agree with faulthandler" python3 "$checker" "$work/live.dump" "$work/mismatch.json"
+
 start_python_fixture "$other" other
 "$cli" py-stacks --pid "$FIXTURE_PID" > "$work/other.out" 2> "$work/other.err"
 check "no profile: exit 2" test $? -eq 2

@@ -113,8 +113,11 @@ class PythonMemory {
     offsets->bytes_type_address = kBytesType;
     return *offsets;
   }
-  std::vector<nsc::PythonThread> walk(std::vector<std::string>* errors, nsc::PythonWalkLimits limits = {}) {
-    return nsc::walk_python_threads(memory, offsets(), kRuntime, limits, errors);
+  std::vector<nsc::PythonThread> walk(std::vector<std::string>* errors, nsc::PythonWalkLimits limits = {},
+                                      bool check_types = true) {
+    nsc::PythonOffsets checked = offsets();
+    if (!check_types) checked.code_type_address = checked.unicode_type_address = checked.bytes_type_address = std::nullopt;
+    return nsc::walk_python_threads(memory, checked, kRuntime, limits, errors);
   }
 
   // 0x80|code<<3|(length-1): no-column +2 over 3 units, one-line +1 over 2 units, none over 1 unit.
@@ -270,4 +273,45 @@ BOOST_AUTO_TEST_CASE(location_table_forms) {
   // A multi-byte varint: delta +100 = zigzag 200 = 0b11_001000 -> 0x48 (more), 0x03.
   std::vector<uint8_t> wide = {0x80 | 13 << 3 | 0, 0x48, 0x03};
   BOOST_TEST(*nsc::line_from_location_table(wide.data(), wide.size(), 1, 0, &why) == 101);
+}
+
+// Random bytes everywhere the walker may look (thread state, frames, code objects,
+// strings): it must end, stay within its caps and never invent a line.
+BOOST_AUTO_TEST_CASE(random_garbage_memory) {
+  uint64_t state = 0x9e3779b97f4a7c15;
+  auto next = [&state] {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+  };
+  size_t frames_seen = 0;
+  for (int round = 0; round < 300; ++round) {
+    PythonMemory py(round % 2 ? 13 : 14);
+    // Pointers that land inside the blocks half of the time, anywhere otherwise.
+    auto pointer = [&] {
+      uint64_t bases[] = {kThread, kObjects, kFrames};
+      return next() % 2 ? bases[next() % 3] + (next() % 0x800) : next();
+    };
+    for (uint64_t offset = 0; offset < 0x800; offset += 8) {
+      py.memory.put<uint64_t>(kThread + offset, pointer());
+      py.memory.put<uint64_t>(kFrames + offset, pointer());
+      py.memory.put<uint64_t>(kObjects + offset, next() % 3 ? pointer() : next());
+    }
+    py.memory.put<uint64_t>(kThread + kCurrentFrame, kFrames + (next() % 0x100));
+    std::vector<std::string> errors;
+    nsc::PythonWalkLimits limits;
+    limits.max_frames = 64;
+    auto threads = py.walk(&errors, limits, /*check_types=*/round % 4 < 2);
+    BOOST_REQUIRE(threads.size() <= limits.max_threads);
+    for (const auto& thread : threads) {
+      BOOST_REQUIRE(thread.frames.size() <= limits.max_frames + 1);
+      for (const auto& frame : thread.frames) {
+        ++frames_seen;
+        if (!frame.error.empty()) BOOST_REQUIRE(frame.error.rfind("unreadable frame at 0x", 0) == 0);
+        if (!frame.line) BOOST_REQUIRE(!frame.line_unavailable.empty() || !frame.error.empty());
+      }
+    }
+  }
+  BOOST_TEST(frames_seen > 0u);
 }

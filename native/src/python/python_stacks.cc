@@ -59,7 +59,16 @@ void read_local_symbols(Interpreter* interpreter) {
 
 Interpreter inspect_interpreter(Target& target, const std::string& path, const PythonSearch& search) {
   Interpreter interpreter;
-  interpreter.library = resolve_mapped_library(target, path, search.library);
+  // A local file of another build must not lend its symbols: keep only what the target says
+  // (its build-id, then a profile of that build).
+  LibrarySearch library_search = search.library;
+  library_search.force_mismatch = true;
+  interpreter.library = resolve_mapped_library(target, path, library_search);
+  if (interpreter.library.warning.rfind("build-id mismatch", 0) == 0) {
+    interpreter.library.local_file_missing = interpreter.library.warning;
+    interpreter.library.local_path.clear();
+    interpreter.library.warning.clear();
+  }
   interpreter.build_id = interpreter.library.build_id_in_target.empty() ? interpreter.library.build_id_of_file
                                                                         : interpreter.library.build_id_in_target;
   read_local_symbols(&interpreter);
