@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Python stacks from real PyTorch (CPython 3.12) rank cores of the GPU machine,
+# checked against the `python -X faulthandler` text each rank wrote at SIGABRT.
+# Scenarios: corefiles/torch-*/ (or $NCCLSCOPE_TORCH_COREFILES) whose expected.json
+# gives a rank's faulthandler text ("faulthandler": text or a file name in the
+# directory), or rankN*faulthandler* files beside rankN.core[.xz]. Skips when none.
+set -uo pipefail
+source "$(dirname "$0")/lib.sh"
+checker=$src/tests/cli/check_python_stacks.py
+roots=${NCCLSCOPE_TORCH_COREFILES:-$src/corefiles}
+python3 - "$roots" "$work/pairs" <<'PY'
+import glob, json, os, sys
+root, out = sys.argv[1], sys.argv[2]
+pairs = []
+for scenario in sorted(glob.glob(os.path.join(root, "torch-*"))):
+    expected = {}
+    if os.path.exists(os.path.join(scenario, "expected.json")):
+        expected = json.load(open(os.path.join(scenario, "expected.json")))
+    for rank in expected.get("ranks", []):
+        text = rank.get("faulthandler")
+        core = rank.get("core")
+        if not text or not core:
+            continue
+        path = os.path.join(scenario, text)
+        if not os.path.exists(path):
+            path = os.path.join(out + "." + str(len(pairs)) + ".txt")
+            open(path, "w").write(text)
+        pairs.append((os.path.join(scenario, core), path))
+    for dump in sorted(glob.glob(os.path.join(scenario, "rank*faulthandler*"))):
+        rank = os.path.basename(dump).split(".")[0].split("-")[0].split("_")[0]
+        for core in (rank + ".core.xz", rank + ".core"):
+            if os.path.exists(os.path.join(scenario, core)) and (os.path.join(scenario, core), dump) not in pairs:
+                pairs.append((os.path.join(scenario, core), dump))
+                break
+open(out, "w").write("".join("%s\t%s\n" % pair for pair in pairs))
+PY
+[ -s "$work/pairs" ] || { echo "SKIP: no torch-* scenario with faulthandler ground truth under $roots"; exit 77; }
+while IFS=$'\t' read -r core dump; do
+  name=$(basename "$(dirname "$core")")/$(basename "$core")
+  case $core in *.xz) xz -dc "$core" > "$work/rank.core"; core=$work/rank.core ;; esac
+  "$cli" py-stacks --core "$core" --json > "$work/py.json" 2> "$work/py.err"
+  rc=$?
+  check "$name: exit 0 (got $rc: $(head -c 200 "$work/py.err"))" test $rc -eq 0
+  check "$name: frames agree with faulthandler" python3 "$checker" "$dump" "$work/py.json"
+done < "$work/pairs"
+exit $((failures > 0))
