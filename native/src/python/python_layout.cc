@@ -3,7 +3,10 @@
 #include <gelf.h>
 #include <libelf.h>
 
+#include <algorithm>
 #include <cstring>
+#include <map>
+#include <set>
 
 #include "layout/dwarf_layout.h"
 #include "layout/elf_file.h"
@@ -56,8 +59,44 @@ std::string py_version_text(uint32_t version_hex) {
   return text;
 }
 
+namespace {
+
+// Of these big structs the decoder reads a few members; the rest (the whole runtime's
+// nested state, hundreds of structs) would only bloat the profile.
+const std::map<std::string, std::set<std::string>>& kept_members() {
+  static const std::map<std::string, std::set<std::string>> kept = {
+      {"_PyRuntimeState", {"interpreters"}}, {"PyInterpreterState", {"next", "threads"}}};
+  return kept;
+}
+
+// Keeps the roots (trimmed as above) and the structs they hold by value.
+void prune_to_roots(LayoutProfile* profile) {
+  for (const auto& [name, members] : kept_members()) {
+    auto found = profile->structs.find(name);
+    if (found == profile->structs.end()) continue;
+    auto& list = found->second.members;
+    list.erase(std::remove_if(list.begin(), list.end(), [&](const MemberLayout& m) { return !members.count(m.name); }),
+               list.end());
+  }
+  std::set<std::string> reachable;
+  std::vector<std::string> pending = python_struct_roots();
+  while (!pending.empty()) {
+    std::string name = pending.back();
+    pending.pop_back();
+    const StructLayout* layout = profile->find_struct(name);
+    if (layout == nullptr || !reachable.insert(name).second) continue;
+    for (const MemberLayout& member : layout->members)
+      if (member.kind == ValueKind::kStruct || member.kind == ValueKind::kUnion) pending.push_back(member.type_name);
+  }
+  for (auto it = profile->structs.begin(); it != profile->structs.end();)
+    it = reachable.count(it->first) ? std::next(it) : profile->structs.erase(it);
+}
+
+}  // namespace
+
 LayoutProfile extract_python_layout(const std::string& dwarf_source, const std::string& interpreter) {
   LayoutProfile profile = extract_layout_from_dwarf(dwarf_source, python_struct_roots(), python_enum_roots());
+  prune_to_roots(&profile);
   ElfFile file(interpreter);
   profile.build_id = file.build_id().value_or("");
   if (profile.build_id.empty()) throw BadInput("python layout " + interpreter + ": no GNU build-id");
