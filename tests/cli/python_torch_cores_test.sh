@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Python stacks from real PyTorch (CPython 3.12) rank cores of the GPU machine,
 # checked against the `python -X faulthandler` text each rank wrote at SIGABRT.
-# Scenarios: corefiles/torch-*/ (or $NCCLSCOPE_TORCH_COREFILES) whose expected.json
-# gives a rank's faulthandler text ("faulthandler": text or a file name in the
-# directory), or rankN*faulthandler* files beside rankN.core[.xz]. Skips when none.
+# Scenarios: corefiles/torch-*/ (or every directory under $NCCLSCOPE_TORCH_COREFILES)
+# whose expected.json gives a rank's faulthandler text ("faulthandler": text or a
+# file name in the directory), or rankN*faulthandler* / rankN.log files holding
+# faulthandler's "(most recent call first)" text beside the rank's core
+# (rankN.python.core, rankN.core, or <scenario>.rankN.python.core beside the
+# directory; .xz too). Skips when none.
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 checker=$src/tests/cli/check_python_stacks.py
@@ -12,7 +15,8 @@ python3 - "$roots" "$work/pairs" <<'PY'
 import glob, json, os, sys
 root, out = sys.argv[1], sys.argv[2]
 pairs = []
-for scenario in sorted(glob.glob(os.path.join(root, "torch-*"))):
+pattern = "torch-*" if os.environ.get("NCCLSCOPE_TORCH_COREFILES") is None else "*"
+for scenario in sorted(d for d in glob.glob(os.path.join(root, pattern)) if os.path.isdir(d)):
     expected = {}
     if os.path.exists(os.path.join(scenario, "expected.json")):
         expected = json.load(open(os.path.join(scenario, "expected.json")))
@@ -26,11 +30,19 @@ for scenario in sorted(glob.glob(os.path.join(root, "torch-*"))):
             path = os.path.join(out + "." + str(len(pairs)) + ".txt")
             open(path, "w").write(text)
         pairs.append((os.path.join(scenario, core), path))
-    for dump in sorted(glob.glob(os.path.join(scenario, "rank*faulthandler*"))):
+    dumps = glob.glob(os.path.join(scenario, "rank*faulthandler*")) + glob.glob(os.path.join(scenario, "rank*.log"))
+    for dump in sorted(dumps):
+        if "most recent call first" not in open(dump, errors="replace").read():
+            continue
         rank = os.path.basename(dump).split(".")[0].split("-")[0].split("_")[0]
-        for core in (rank + ".core.xz", rank + ".core"):
-            if os.path.exists(os.path.join(scenario, core)) and (os.path.join(scenario, core), dump) not in pairs:
-                pairs.append((os.path.join(scenario, core), dump))
+        name = os.path.basename(scenario)
+        candidates = [os.path.join(scenario, rank + suffix) for suffix in
+                      (".python.core.xz", ".python.core", ".core.xz", ".core")]
+        candidates += [os.path.join(os.path.dirname(scenario), name + "." + rank + suffix) for suffix in
+                       (".python.core.xz", ".python.core")]
+        for core in candidates:
+            if os.path.exists(core) and (core, dump) not in pairs:
+                pairs.append((core, dump))
                 break
 open(out, "w").write("".join("%s\t%s\n" % pair for pair in pairs))
 PY

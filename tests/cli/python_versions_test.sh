@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Python stacks of other real CPython builds (3.11-3.14) found on this machine
-# (pyenv's under ~/.pyenv/versions, or $NCCLSCOPE_TEST_PYTHONS, space-separated),
+# (pyenv's under ~/.pyenv/versions, or $NCCLSCOPE_TEST_PYTHONS: space-separated
+# interpreters or wrapper scripts that exec one, e.g. Ubuntu's python3.12 of the GPU
+# machine run here through corefiles/lib's Ubuntu loader: docs/python.md),
 # live and from a gcore'd core, checked against their own faulthandler dumps.
 # 3.13+ are read through _Py_DebugOffsets, 3.11/3.12 through their own DWARF.
 set -uo pipefail
@@ -11,6 +13,7 @@ pythons=${NCCLSCOPE_TEST_PYTHONS:-$(ls -d "$HOME"/.pyenv/versions/3.1[1-4]*/bin/
 [ -n "$pythons" ] || { echo "SKIP: no other CPython 3.11-3.14 here (set NCCLSCOPE_TEST_PYTHONS)"; exit 77; }
 for python in $pythons; do
   tag=$(basename "$(dirname "$(dirname "$python")")")
+  [ -n "${NCCLSCOPE_TEST_PYTHONS:-}" ] && tag=$(basename "$python")
   "$python" "$fixture" "$work/$tag.ready" "$work/$tag.dump" > "$work/$tag.out" 2>&1 &
   pid=$!; pids+=($pid)
   for _ in $(seq 100); do [ -s "$work/$tag.ready" ] && break; sleep 0.1; done
