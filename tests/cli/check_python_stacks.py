@@ -70,7 +70,7 @@ def main():
         if ours != frames:
             failures.append("thread %s:\n  faulthandler %s\n  ncclscope    %s" % (hex(thread_id), frames, ours))
         frames_checked += len(frames)
-    if not expected or frames_checked == 0:
+    if not expected or not any(expected.values()):
         failures.append("the faulthandler dump holds no frames")
     if failures:
         print("\n".join(failures))

@@ -52,7 +52,8 @@ while IFS=$'\t' read -r core dump; do
   case $core in *.xz) xz -dc "$core" > "$work/rank.core"; core=$work/rank.core ;; esac
   "$cli" py-stacks --core "$core" --json > "$work/py.json" 2> "$work/py.err"
   rc=$?
-  check "$name: exit 0" test $rc -eq 0 || echo "     exit $rc: $(head -c 300 "$work/py.err")$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['python'].get('errors', ''))" "$work/py.json" 2>/dev/null)"
+  check "$name: exit 0" test $rc -eq 0
+  [ $rc -eq 0 ] || echo "     exit $rc: $(head -c 300 "$work/py.err")$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['python'].get('errors', ''))" "$work/py.json" 2>/dev/null)"
   check "$name: frames agree with faulthandler" python3 "$checker" "$dump" "$work/py.json"
 done < "$work/pairs"
 exit $((failures > 0))
