@@ -7,7 +7,8 @@ packages=(g++ cmake ninja-build pkg-config libdw-dev libelf-dev libboost-test-de
           nlohmann-json3-dev xz-utils ca-certificates)
 if [ "$profile" = test ]; then
   packages+=(gdb gdbserver python3 graphviz elfutils file procps util-linux libc6-dbg
-             clang libclang-rt-14-dev)  # clang + libFuzzer: the fuzz targets' short runs
+             clang libclang-rt-14-dev  # clang + libFuzzer: the fuzz targets' short runs
+             python3.11 python3.11-dbg austin)  # Python stack tests (DWARF of 3.11), the Python bench
 fi
 missing=()
 for package in "${packages[@]}"; do

@@ -153,13 +153,13 @@ def collect_proxy(session, args):
 
 
 def merge_thread_names(threads, document_threads):
-    """Fills name/state of debugger threads from the document's threads (same tid)."""
+    """Fills name/state (and the Python stack) of debugger threads from the document's threads (same tid)."""
     by_tid = {thread.get("tid"): thread for thread in document_threads or []}
     for thread in threads:
         known = by_tid.get(thread.get("tid"))
         if not known:
             continue
-        for key in ("name", "state"):
+        for key in ("name", "state", "python"):
             if not thread.get(key) and known.get(key):
                 thread[key] = known[key]
     return threads

@@ -541,6 +541,17 @@ def frame_text(frame):
     return text
 
 
+def python_frame_text(frame):
+    """ "Worker.run (/app/train.py:62)", or the frame's "unreadable frame at 0x..." text."""
+    if not isinstance(frame, dict):
+        return "?"
+    if frame.get("error"):
+        return escape_for_terminal(frame["error"])
+    line = frame.get("line")
+    return "%s (%s:%s)" % (escape_for_terminal(frame.get("qualname") or frame.get("function") or "?"),
+                           escape_for_terminal(frame.get("file") or "?"), "?" if line is None else plain(line))
+
+
 def render_threads(data, args=None):
     max_frames = getattr(args, "frames", None)
     lines = []
@@ -566,6 +577,13 @@ def render_threads(data, args=None):
             lines.append("    #%d %s" % (index, frame_text(frame)))
         if len(shown) < len(frames):
             lines.append("    ... %d more frame(s)" % (len(frames) - len(shown)))
+        python_frames = (thread.get("python") or {}).get("frames") if isinstance(thread.get("python"), dict) else None
+        if python_frames:
+            py_shown = python_frames if max_frames is None else python_frames[:max_frames]
+            for index, frame in enumerate(py_shown):
+                lines.append("    py#%d %s" % (index, python_frame_text(frame)))
+            if len(py_shown) < len(python_frames):
+                lines.append("    ... %d more Python frame(s)" % (len(python_frames) - len(py_shown)))
     for error in data.get("errors") or []:
         lines.append("note: %s" % plain(error.get("reason") if isinstance(error, dict) else error))
     source = data.get("source")

@@ -11,6 +11,7 @@
 #include "layout/elf_file.h"
 #include "layout/layout_profile.h"
 #include "layout/profile_store.h"
+#include "python/python_layout.h"
 #include "util/errors.h"
 #include "util/strings.h"
 
@@ -21,13 +22,17 @@ const char kLayoutUsage[] =
     "usage: ncclscope layout extract LIB -o FILE.json [--root TYPE]... [--cache]\n"
     "       ncclscope layout show LIB|FILE.json [STRUCT|ENUM] [--json] [--dwarf] [--profile-path D:D]\n"
     "       ncclscope layout dirs [--profile-path D:D]\n"
+    "       ncclscope layout python DWARF_FILE --interpreter PYTHON -o FILE.json\n"
     "  extract         read struct layouts from the DWARF of LIB into a profile (<build-id>.json\n"
     "                  in a profile directory makes a stripped library of that build decodable);\n"
     "                  -o - writes to stdout; --cache also stores it in the user cache;\n"
     "                  --root adds a type beyond the ones the decoders need\n"
     "  show            a profile, or one struct as a ptype/o-like table (offset, size, member);\n"
     "                  for LIB the profile of its build-id is used first, --dwarf forces DWARF\n"
-    "  dirs            the profile search path, in order\n";
+    "  dirs            the profile search path, in order\n"
+    "  python          a CPython 3.11/3.12 profile: structs from DWARF_FILE (the interpreter with\n"
+    "                  its debug file, or native/src/python/layout_tu.c built -g against that\n"
+    "                  version's headers), build-id, symbols and Py_Version from PYTHON\n";
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -202,6 +207,26 @@ int run_show(const ParsedOptions& options) {
   throw BadInput("layout " + input + ": no struct or enum named " + type_name);
 }
 
+int run_python(const ParsedOptions& options) {
+  if (options.positional.size() != 2) throw UsageError("python takes one DWARF file");
+  std::string interpreter = options.value("--interpreter");
+  std::string output = options.value("-o", options.value("--output"));
+  if (interpreter.empty() || output.empty()) throw UsageError("python needs --interpreter PYTHON and -o FILE.json");
+  auto start = std::chrono::steady_clock::now();
+  LayoutProfile profile = extract_python_layout(options.positional[1], interpreter);
+  double elapsed = seconds_since(start);
+  if (output == "-") {
+    std::cout << format_layout_profile(profile);
+    return kExitOk;
+  }
+  write_layout_profile(profile, output);
+  std::fprintf(stderr, "ncclscope layout: wrote %s (CPython %s, %zu structs, build-id %s) in %.3f s\n",
+               escape_for_terminal(output).c_str(),
+               py_version_text(static_cast<uint32_t>(profile.constants.at(kPyVersionHexConstant))).c_str(),
+               profile.structs.size(), profile.build_id.c_str(), elapsed);
+  return kExitOk;
+}
+
 int run_dirs(const ParsedOptions& options) {
   for (const std::string& dir : profile_search_dirs(profile_dirs_from(options)))
     std::printf("%s\n", escape_for_terminal(dir).c_str());
@@ -212,7 +237,7 @@ int run_dirs(const ParsedOptions& options) {
 
 int run_layout_command(const std::vector<std::string>& args) {
   try {
-    ParsedOptions options = parse_options(args, {"-o", "--output", "--root", "--profile-path"},
+    ParsedOptions options = parse_options(args, {"-o", "--output", "--root", "--profile-path", "--interpreter"},
                                           {"--json", "--dwarf", "--cache", "--help", "-h"});
     if (options.has("--help") || options.has("-h")) {
       std::fputs(kLayoutUsage, stdout);
@@ -223,6 +248,7 @@ int run_layout_command(const std::vector<std::string>& args) {
     if (subcommand == "extract") return run_extract(options);
     if (subcommand == "show") return run_show(options);
     if (subcommand == "dirs") return run_dirs(options);
+    if (subcommand == "python") return run_python(options);
     throw UsageError("unknown subcommand '" + subcommand + "'");
   } catch (const UsageError& error) {
     std::fprintf(stderr, "ncclscope layout: %s\n%s", escape_for_terminal(error.what()).c_str(),

@@ -12,6 +12,7 @@
 #include "nccl/comm_scanner.h"
 #include "nccl/connection_decoder.h"
 #include "snapshot/launcher_section.h"
+#include "python/python_stacks.h"
 #include "stacks/thread_stacks.h"
 #include "target/callback_target.h"
 #include "target/core_file.h"
@@ -150,6 +151,30 @@ void add_threads(Target& target, const StateRequest& request, json* document,
   (*document)["warnings"] = warnings;
 }
 
+PythonSearch python_search(const StateRequest& request, const LibrarySearch& library) {
+  PythonSearch search;
+  search.library = library;
+  search.library.force_mismatch = false;  // --force-mismatch is about libnccl
+  search.profile_path = request.profile_path;
+  return search;
+}
+
+// The "python" section and each thread's "python"/"merged_frames" (docs/schema-state.md).
+// No interpreter mapped: no section. One that cannot be read: an error, the native stacks stay.
+void add_python(const PythonStacks& python, json* document, json* errors) {
+  if (!python.interpreter_mapped) return;
+  json summary = python_summary_json(python);
+  json unjoined = json::array();
+  for (const PythonThread* thread : attach_python_to_threads(python, &(*document)["threads"]))
+    unjoined.push_back(python_thread_json(*thread));
+  if (!unjoined.empty()) summary["threads_without_native_thread"] = unjoined;
+  if (!python.unavailable.empty())
+    errors->push_back({{"kind", "python"}, {"subject", valid_utf8(python.interpreter)}, {"reason", valid_utf8(python.unavailable)}});
+  for (const std::string& error : python.errors)
+    errors->push_back({{"kind", "python"}, {"subject", valid_utf8(python.interpreter)}, {"reason", valid_utf8(error)}});
+  (*document)["python"] = summary;
+}
+
 }  // namespace
 
 json build_state_document(const StateRequest& request) {
@@ -185,7 +210,9 @@ json build_state_document(const StateRequest& request) {
     document["discovery"] = nullptr;
     document["communicators"] = json::array();
     document["recorder"] = nullptr;
+    PythonStacks python = read_python_stacks(*target, python_search(request, search));
     add_threads(*target, request, &document);
+    add_python(python, &document, &errors);
     document["errors"] = errors;
     return document;
   }
@@ -235,12 +262,16 @@ json build_state_document(const StateRequest& request) {
   document["communicators"] = communicators;
   document["recorder"] = decode_recorder(*target, &errors);  // flight recorder rings, when loaded
 
+  // Python stacks are read before any unwinding, while a --freeze still holds.
+  PythonStacks python = read_python_stacks(*target, python_search(request, search));
+
   json warnings = json::array();
   if (library.local_file_missing.rfind("build-id mismatch", 0) == 0)  // a file set aside; a profile decoded
     warnings.push_back({{"kind", "library"}, {"subject", valid_utf8(library.path_in_target)},
                         {"reason", valid_utf8(library.local_file_missing) + "; decoded with " +
                                        valid_utf8(layout.source)}});
   add_threads(*target, request, &document, std::move(warnings));
+  add_python(python, &document, &errors);
   document["errors"] = errors;
   return document;
 }

@@ -181,7 +181,37 @@ std::string frame_text(const json& frame) {
   return module + (offset.is_number_unsigned() || offset.is_number_integer() ? "+" + hex(offset.get<uint64_t>()) : "");
 }
 
+// "Worker.run (threads_fixture.py:45)", or the frame's "unreadable frame at 0x..." text.
+std::string python_frame_text(const json& frame) {
+  if (field(frame, "error").is_string()) return field(frame, "error").get<std::string>();
+  std::string file = cell_text(field(frame, "file"));
+  file = file.substr(file.find_last_of('/') == std::string::npos ? 0 : file.find_last_of('/') + 1);
+  return cell_text(field(frame, "qualname")) + " (" + file + ":" +
+         (field(frame, "line").is_number() ? field(frame, "line").dump() : "?") + ")";
+}
+
+void render_python(const json& document, std::ostringstream& out) {
+  const json& python = field(document, "python");
+  if (!python.is_object()) return;
+  out << "\npython  CPython " << cell_text(field(python, "version")) << " at "
+      << escape_for_terminal(cell_text(field(python, "interpreter"))) << ", " << cell_text(field(python, "threads"))
+      << " thread states, layout " << escape_for_terminal(cell_text(field(python, "layout_source"))) << "\n";
+  if (field(python, "unavailable").is_string())
+    out << "  no Python stacks: " << escape_for_terminal(field(python, "unavailable").get<std::string>()) << "\n";
+}
+
+void render_thread_python(const json& thread, std::ostringstream& out) {
+  const json& frames = field(field(thread, "python"), "frames");
+  if (!frames.is_array() || frames.empty()) return;
+  out << "      python:";
+  for (size_t i = 0; i < frames.size() && i < 4; ++i)
+    out << (i == 0 ? " " : " < ") << escape_for_terminal(python_frame_text(frames[i]));
+  if (frames.size() > 4) out << " < ... (" << frames.size() << " frames)";
+  out << "\n";
+}
+
 void render_threads(const json& document, std::ostringstream& out) {
+  render_python(document, out);
   const json& threads = field(document, "threads");
   if (!threads.is_array() || threads.empty()) return;
   out << "\nthreads (" << threads.size() << ")\n";
@@ -197,6 +227,7 @@ void render_threads(const json& document, std::ostringstream& out) {
     for (size_t i = 0; i < frames.size() && i < 3; ++i)
       out << (i == 0 ? "  at " : " < ") << escape_for_terminal(frame_text(frames[i]));
     out << "\n";
+    render_thread_python(thread, out);
   }
   for (const json& warning : field(document, "warnings"))
     out << "  note: " << escape_for_terminal(cell_text(field(warning, "reason"))) << "\n";

@@ -251,11 +251,44 @@ FrameView make_frame(const std::string& function, std::string module, const Mayb
   return frame;
 }
 
+FrameView make_python_frame(const std::string& function, const std::string& file, const Maybe<int64_t>& line,
+                            const std::string& error) {
+  FrameView frame;
+  frame.python = frame.user_code = true;
+  if (!error.empty()) {
+    frame.label = error;
+    return frame;
+  }
+  std::string base = file.substr(file.find_last_of('/') == std::string::npos ? 0 : file.find_last_of('/') + 1);
+  frame.label = function + " (" + base + ":" + (line ? std::to_string(*line) : "?") + ")";
+  return frame;
+}
+
+void mark_python_thread(ThreadView* thread) {
+  bool has_python = std::any_of(thread->frames.begin(), thread->frames.end(), [](const FrameView& f) { return f.python; });
+  if (!has_python) return;
+  for (FrameView& frame : thread->frames)
+    if (!frame.python) frame.user_code = false;
+}
+
 namespace {
+
+// CPython's and pybind11's calling glue between a Python frame and the C function it called.
+bool is_python_call_glue(const std::string& label) {
+  for (const char* prefix : {"PyObject_Vectorcall", "PyObject_Call", "_PyObject_", "cfunction_", "method_vectorcall",
+                             "_PyFunction_Vectorcall", "PyCFunction_", "pybind11::cpp_function::dispatcher"})
+    if (label.rfind(prefix, 0) == 0) return true;
+  return false;
+}
 
 FrameView read_frame(const json& entry, std::vector<std::string>* notes) {
   return make_frame(text_at(entry, "function"), text_at(entry, "module"), count_rule(integer_at(entry, "offset")),
                     string_at(entry, "pc"), notes);
+}
+
+FrameView read_python_frame(const json& entry) {
+  return make_python_frame(text_at(entry, "function"), text_at(entry, "file"), integer_at(entry, "line"),
+                           text_at(entry, "error"));
 }
 
 ThreadView read_thread(const json& entry, std::vector<std::string>* notes) {
@@ -263,9 +296,15 @@ ThreadView read_thread(const json& entry, std::vector<std::string>* notes) {
   thread.tid = id_rule(integer_at(entry, "tid"));
   thread.name = text_at(entry, "name");
   thread.blocked_in = text_at(entry, "blocked_in");
-  if (const json* frames = member(entry, "frames"); frames && frames->is_array())
-    for (const json& frame : *frames)
-      if (frame.is_object()) thread.frames.push_back(read_frame(frame, notes));
+  const json* merged = member(entry, "merged_frames");
+  bool use_merged = merged && merged->is_array() && !merged->empty();
+  if (const json* frames = use_merged ? merged : member(entry, "frames"); frames && frames->is_array())
+    for (const json& frame : *frames) {
+      if (!frame.is_object()) continue;
+      if (use_merged && text_at(frame, "kind") == "python") thread.frames.push_back(read_python_frame(frame));
+      else thread.frames.push_back(read_frame(frame, notes));
+    }
+  mark_python_thread(&thread);
   return thread;
 }
 }  // namespace
@@ -447,6 +486,10 @@ size_t signal_delivery_frames(const ThreadView& thread) {
   return f < thread.frames.size() ? f : 0;
 }
 
+std::string frame_text(const FrameView& frame) {
+  return frame.python ? frame.label : short_function_name(frame.label) + "()";
+}
+
 std::string describe_thread(const ThreadView& thread) {
   std::string text;
   if (!thread.frames.empty()) {
@@ -460,9 +503,11 @@ std::string describe_thread(const ThreadView& thread) {
         break;
       }
     size_t entry = user == first || user == thread.frames.size() ? first : user - 1;
-    text = short_function_name(thread.frames[entry].label) + "()";
-    if (user < thread.frames.size() && user != entry)
-      text += " called from " + short_function_name(thread.frames[user].label) + "()";
+    // Called from Python: name the C function, not the interpreter's calling glue.
+    if (user < thread.frames.size() && thread.frames[user].python)
+      while (entry > first && is_python_call_glue(thread.frames[entry].label)) --entry;
+    text = frame_text(thread.frames[entry]);
+    if (user < thread.frames.size() && user != entry) text += " called from " + frame_text(thread.frames[user]);
   } else {
     text = "no stack";
   }

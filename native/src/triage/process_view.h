@@ -85,15 +85,18 @@ struct CommView {
 };
 
 struct FrameView {
-  std::string label;   // function, or module+0xoffset, or pc
-  bool user_code = false;  // not inside a shared library
+  std::string label;   // function, or module+0xoffset, or pc; Python: "finish (train.py:62)"
+  bool user_code = false;  // not inside a shared library (Python frames are user code)
+  bool python = false;     // a Python frame of the merged stack (docs/schema-state.md)
 };
 
 struct ThreadView {
   Maybe<int64_t> tid;  // unknown when missing, of the wrong type or not positive
   std::string name;
   std::string blocked_in;  // schema class, "" when absent
-  std::vector<FrameView> frames;  // innermost first, as the snapshot stores them
+  // Innermost first, as the snapshot stores them; the merged native+Python stack
+  // ("merged_frames") when the snapshot has one.
+  std::vector<FrameView> frames;
 };
 
 struct ProcessView {
@@ -155,7 +158,10 @@ bool is_gpu_wait(const std::string& blocked_in);
 
 // "park_in_pause" from a demangled C++ name (no namespace noise, no parameters).
 std::string short_function_name(std::string name);
-// One line: "pause() called from main() [user-code]".
+// "pause()" for a native frame, "finish (train.py:62)" for a Python one.
+std::string frame_text(const FrameView& frame);
+// One line: "pause() called from main() [user-code]", with Python frames
+// "barrier() called from finish (train.py:62) [nccl-group-end]".
 std::string describe_thread(const ThreadView& thread);
 
 }  // namespace nsc::triage

@@ -18,6 +18,7 @@ enum class Where {
   kRoot, kTarget, kLauncher, kHost, kNccl, kComms, kComm, kSeq, kP2p, kP2pUnavailable, kHealth, kChannels,
   kChannel, kRing, kTree, kTreeDown, kProxyOps, kProxyOp, kSubs, kSub, kPlanned, kPlannedColls,
   kPlannedColl, kPlannedP2ps, kPlannedP2p, kCommUnavailable, kThreads, kThread, kFrames, kFrame,
+  kMergedFrames, kMergedFrame,
   kErrors, kError, kCommWarnings, kSkip
 };
 
@@ -57,6 +58,8 @@ struct RawFrame {
   std::string function, module;
   Maybe<int64_t> offset;
   Maybe<std::string> pc;
+  std::string kind, file, error;  // merged_frames entries: "python" ones have file/line or error
+  Maybe<int64_t> line;
 };
 
 class Summarizer : public json::json_sax_t {
@@ -213,8 +216,12 @@ class Summarizer : public json::json_sax_t {
       case Where::kPlannedColls: return is_object ? Where::kPlannedColl : Where::kSkip;
       case Where::kPlannedP2ps: return is_object ? Where::kPlannedP2p : Where::kSkip;
       case Where::kThreads: return is_object ? Where::kThread : Where::kSkip;
-      case Where::kThread: return !is_object && k == "frames" ? Where::kFrames : Where::kSkip;
+      case Where::kThread:
+        if (!is_object && k == "frames") return Where::kFrames;
+        if (!is_object && k == "merged_frames") return Where::kMergedFrames;
+        return Where::kSkip;
       case Where::kFrames: return is_object ? Where::kFrame : Where::kSkip;
+      case Where::kMergedFrames: return is_object ? Where::kMergedFrame : Where::kSkip;
       case Where::kErrors: return is_object ? Where::kError : Where::kSkip;
       default: return Where::kSkip;
     }
@@ -253,9 +260,13 @@ class Summarizer : public json::json_sax_t {
       case Where::kPlanned: comm().planned_known = true; break;
       case Where::kPlannedColl: comm().planned_colls.emplace_back(); break;
       case Where::kPlannedP2p: comm().planned_p2p.emplace_back(); break;
-      case Where::kThread: process_->threads.emplace_back(); break;
+      case Where::kThread:
+        process_->threads.emplace_back();
+        merged_.clear();
+        break;
       case Where::kError: error_ = RawError{}; break;
-      case Where::kFrame: frame_ = RawFrame{}; break;
+      case Where::kFrame:
+      case Where::kMergedFrame: frame_ = RawFrame{}; break;
       default: break;
     }
   }
@@ -285,6 +296,17 @@ class Summarizer : public json::json_sax_t {
       case Where::kFrame:
         process_->threads.back().frames.push_back(
             make_frame(frame_.function, frame_.module, frame_.offset, frame_.pc, &process_->stack_notes));
+        break;
+      case Where::kMergedFrame:
+        merged_.push_back(frame_.kind == "python"
+                              ? make_python_frame(frame_.function, frame_.file, frame_.line, frame_.error)
+                              : make_frame(frame_.function, frame_.module, frame_.offset, frame_.pc,
+                                           &process_->stack_notes));
+        break;
+      case Where::kThread:  // the merged native+Python stack stands for the thread when present
+        if (!merged_.empty()) process_->threads.back().frames = std::move(merged_);
+        merged_.clear();
+        mark_python_thread(&process_->threads.back());
         break;
       default: break;
     }
@@ -435,6 +457,12 @@ class Summarizer : public json::json_sax_t {
         else if (k == "blocked_in") thread.blocked_in = as_string(v).value_or("");
         break;
       }
+      case Where::kMergedFrame:
+        if (k == "kind") frame_.kind = as_string(v).value_or("");
+        else if (k == "file") frame_.file = as_string(v).value_or("");
+        else if (k == "line") frame_.line = as_int(v);
+        else if (k == "error") frame_.error = as_string(v).value_or("");
+        [[fallthrough]];
       case Where::kFrame:
         if (k == "function") frame_.function = as_string(v).value_or("");
         else if (k == "module") frame_.module = as_string(v).value_or("");
@@ -470,6 +498,7 @@ class Summarizer : public json::json_sax_t {
   struct RawError {
     std::string message, subject, reason, kind;
   } error_;
+  std::vector<FrameView> merged_;  // the current thread's merged_frames
   std::string planned_kind_;
   json captured_;                     // the "recorder" object while it is read
   std::vector<json*> capture_stack_;  // open containers inside it, innermost last

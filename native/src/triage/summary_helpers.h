@@ -14,6 +14,13 @@ namespace nsc::triage {
 bool is_runtime_function(const std::string& name);
 FrameView make_frame(const std::string& function, std::string module, const Maybe<int64_t>& offset,
                      const Maybe<std::string>& pc, std::vector<std::string>* notes);
+// A Python frame of a thread's "merged_frames": "finish (train.py:62)" (the file's
+// basename), or the frame's error text when it was unreadable.
+// A thread with Python frames: its native frames (the interpreter's own executable
+// included) are not user code; the Python frames are.
+void mark_python_thread(ThreadView* thread);
+FrameView make_python_frame(const std::string& function, const std::string& file, const Maybe<int64_t>& line,
+                            const std::string& error);
 std::string normalize_pattern(const std::string& raw);
 P2pDirection direction_of(const std::string& pattern, const std::string& collective);
 int pick_principal_thread(const ProcessView& process);
