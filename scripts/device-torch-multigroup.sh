@@ -33,7 +33,7 @@ export NCCL_IB_DISABLE=1 NCCL_NET=Socket NCCL_SOCKET_IFNAME=lo NCCL_NVLS_ENABLE=
 
 cat > "$CARRY/ncclscope-run" <<SH
 #!/bin/sh
-LD_LIBRARY_PATH=$CARRY/lib exec $CARRY/ncclscope "\$@"
+LD_LIBRARY_PATH=$CARRY/lib exec $CARRY/ncclscope "\$@" --profile-path $REPO/native/profiles
 SH
 chmod +x "$CARRY/ncclscope-run" "$CARRY/ncclscope"
 NSC=$CARRY/ncclscope-run

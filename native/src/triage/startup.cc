@@ -17,8 +17,9 @@ bool contains_any(const std::string& text, std::initializer_list<const char*> ne
 }
 
 // Where a rank waits for the others before any communicator exists. `guessed` is set when
-// only the module (not a function name) says so.
-bool in_rendezvous(const ThreadView& thread, bool* guessed) {
+// no function name says so: unsymbolized libtorch frames, or a process that loaded libnccl
+// (it imported the framework) and sits in a socket, poll or sleep wait.
+bool in_rendezvous(const ProcessView& process, const ThreadView& thread, bool* guessed) {
   *guessed = false;
   if (thread.blocked_in == "ncclCommInitRank" || thread.blocked_in == "nccl-bootstrap") return true;
   bool torch_frame = false;
@@ -28,11 +29,10 @@ bool in_rendezvous(const ThreadView& thread, bool* guessed) {
       return true;
     torch_frame = torch_frame || contains_any(frame.label, {"libtorch", "libc10"});
   }
-  // Unsymbolized libtorch frames above a socket or poll wait: probably the c10d store.
-  bool socket_wait = thread.blocked_in == "poll/epoll" || thread.blocked_in == "sleep" || thread.blocked_in == "unknown" ||
-                     thread.blocked_in.empty();
-  if (torch_frame && socket_wait) *guessed = true;
-  return torch_frame && socket_wait;
+  bool waiting = thread.blocked_in == "poll/epoll" || thread.blocked_in == "sleep" ||
+                 thread.blocked_in == "unknown" || thread.blocked_in.empty();
+  *guessed = waiting && (torch_frame || process.nccl_found);
+  return *guessed;
 }
 
 }  // namespace
@@ -41,7 +41,7 @@ void analyze_startup(Job* job) {
   if (!job->comms.empty() || job->processes.empty()) return;
   Finding finding{"startup-hang"};
   finding.edge_kind = "rendezvous";
-  std::set<int> present;
+  std::set<int> present, nccl_loaded;
   std::optional<int> world_size;
   std::vector<int> guessed;
   for (size_t p = 0; p < job->processes.size(); ++p) {
@@ -49,10 +49,11 @@ void analyze_startup(Job* job) {
     if (!job->world_rank[p]) continue;  // no launcher rank: cannot be placed
     int rank = *job->world_rank[p];
     present.insert(rank);
+    if (process.nccl_found) nccl_loaded.insert(rank);
     if (process.launcher_world_size) world_size = *process.launcher_world_size;
     const ThreadView* thread = process.principal();
     bool guess = false;
-    if (thread != nullptr && in_rendezvous(*thread, &guess)) {
+    if (thread != nullptr && in_rendezvous(process, *thread, &guess)) {
       finding.waiting.push_back(rank);
       if (guess) guessed.push_back(rank);
     } else {
@@ -64,16 +65,21 @@ void analyze_startup(Job* job) {
     for (int rank = 0; rank < *world_size; ++rank)
       if (!present.count(rank)) missing.push_back(rank);
   normalize_ranks(&finding.waiting);
+  if (!guessed.empty()) finding.extra["guessed_ranks"] = guessed;
   normalize_ranks(&finding.culprits);
   finding.evidence.push_back("no input holds an NCCL communicator: the job has not finished starting");
   if (!finding.waiting.empty())
     finding.evidence.push_back(ranks_phrase(finding.waiting) + " " + verb_for(finding.waiting, "waits", "wait") +
                                " in the rendezvous (framework store or NCCL bootstrap)" +
                                (guessed.empty() ? "" : "; for " + ranks_phrase(guessed) +
-                                                            " a guess: unsymbolized libtorch frames over a socket wait"));
+                                                            " a guess: NCCL or libtorch loaded, no communicator, blocked in a poll/sleep wait "
+                                                            "(no frame names the rendezvous)"));
   if (!finding.culprits.empty())
     finding.evidence.push_back(ranks_phrase(finding.culprits) + " never arrived: " +
-                               verb_for(finding.culprits, "it is", "they are") + " elsewhere (see the stack classes)");
+                               verb_for(finding.culprits, "it is", "they are") + " elsewhere (see the stack classes)" +
+                               (std::any_of(finding.culprits.begin(), finding.culprits.end(),
+                                            [&](int rank) { return !nccl_loaded.count(rank); })
+                                    ? "; no libnccl is even loaded there" : ""));
   if (!missing.empty()) {
     finding.evidence.push_back("WORLD_SIZE is " + std::to_string(*world_size) + "; " + ranks_phrase(missing) + " " +
                                verb_for(missing, "has", "have") + " no input: " +

@@ -212,7 +212,8 @@ std::string startup_sentence(const Finding& finding) {
   std::string text = "Start-up hang: no communicator exists yet.";
   if (!finding.waiting.empty())
     text += " " + triage::ranks_phrase(finding.waiting) + " " + triage::verb_for(finding.waiting, "waits", "wait") +
-            " in the rendezvous";
+            " in the rendezvous" + std::string(finding.extra.contains("guessed_ranks") ? " (a guess for " +
+            triage::ranks_phrase(finding.extra["guessed_ranks"].get<std::vector<int>>()) + ": see the evidence)" : "");
   std::vector<int> never = finding.culprits;
   if (finding.extra.contains("missing_ranks"))
     for (const json& rank : finding.extra["missing_ranks"]) never.push_back(rank.get<int>());
@@ -336,6 +337,15 @@ std::string verdict_summary(const Job& job, const std::string& verdict, const js
          "silently), but triage reports no hang it cannot see." + job.kernel_sentence;
 }
 
+// A thread inside libcuda or libnccl whose frames have no names may be waiting on the GPU:
+// never "no-hang" about it.
+bool inside_cuda_unnamed(const triage::ThreadView& thread) {
+  if (thread.blocked_in != "unknown") return false;
+  for (const triage::FrameView& frame : thread.frames)
+    if (frame.label.rfind("libcuda.so", 0) == 0 || frame.label.rfind("libnccl.so", 0) == 0) return true;
+  return false;
+}
+
 std::string decide_verdict(const Job& job) {
   if (job.unrelated_jobs || job.processes.empty()) return "error";
   bool incomplete = false, mismatch = false;
@@ -355,7 +365,7 @@ std::string decide_verdict(const Job& job) {
   for (const triage::ProcessView& process : job.processes)
     if (const triage::ThreadView* thread = process.principal())
       incomplete = incomplete || triage::is_gpu_wait(thread->blocked_in) ||
-                   triage::is_nccl_host_call(thread->blocked_in);
+                   triage::is_nccl_host_call(thread->blocked_in) || inside_cuda_unnamed(*thread);
   return incomplete ? "incomplete" : "no-hang";
 }
 
