@@ -8,7 +8,10 @@
 Scenarios: no-hang, missing-collective, collective-mismatch, p2p-cycle,
 stuck-before-launch, abort (the culprit's snapshot holds no communicator),
 split (the hang is on the second communicator, ranks reversed there),
-unrelated (a second job's snapshot is mixed in), corrupt (one file truncated).
+unrelated (a second job's snapshot is mixed in), corrupt (one file truncated),
+tp-pp-dp (4 communicators per rank: world, TP 8, PP 4, DP ranks/32; the culprit skipped an
+AllReduce on its TP group, the DP groups of its TP peers wait for data from them, and the
+culprit itself waits for data from a TP peer in the world AllReduce: a cycle only it breaks).
 """
 import argparse
 import zlib
@@ -95,6 +98,48 @@ def proxy_op(collective, pattern, peer, channel=0):
                       "transmitted": 4, "done": 2}]}
 
 
+def data_sub(peer, send, channel=0):
+    return {"channel": channel, "peer": peer, "nsteps": 8, "posted": 8, "received": 0,
+            "transmitted": 0, "done": 0, "send": send}
+
+
+def tp_pp_dp_comms(args, rank):
+    """World, TP (8), PP (4), DP (ranks/32): rank = replica * 32 + stage * 8 + tp_index."""
+    n, culprit = args.ranks, args.culprit
+    tp_index, stage, replica = rank % 8, (rank // 8) % 4, rank // 32
+    tp_group, pp_group = rank // 8, replica * 8 + tp_index
+    base = [0, 0, 0, 0, 7]
+    world = communicator(WORLD_HASH, rank, n, list(base), args.channels, 0x7f1000000000 + rank * 0x1000)
+    tp = communicator(0x7000000000000000 + tp_group, tp_index, 8, list(base), args.channels, 0x7f2000000000 + rank * 0x1000)
+    pp = communicator(0x7100000000000000 + pp_group, stage, 4, list(base), args.channels, 0x7f3000000000 + rank * 0x1000)
+    dp = communicator(0x7200000000000000 + (rank % 32), replica, n // 32, list(base), args.channels,
+                      0x7f4000000000 + rank * 0x1000)
+    role = "waiting"
+    culprit_tp_group = culprit // 8
+    tp_peer = culprit ^ 1
+    if tp_group == culprit_tp_group and rank != culprit:
+        tp["seq_launched"]["AllReduce"] += 1  # the culprit never launched this one
+        tp["proxy_ops"].append({"op_count": 8, "collective": "AllReduce", "pattern": "ncclPatternRing",
+                                "subs": [data_sub(culprit % 8, False)]})
+        # Its DP all_reduce is queued behind: the DP peers wait for data it has not sent.
+        dp["proxy_ops"].append({"op_count": 8, "collective": "AllReduce", "pattern": "ncclPatternRing",
+                                "subs": [data_sub(r, True) for r in range(n // 32) if r != replica]})
+    elif (rank % 32) // 8 == (culprit % 32) // 8 and rank % 8 != culprit % 8 and tp_group != culprit_tp_group:
+        # A DP peer of one of the culprit's TP peers: waits for data from it.
+        peer_replica = culprit // 32
+        dp["proxy_ops"].append({"op_count": 8, "collective": "AllReduce", "pattern": "ncclPatternRing",
+                                "subs": [data_sub(peer_replica, False)]})
+    elif rank == culprit:
+        world["proxy_ops"].append({"op_count": 9, "collective": "AllReduce", "pattern": "ncclPatternRing",
+                                   "subs": [data_sub(tp_peer, False)]})
+    else:
+        role = "idle"
+    if rank == tp_peer:
+        world["proxy_ops"].append({"op_count": 9, "collective": "AllReduce", "pattern": "ncclPatternRing",
+                                   "subs": [data_sub(culprit, True)]})
+    return [world, tp, pp, dp], role
+
+
 def rank_document(args, rank):
     n, culprit, scenario = args.ranks, args.culprit, args.scenario
     pid = 10000 + rank
@@ -129,6 +174,8 @@ def rank_document(args, rank):
             world["planned"]["n_tasks_coll"] = 1
             world["planned"]["colls"].append({"collective": "AllReduce", "count": 1024,
                                               "datatype": "ncclFloat32", "op": "ncclSum", "root": 0})
+    elif scenario == "tp-pp-dp":
+        comms, role = tp_pp_dp_comms(args, rank)
     elif scenario == "split" and len(comms) > 1:
         role = "culprit" if is_culprit else "waiting"
         if not is_culprit:

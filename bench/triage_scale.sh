@@ -5,7 +5,11 @@
 # (/usr/bin/time -v) for 1, 64, 512 and 4096 ranks.
 #
 #   bench/triage_scale.sh [--build DIR] [--runs N] [--ranks "1 64 512 4096"] [--no-docs]
+#                         [--scenario tp-pp-dp]
 #
+# --scenario tp-pp-dp: four communicators per rank (world, TP 8, PP 4, DP ranks/32), rank 1234
+# (or the last) skipped a TP AllReduce and waits in a cycle (bench/gen_snapshots.py); its own
+# table (markers bench:triage-scale-tp-pp-dp).
 # With docs on (default), the table between the bench markers in
 # docs/triage.md is replaced by the new figures.
 set -euo pipefail
@@ -13,6 +17,7 @@ SRC=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${NCCLSCOPE_BUILD:-$SRC/build}
 RUNS=3
 RANKS="1 64 512 4096"
+SCENARIO=missing-collective
 WRITE_DOCS=1
 while [ $# -gt 0 ]; do
   case $1 in
@@ -20,6 +25,7 @@ while [ $# -gt 0 ]; do
     --runs) RUNS=$2; shift 2 ;;
     --ranks) RANKS=$2; shift 2 ;;
     --no-docs) WRITE_DOCS=0; shift ;;
+    --scenario) SCENARIO=$2; shift 2 ;;
     *) echo "usage: $0 [--build DIR] [--runs N] [--ranks LIST] [--no-docs]" >&2; exit 64 ;;
   esac
 done
@@ -32,8 +38,10 @@ trap 'rm -rf "$WORK"' EXIT
 rows=()
 for n in $RANKS; do
   dir=$WORK/ranks-$n
-  python3 "$SRC/bench/gen_snapshots.py" --ranks "$n" --out "$dir" --scenario missing-collective \
-    --comms 2 --channels 8 --frames 12 --threads 4
+  culprit=$((n - 1))
+  [ "$SCENARIO" = tp-pp-dp ] && [ "$n" -gt 1234 ] && culprit=1234
+  python3 "$SRC/bench/gen_snapshots.py" --ranks "$n" --out "$dir" --scenario "$SCENARIO" \
+    --culprit "$culprit" --comms 2 --channels 8 --frames 12 --threads 4
   bytes=$(du -sb "$dir" | cut -f1)
   best_wall=""; best_rss=""; best_cpu=""
   for run in $(seq "$RUNS"); do
@@ -54,24 +62,26 @@ for n in $RANKS; do
   rows+=("| $n | $mib | $best_wall | $best_cpu | $rss_mib | $verdict |")
 done
 
+marker=triage-scale
+[ "$SCENARIO" = missing-collective ] || marker=triage-scale-$SCENARIO
 if [ "$WRITE_DOCS" = 1 ]; then
   doc=$SRC/docs/triage.md
   table=$WORK/table.md
   {
-    echo "<!-- bench:triage-scale:begin (written by bench/triage_scale.sh) -->"
+    echo "<!-- bench:$marker:begin (written by bench/triage_scale.sh) -->"
     echo "Measured $(date -u +%Y-%m-%d) on $(nproc) CPUs (load average $(cut -d' ' -f1-3 /proc/loadavg) while measuring), best of $RUNS runs:"
     echo
     echo "| ranks | snapshots (MiB) | wall (s) | CPU user+sys (s) | peak RSS (MiB) | verdict, culprit |"
     echo "|------:|----------------:|---------:|-----------------:|---------------:|------------------|"
     printf '%s\n' "${rows[@]}"
-    echo "<!-- bench:triage-scale:end -->"
+    echo "<!-- bench:$marker:end -->"
   } >"$table"
-  if [ -f "$doc" ] && grep -q "bench:triage-scale:begin" "$doc"; then
-    python3 - "$doc" "$table" <<'PY'
+  if [ -f "$doc" ] && grep -q "bench:$marker:begin" "$doc"; then
+    python3 - "$doc" "$table" "$marker" <<'PY'
 import re, sys
-doc, table = sys.argv[1], open(sys.argv[2]).read().rstrip("\n")
+doc, table, marker = sys.argv[1], open(sys.argv[2]).read().rstrip("\n"), sys.argv[3]
 text = open(doc).read()
-text = re.sub(r"<!-- bench:triage-scale:begin.*?<!-- bench:triage-scale:end -->", lambda m: table, text, flags=re.S)
+text = re.sub(r"<!-- bench:%s:begin.*?<!-- bench:%s:end -->" % (marker, marker), lambda m: table, text, flags=re.S)
 open(doc, "w").write(text)
 PY
     echo "updated $doc"

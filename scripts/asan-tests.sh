@@ -83,6 +83,8 @@ watch_disk() {
   done
 }
 
+# The kill-timing loop of readonly_live_test: a shorter range here (each run is ~10x slower).
+export NCCLSCOPE_KILL_DELAYS=${NCCLSCOPE_KILL_DELAYS:-0 30} NCCLSCOPE_KILL_STACK_DELAYS=${NCCLSCOPE_KILL_STACK_DELAYS:-10}
 run_ctest() {  # run_ctest LOG ctest-args...: in its own process group, watched
   local log=$1; shift
   set -m

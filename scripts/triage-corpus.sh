@@ -14,8 +14,10 @@ fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/ncclscope-corpus.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 for packed in "$dir"/*.core.xz; do
-  xz -dc "$packed" > "$work/$(basename "${packed%.xz}")"
+  [ -f "$packed" ] && xz -dc "$packed" > "$work/$(basename "${packed%.xz}")"
 done
+# Multi-rank PyTorch captures ship all ranks in one tar (one xz dictionary over similar cores).
+[ -f "$dir/ranks.tar.xz" ] && tar -C "$work" -xJf "$dir/ranks.tar.xz"
 exe_args=()
 # expected.json names the scenario's program: "executable": "bin/<name>.<sha1-12>.xz" (or null).
 executable=$(sed -n 's/^ *"executable": *"\([^"]*\)".*/\1/p' "$dir/expected.json" | head -n 1)

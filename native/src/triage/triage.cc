@@ -330,6 +330,10 @@ std::string verdict_summary(const Job& job, const std::string& verdict, const js
           gpu_waiting.push_back(static_cast<int>(p));
     if (!gpu_waiting.empty())
       text += " Host threads still wait: " + describe_nodes(graph, gpu_waiting) + ".";
+    std::vector<int> suspects;
+    for (const char* key : {"root_culprits", "suspects"})
+      for (const json& id : graph[key]) suspects.push_back(id.get<int>());
+    if (!suspects.empty()) text += " Suspects: " + describe_nodes(graph, suspects) + ".";
     return text + job.kernel_sentence;
   }
   return "No hang evident: on every communicator all ranks launched the same collectives, and nothing is "
