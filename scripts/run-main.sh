@@ -14,4 +14,12 @@ fi
 rm -f "$build_log"
 scenario=${1:-skip-collective}
 shift || true
-exec bash scripts/triage-corpus.sh "$scenario" "$@"
+# Exit 1 is a verdict drawn from inputs read in part (the sliced cores leave memory no decoder
+# reads unsaved; the report says which): the main job still ran. Other codes are failures.
+status=0
+bash scripts/triage-corpus.sh "$scenario" "$@" || status=$?
+if [ "$status" = 1 ]; then
+  echo "run-main: triage made its report from cores read only in part (exit 1, see 'Drawn from' above)" >&2
+  exit 0
+fi
+exit "$status"
