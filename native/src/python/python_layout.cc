@@ -71,9 +71,10 @@ const std::map<std::string, std::set<std::string>>& kept_members() {
 
 // Keeps the roots (trimmed as above) and the structs they hold by value.
 void prune_to_roots(LayoutProfile* profile) {
-  for (const auto& [name, members] : kept_members()) {
-    auto found = profile->structs.find(name);
+  for (const auto& entry : kept_members()) {
+    auto found = profile->structs.find(entry.first);
     if (found == profile->structs.end()) continue;
+    const std::set<std::string>& members = entry.second;  // a lambda may not capture a structured binding (clang 14)
     auto& list = found->second.members;
     list.erase(std::remove_if(list.begin(), list.end(), [&](const MemberLayout& m) { return !members.count(m.name); }),
                list.end());
