@@ -23,7 +23,7 @@ NCCL_LIBDIR=${NCCL_LIBDIR:-/opt/torch/.venv/lib/python3.12/site-packages/nvidia/
 WORK=${WORK:-/tmp/multigroup}
 HANG_TIMEOUT_S=${HANG_TIMEOUT_S:-120}
 BUDGET_BYTES=${BUDGET_BYTES:-$((60 * 1024 * 1024))}
-RICH_MAX_MB=${RICH_MAX_MB:-32}
+RICH_MAX_MB=${RICH_MAX_MB:-8}
 SCENARIOS=("$@")
 log() { echo "[multigroup $(date +%T) ${SECONDS}s] $*"; }
 
@@ -39,6 +39,43 @@ chmod +x "$CARRY/ncclscope-run" "$CARRY/ncclscope"
 NSC=$CARRY/ncclscope-run
 
 world_of() { case $1 in tpdp-*) echo 4 ;; ppdp-*) echo 8 ;; *) return 1 ;; esac; }
+
+# What the flight-recorder decoder needs from this PyTorch (issue 16), into torch.tar.xz: a TU
+# that includes the wheel's own FlightRecorder.hpp, built with -g (its DWARF gives the layouts),
+# libtorch_cuda.so's build-id, program headers and the symbols of the recorder singleton, and
+# the headers themselves. Never offsets typed by hand.
+torch_material() {
+  local dir=$WORK/torch site inc cuda_inc
+  mkdir -p "$dir"
+  site=$("$PY" -c 'import torch, os; print(os.path.dirname(torch.__file__))')
+  inc=$site/include; cuda_inc=$(dirname "$(dirname "$(readlink -f "$(which nvcc)")")")/include
+  cat > "$dir/fr_layout.cc" <<'CC'
+#include <c10/cuda/CUDAEvent.h>
+#include <torch/csrc/distributed/c10d/FlightRecorder.hpp>
+#include <torch/csrc/profiler/combined_traceback.h>
+using Recorder = c10d::FlightRecorder<c10::cuda::CUDAEvent>;
+// sizeof makes the compiler complete (and describe in DWARF) each class template instance.
+extern const unsigned long ncclscope_sizes[] = {sizeof(Recorder), sizeof(Recorder::Entry),
+                                                sizeof(torch::CapturedTraceback)};
+Recorder* ncclscope_recorder;
+Recorder::Entry* ncclscope_entry;
+torch::CapturedTraceback* ncclscope_traceback;
+CC
+  local flags=(-g -O0 -c -std=c++17 -Wno-interference-size -D_GLIBCXX_USE_CXX11_ABI=1 -DUSE_C10D_NCCL
+               -DUSE_CUDA -I "$inc" -I "$inc/torch/csrc/api/include" -I "$cuda_inc")
+  ( cd "$dir" && g++ "${flags[@]}" fr_layout.cc -o fr_layout.o > compile.log 2>&1 ) ||
+    log "torch TU did not compile: $(tail -3 "$dir/compile.log")"
+  local lib=$site/lib/libtorch_cuda.so
+  { readelf -n "$lib" | grep -A1 'Build ID'; readelf -lW "$lib"; } > "$dir/libtorch_cuda.headers.txt" 2>&1
+  readelf -sW "$lib" | grep -E 'FlightRecorder|CapturedTraceback' > "$dir/libtorch_cuda.symbols.txt"
+  readelf -sW "$site/lib/libtorch_python.so" | grep -E 'CapturedTraceback|PythonTraceback' > "$dir/libtorch_python.symbols.txt"
+  { "$PY" -c 'import torch; print(torch.__version__, torch.version.git_version)'; sha256sum "$lib"; } > "$dir/torch_version.txt" 2>&1
+  (cd "$inc" && tar -cf "$dir/headers.tar" torch/csrc/distributed/c10d/FlightRecorder.hpp \
+      torch/csrc/distributed/c10d/FlightRecorderDetail.hpp torch/csrc/profiler/combined_traceback.h \
+      torch/csrc/distributed/c10d/TraceUtils.h 2>/dev/null)
+  tar -C "$WORK" -cf - torch | xz -9 -T16 > "$OUT/torch.tar.xz"
+  log "torch material: $(ls -l "$OUT/torch.tar.xz" | awk '{print $5}') bytes; $(wc -l < "$dir/libtorch_cuda.symbols.txt") symbols"
+}
 
 start_rank() {  # dir rank world scenario port -> STARTED_PID
   local dir=$1 rank=$2 world=$3 scenario=$4 port=$5
@@ -212,6 +249,7 @@ main() {
   echo "$WORK/cores/core.%p" > /proc/sys/kernel/core_pattern
   "$NSC" --version || log "WARNING: the carried ncclscope does not run"
   record_machine
+  torch_material
   declare -gA NCCL_SIZE=()
   local scenario
   for scenario in "${SCENARIOS[@]}"; do

@@ -10,6 +10,8 @@ one rank deviate the way real jobs do:
                      others wait in theirs (no core of rank 2).
   tpdp-startup       4 ranks: rank 3 never calls init_process_group (sleeps); the others wait in
                      the rendezvous / NCCL bootstrap. No communicator exists yet.
+  tpdp-size-mismatch 4 ranks: in step 4 rank 3 all-reduces twice as many elements on its dp group
+                     as its peer rank 1 (a silent size mismatch: same op, same count of calls).
   ppdp-skip-send     8 ranks, PP 4 x DP 2: in step 4 stage 1 of replica 1 (rank 3) skips its send
                      of micro-batch 2 to stage 2 (rank 5).
   ppdp-microbatches  8 ranks: in step 4 stage 1 of replica 1 (rank 3) computes 3 micro-batches
@@ -36,6 +38,7 @@ DEVIANT_STEP = GOOD_STEPS  # 0-based: the 4th step
 LAYOUTS = {"tpdp": {"world": 4, "tp": 2}, "ppdp": {"world": 8, "pp": 4}}
 SCENARIOS = {
     "tpdp-fewer-steps": ("tpdp", 3), "tpdp-rank-died": ("tpdp", 2), "tpdp-startup": ("tpdp", 3),
+    "tpdp-size-mismatch": ("tpdp", 3),
     "ppdp-skip-send": ("ppdp", 3), "ppdp-microbatches": ("ppdp", 3),
 }
 
@@ -101,8 +104,8 @@ class Job:
         self.dist.recv(tensor, src=peer)
         self.count("p2p", "recv", peer)
 
-    def tensor(self, value=1.0):
-        return self.torch.full((self.elements,), value, device=self.device)
+    def tensor(self, value=1.0, elements=None):
+        return self.torch.full((elements or self.elements,), value, device=self.device)
 
     def comm_address(self, group):
         pg = self.dist.group.WORLD if group == "world" else self.groups[group]["pg"]
@@ -166,6 +169,8 @@ def tpdp_step(job, step, tp_act, dp_grad):
 def run_tpdp(job, hang_point):
     tp_act, dp_grad = job.tensor(), job.tensor()
     for step in range(GOOD_STEPS + 1):
+        if job.scenario == "tpdp-size-mismatch" and job.rank == job.culprit and step == DEVIANT_STEP:
+            dp_grad = job.tensor(elements=2 * job.elements)  # this rank's gradient bucket differs
         if job.scenario == "tpdp-fewer-steps" and job.rank == job.culprit and step == DEVIANT_STEP:
             break  # this rank's data loader ran out one step early
         if job.scenario == "tpdp-rank-died" and job.rank == job.culprit and step == DEVIANT_STEP:
@@ -175,7 +180,8 @@ def run_tpdp(job, hang_point):
             os.kill(os.getpid(), signal.SIGKILL)
         loss = tpdp_step(job, step, tp_act, dp_grad)
         if step == DEVIANT_STEP:
-            announce(job, dict(where_am_i(), call="loss.item()"), "waiter")
+            role = "culprit" if job.scenario == "tpdp-size-mismatch" and job.rank == job.culprit else "waiter"
+            announce(job, dict(where_am_i(), call="loss.item()"), role, {"dp_elements": dp_grad.numel()})
             hang_point.set()
             loss.item()  # blocks: this step's collectives never finish
             print("COLLECTIVE_COMPLETED rank=%d" % job.rank, flush=True)
