@@ -22,6 +22,7 @@ std::string plural(size_t count, const std::string& noun) {
 // Per member, computed once: what its application thread waits in.
 struct MemberState {
   bool gpu_wait = false;      // host thread blocked on the GPU
+  bool gpu_wait_guessed = false;  // ... inferred from unnamed libcuda frames (guessed_gpu_wait)
   bool in_host_call = false;  // inside an NCCL call before launch (planned work / group end)
   bool proxy_in_flight = false;
   bool waiting() const { return gpu_wait || in_host_call || proxy_in_flight; }
@@ -88,6 +89,8 @@ class CommAnalyzer {
     const ThreadView* thread = process.principal();
     std::string blocked = thread ? thread->blocked_in : "";
     state.gpu_wait = is_gpu_wait(blocked);
+    if (!state.gpu_wait && thread != nullptr && guessed_gpu_wait(*thread))
+      state.gpu_wait = state.gpu_wait_guessed = true;
     state.proxy_in_flight = comm.has_proxy_work_in_flight();
     if (comm.has_planned_work()) state.in_host_call = true;
     // Blocked in an NCCL host call: charge it to this comm unless another comm
@@ -287,6 +290,7 @@ class CommAnalyzer {
     bool anything_waits = false;
     for (size_t m = 0; m < states_.size(); ++m) anything_waits = anything_waits || states_[m].waiting();
     finding.explains_hang = anything_waits;
+    add_guessed_wait_evidence(&finding);
     if (!anything_waits)
       finding.evidence.push_back("no rank waits on the GPU and no proxy operation is in flight: the "
                                  "mismatched collectives may have completed silently with wrong results");
@@ -294,6 +298,17 @@ class CommAnalyzer {
     add_culprit_context(&finding);
     add_doing_evidence(&finding);
     findings_.push_back(std::move(finding));
+  }
+
+  // Say which GPU waits were read from unnamed libcuda frames rather than a known symbol.
+  void add_guessed_wait_evidence(Finding* finding) const {
+    std::vector<int> guessed;
+    for (size_t m = 0; m < states_.size(); ++m)
+      if (states_[m].gpu_wait_guessed) guessed.push_back(rank_at(m));
+    if (!guessed.empty())
+      finding->evidence.push_back("guess: " + members_phrase(guessed) + " " + verb_for(guessed, "waits", "wait") +
+                                  " on the GPU (the host thread sits in libcuda frames without symbols; "
+                                  "--exe names the call)");
   }
 
   // Planned work and finalize/destroy flags say what the culprits did instead.

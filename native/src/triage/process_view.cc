@@ -463,6 +463,13 @@ bool is_gpu_wait(const std::string& blocked_in) {
          blocked_in == "cudaDeviceSynchronize";
 }
 
+bool guessed_gpu_wait(const ThreadView& thread) {
+  if (thread.blocked_in != "unknown") return false;
+  for (const FrameView& frame : thread.frames)
+    if (frame.label.rfind("libcuda.so", 0) == 0 || frame.label.rfind("libnccl.so", 0) == 0) return true;
+  return false;
+}
+
 // "(anonymous namespace)::park_in_pause((anonymous namespace)::Scenario const&)" -> "park_in_pause".
 std::string short_function_name(std::string name) {
   const std::string anonymous = "(anonymous namespace)::";

@@ -155,6 +155,10 @@ std::string damage_suffix(const ProcessView& process);
 bool is_nccl_host_call(const std::string& blocked_in);
 // Classes that mean "waiting for GPU work to finish".
 bool is_gpu_wait(const std::string& blocked_in);
+// A thread of unknown class whose innermost frames are in libcuda or libnccl without names
+// (no symbols for the program that links cudart statically): a labelled guess that it waits
+// on the GPU, so the verdict does not depend on --exe.
+bool guessed_gpu_wait(const ThreadView& thread);
 
 // "park_in_pause" from a demangled C++ name (no namespace noise, no parameters).
 std::string short_function_name(std::string name);

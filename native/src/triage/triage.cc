@@ -326,7 +326,8 @@ std::string verdict_summary(const Job& job, const std::string& verdict, const js
     std::vector<int> gpu_waiting;
     for (size_t p = 0; p < job.processes.size(); ++p)
       if (const triage::ThreadView* thread = job.processes[p].principal())
-        if (triage::is_gpu_wait(thread->blocked_in) || triage::is_nccl_host_call(thread->blocked_in))
+        if (triage::is_gpu_wait(thread->blocked_in) || triage::is_nccl_host_call(thread->blocked_in) ||
+            triage::guessed_gpu_wait(*thread))
           gpu_waiting.push_back(static_cast<int>(p));
     if (!gpu_waiting.empty())
       text += " Host threads still wait: " + describe_nodes(graph, gpu_waiting) + ".";
@@ -339,15 +340,6 @@ std::string verdict_summary(const Job& job, const std::string& verdict, const js
   return "No hang evident: on every communicator all ranks launched the same collectives, and nothing is "
          "planned or in flight. Agreeing counters do not prove correctness (a size mismatch can complete "
          "silently), but triage reports no hang it cannot see." + job.kernel_sentence;
-}
-
-// A thread inside libcuda or libnccl whose frames have no names may be waiting on the GPU:
-// never "no-hang" about it.
-bool inside_cuda_unnamed(const triage::ThreadView& thread) {
-  if (thread.blocked_in != "unknown") return false;
-  for (const triage::FrameView& frame : thread.frames)
-    if (frame.label.rfind("libcuda.so", 0) == 0 || frame.label.rfind("libnccl.so", 0) == 0) return true;
-  return false;
 }
 
 std::string decide_verdict(const Job& job) {
@@ -369,7 +361,7 @@ std::string decide_verdict(const Job& job) {
   for (const triage::ProcessView& process : job.processes)
     if (const triage::ThreadView* thread = process.principal())
       incomplete = incomplete || triage::is_gpu_wait(thread->blocked_in) ||
-                   triage::is_nccl_host_call(thread->blocked_in) || inside_cuda_unnamed(*thread);
+                   triage::is_nccl_host_call(thread->blocked_in) || triage::guessed_gpu_wait(*thread);
   return incomplete ? "incomplete" : "no-hang";
 }
 
