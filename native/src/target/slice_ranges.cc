@@ -65,15 +65,37 @@ void walk_link_maps(Target& target, uint64_t r_debug_address) {
 
 }  // namespace
 
+// The mapping holding `segment`: adjacent segments with the same flags joined (a sliced core
+// splits one mapping into kept and unsaved pieces).
+uint64_t mapping_size(const CoreFile& core, const CoreSegment& segment) {
+  const std::vector<CoreSegment>& all = core.segments();
+  size_t at = static_cast<size_t>(&segment - all.data()), first = at, last = at;
+  while (first > 0 && all[first - 1].end() == all[first].vaddr && all[first - 1].flags == segment.flags) --first;
+  while (last + 1 < all.size() && all[last].end() == all[last + 1].vaddr && all[last + 1].flags == segment.flags)
+    ++last;
+  return all[last].end() - all[first].vaddr;
+}
+
+// AT_RANDOM's 16 bytes lie near the top of the initial stack (the kernel puts them there).
+std::vector<AddressRange> initial_stack_top(CoreFile& core, const SliceKeepOptions& options) {
+  auto random = core.notes().auxv.find(AT_RANDOM);
+  const CoreSegment* segment = random != core.notes().auxv.end() ? segment_holding(core, random->second) : nullptr;
+  if (!segment) return {};
+  uint64_t size = std::min<uint64_t>(segment->end() - segment->vaddr, options.stack_cap);
+  return {{segment->end() - size, segment->end()}};
+}
+
 std::vector<AddressRange> thread_stack_ranges(CoreFile& core, const SliceKeepOptions& options) {
-  std::vector<AddressRange> ranges;
+  std::vector<AddressRange> ranges = initial_stack_top(core, options);
   for (const ThreadInfo& thread : core.threads()) {
     auto sp = stack_pointer_of(thread);
     const CoreSegment* segment = sp ? segment_holding(core, *sp) : nullptr;
     if (!segment) continue;
     uint64_t low = *sp > segment->vaddr + options.stack_below_sp ? *sp - options.stack_below_sp
                                                                  : segment->vaddr;
-    ranges.push_back({low, std::min(segment->end(), *sp + options.stack_cap)});
+    bool signal_stack = mapping_size(core, *segment) > options.stack_segment_max;
+    uint64_t cap = signal_stack ? options.signal_stack_cap : options.stack_cap;
+    ranges.push_back({low, std::min(segment->end(), *sp + cap)});
     if (auto tcb = thread_pointer_of(thread); tcb && *tcb > options.tcb_bytes)
       ranges.push_back({*tcb - options.tcb_bytes, *tcb + options.tcb_bytes});  // TLS below, TCB above
   }

@@ -15,13 +15,18 @@ namespace nsc {
 struct SliceKeepOptions {
   uint64_t stack_cap = 8u << 20;            // bytes kept above each thread's SP
   uint64_t stack_below_sp = 4096;           // red zone and signal frames below SP
+  // SP inside a segment larger than this is on an alternate signal stack allocated from the
+  // heap (python -X faulthandler's SIGABRT handler): keep only signal_stack_cap above it.
+  uint64_t stack_segment_max = 64u << 20;
+  uint64_t signal_stack_cap = 256u << 10;
   uint64_t tcb_bytes = 4096;                // kept on each side of a thread's fs_base
   uint64_t elf_header_bytes = 4096;         // of each file-offset-0 mapping (kernel dumps one page)
   uint64_t small_data_segment = 512u << 10; // writable file-backed segments up to this size
 };
 
 // Each thread's stack from SP up, and its thread control block (fs_base), which
-// libthread_db reads to list threads.
+// libthread_db reads to list threads; plus the top of the initial (main-thread) stack, which the
+// unwinder needs when the main thread dumped core on an alternate signal stack.
 std::vector<AddressRange> thread_stack_ranges(CoreFile& core, const SliceKeepOptions& options);
 // The vDSO image (gdb loads its symbols from memory).
 std::vector<AddressRange> vdso_ranges(CoreFile& core);
