@@ -132,6 +132,10 @@ capture() {
       tr '\0' '\n' < /proc/$pid/environ | grep -E '^(RANK|LOCAL_RANK|WORLD_SIZE|NCCL_HOSTID|MASTER_PORT)=' > "$dir/rank$rank.environ"
       { cat /proc/$pid/status; for t in /proc/$pid/task/*; do echo "$t $(cat $t/comm) wchan=$(cat $t/wchan)"; done; } > "$dir/rank$rank.proc" 2>&1
       echo alive > "$dir/rank$rank.state"
+      # Live reads, no stop (what `triage --pid` sees), to compare with the core and the FR pickle.
+      [ "${LIVE_CHECK:-1}" = 1 ] && {
+        "$NSC" state --pid "$pid" --json > "$dir/rank$rank.live.json" 2> "$dir/rank$rank.live.err"
+        "$NSC" py-stacks --pid "$pid" > "$dir/rank$rank.live.py.txt" 2>&1; }
     else
       echo exited > "$dir/rank$rank.state"
     fi
