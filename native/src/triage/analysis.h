@@ -31,6 +31,8 @@ struct CommGroup {
   std::vector<nlohmann::json> duplicates;
   std::vector<int> missing_ranks;
   double mean_position = 0;  // registry order: the world comm is usually created first
+  // PyTorch's process group for this communicator (torch_join.cc), "" when unknown.
+  std::string pg_name, pg_desc;
 
   const Member* find(int rank) const {
     auto found = member_of_rank.find(rank);
@@ -111,6 +113,9 @@ nlohmann::json build_stack_classes(const Job& job);
 // the merge; cross-rank argument mismatches and cross-stream chains, after the findings.
 void add_recorder_communicators(ProcessView* process);
 void analyze_recorder(Job* job);
+// PyTorch's flight recorder (torch_join.cc), after the findings: process-group names on the
+// communicators, size/dtype mismatches, each named rank's last record on the group.
+void join_torch_records(Job* job);
 // Kernel views (kernel_join.cc), after the findings: attached to processes by comm hash and
 // rank, evidence on the findings, "kernel-wait" findings for peers host state did not name.
 void join_kernel_views(Job* job, std::vector<KernelView> views);

@@ -410,6 +410,7 @@ ProcessView summarize_state_document(const nlohmann::json& document, const std::
       else if (error.is_string()) process.document_errors.push_back(error.get<std::string>());
     }
   if (const json* recorder = member(document, "recorder")) process.recorder = sanitize_recorder_section(*recorder);
+  if (const json* torch = member(document, "torch")) process.torch = sanitize_torch_section(*torch);
   process.principal_thread = pick_principal_thread(process);
   return process;
 }

@@ -122,6 +122,9 @@ struct ProcessView {
   // The flight recorder's section, reduced to what triage uses and type-checked
   // (sanitize_recorder_section); null when the process had no recorder.
   nlohmann::json recorder;
+  // PyTorch's flight recorder ("torch" section: process groups joined to communicators,
+  // entries), type-checked by sanitize_torch_section; null when absent.
+  nlohmann::json torch;
 
   const ThreadView* principal() const {
     return principal_thread >= 0 ? &threads[principal_thread] : nullptr;
@@ -136,6 +139,7 @@ ProcessView summarize_state_document(const nlohmann::json& document, const std::
 // The "recorder" section of a state document reduced to what triage uses, every value
 // type-checked (a snapshot is untrusted input); null when absent or not found.
 nlohmann::json sanitize_recorder_section(const nlohmann::json& section);
+nlohmann::json sanitize_torch_section(const nlohmann::json& section);
 
 // Everything `state` reported wrong with this input (its errors[], then each communicator's
 // warnings): non-empty makes the input "partial" in triage, as it makes `state` exit 1.

@@ -167,7 +167,11 @@ std::string render_triage_text(const nlohmann::json& report) {
   for (const json& comm : report["communicators"]) {
     std::string nranks = comm["nranks"].is_number_integer() ? std::to_string(comm["nranks"].get<int>()) : "?";
     std::string missing = comm["missing_ranks"].empty() ? "none" : triage::format_rank_set(comm["missing_ranks"].get<std::vector<int>>());
-    lines.push_back("  " + text_of(comm["comm_hash"]) + (comm["is_world"].get<bool>() ? " (world)" : "") + ": " +
+    std::string pg = comm.contains("process_group") && comm["process_group"].is_object()
+                         ? "pg " + text_of(comm["process_group"]["desc"]) + ", name " + text_of(comm["process_group"]["name"])
+                         : "";
+    std::string label = comm["is_world"].get<bool>() ? (pg.empty() ? "world" : "world, " + pg) : pg;
+    lines.push_back("  " + text_of(comm["comm_hash"]) + (label.empty() ? "" : " (" + label + ")") + ": " +
                     nranks + " ranks, inputs hold " + triage::format_rank_set(comm["ranks_seen"].get<std::vector<int>>()) +
                     ", missing " + missing);
     if (!comm["is_world"].get<bool>() && comm["ranks_seen"].size() > 16)

@@ -135,8 +135,8 @@ class Summarizer : public json::json_sax_t {
     size_t elements = 0;  // arrays: elements seen so far
   };
 
-  // The top-level "recorder" object is kept as a small document (sanitized when it closes):
-  // triage uses its nested comms, ops and chains as they are.
+  // The top-level "recorder" and "torch" objects are kept as small documents (sanitized when
+  // they close): triage uses their nested parts as they are.
   bool capturing() const { return !capture_stack_.empty(); }
 
   bool capture(json value) {
@@ -150,7 +150,10 @@ class Summarizer : public json::json_sax_t {
   bool capture_enter(bool is_object) {
     json container = is_object ? json::object() : json::array();
     if (!capturing()) {
-      if (stack_.size() != 1 || stack_.back().where != Where::kRoot || key_ != "recorder" || !is_object) return false;
+      if (stack_.size() != 1 || stack_.back().where != Where::kRoot || !is_object ||
+          (key_ != "recorder" && key_ != "torch"))
+        return false;
+      captured_key_ = key_;
       captured_ = std::move(container);
       capture_stack_.push_back(&captured_);
       return true;
@@ -170,7 +173,8 @@ class Summarizer : public json::json_sax_t {
   bool capture_leave() {
     capture_stack_.pop_back();
     if (!capturing()) {
-      process_->recorder = sanitize_recorder_section(captured_);
+      if (captured_key_ == "torch") process_->torch = sanitize_torch_section(captured_);
+      else process_->recorder = sanitize_recorder_section(captured_);
       captured_ = nullptr;
     }
     return true;
@@ -500,7 +504,8 @@ class Summarizer : public json::json_sax_t {
   } error_;
   std::vector<FrameView> merged_;  // the current thread's merged_frames
   std::string planned_kind_;
-  json captured_;                     // the "recorder" object while it is read
+  std::string captured_key_;          // "recorder" or "torch"
+  json captured_;                     // that object while it is read
   std::vector<json*> capture_stack_;  // open containers inside it, innermost last
 };
 

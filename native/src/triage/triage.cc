@@ -78,6 +78,8 @@ json communicator_json(const Job& job, size_t g) {
   return {{"comm_hash", group.hash_text},
           {"nranks", group.nranks ? json(*group.nranks) : json(nullptr)},
           {"is_world", static_cast<int>(g) == job.world_comm},
+          {"process_group", group.pg_name.empty() ? json(nullptr)
+                                                  : json({{"name", group.pg_name}, {"desc", group.pg_desc}})},
           {"ranks_seen", ranks_seen},
           {"world_ranks", world_ranks},
           {"inputs", inputs},
@@ -104,13 +106,22 @@ std::string comm_ranks_phrase(const Job& job, size_t g, const std::vector<int>& 
 
 // A "<field>-mismatch" finding from the flight recorder (recorder_join.cc).
 bool is_recorded_mismatch(const Finding& finding) {
-  return finding.extra.contains("source") && finding.extra["source"] == "flight-recorder" && finding.seq;
+  return finding.extra.contains("source") && finding.seq &&
+         (finding.extra["source"] == "flight-recorder" || finding.extra["source"] == "pytorch-flight-recorder");
+}
+
+// "pg tp0" (PyTorch's description, else its name) of a communicator, "" when unknown.
+std::string pg_label(const triage::CommGroup& group) {
+  if (group.pg_name.empty()) return "";
+  return "pg " + (group.pg_desc.empty() ? group.pg_name : group.pg_desc);
 }
 
 std::string finding_sentence(const Job& job, size_t g, const Finding& finding) {
   const CommGroup& group = job.comms[g];
-  std::string where = "On communicator " + group.hash_text +
-                      (group.nranks ? " (" + std::to_string(*group.nranks) + " ranks)" : "");
+  std::string pg = pg_label(group);
+  std::string size = group.nranks ? std::to_string(*group.nranks) + " ranks" : "";
+  std::string label = pg.empty() ? size : size.empty() ? pg : pg + ", " + size;
+  std::string where = "On communicator " + group.hash_text + (label.empty() ? "" : " (" + label + ")");
   std::string culprits = comm_ranks_phrase(job, g, finding.culprits, finding.culprits_absent);
   std::string waiting = comm_ranks_phrase(job, g, finding.waiting, false);
   std::string op = finding.collective + (finding.seq ? " #" + std::to_string(*finding.seq) : "");
@@ -137,6 +148,18 @@ std::string finding_sentence(const Job& job, size_t g, const Finding& finding) {
     return where + ", " + culprits + (finding.kind == "aborted-rank" ? " aborted" : " failed") +
            (finding.evidence.empty() ? "" : " (" + finding.evidence.front() + ")") +
            (finding.waiting.empty() ? "." : "; " + waiting + " " + triage::verb_for(finding.waiting, "waits", "wait") + " on it.");
+  if (is_recorded_mismatch(finding) && finding.extra["source"] == "pytorch-flight-recorder") {
+    std::string listing;
+    for (const json& value : finding.extra["values"]) {
+      std::string sizes;
+      for (const json& tensor : value["sizes"]) sizes += (sizes.empty() ? "" : " ") + tensor.dump();
+      listing += (listing.empty() ? "" : ", ") + job.process_label(group.find(value["rank"].get<int>())->process) +
+                 " " + sizes + (value["frame"].get<std::string>().empty() ? "" : " from " + value["frame"].get<std::string>());
+    }
+    return where + ", PyTorch's flight recorder shows " + finding.collective + " #" + std::to_string(*finding.seq) +
+           " issued with different input " + (finding.kind == "size-mismatch" ? "sizes" : "dtypes") + ": " + listing +
+           (finding.culprits.empty() ? "" : "; " + culprits + " " + triage::verb_for(finding.culprits, "disagrees", "disagree") + " with the others") + ".";
+  }
   if (is_recorded_mismatch(finding)) {
     std::string fields;
     for (const json& name : finding.extra["fields"]) fields += (fields.empty() ? "" : " and ") + name.get<std::string>();
@@ -419,6 +442,7 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
                             " (first in name order): set aside as a duplicate",
                         "duplicate"});
   triage::analyze_recorder(&job);
+  triage::join_torch_records(&job);
   triage::join_kernel_views(&job, std::move(kernel_views));
   json report = {{"schema", "ncclscope.triage/1"},
                  {"tool", {{"name", "ncclscope"}, {"version", NCCLSCOPE_VERSION}}}};

@@ -1,0 +1,314 @@
+// PyTorch's flight recorder in triage (issue 16): the "torch" section of each rank's state
+// document, decoded from memory (torch/flight_recorder.cc), joined with the communicators:
+//  - each communicator takes its process group's description and name ("pg tp0"), from the
+//    ranks whose recorder joined that ncclComm* uniquely (torch/pg_join.cc);
+//  - the same collective (process group, collective_seq_id) recorded with a different op,
+//    input sizes or dtypes on two ranks becomes a "<field>-mismatch" finding, as PyTorch's own
+//    analyzer (torchfrtrace) reports it: NCCL never compares arguments across ranks;
+//  - findings that explain the hang gain each named rank's last record on that group: the op,
+//    its sizes and the Python line that issued it.
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "triage/analysis.h"
+#include "triage/rank_set.h"
+#include "util/strings.h"
+
+namespace nsc::triage {
+namespace {
+
+using nlohmann::json;
+
+// Bounds on what a (possibly hostile) snapshot can make triage hold.
+constexpr size_t kMaxGroups = 4096, kMaxEntries = 4096, kMaxRanks = 1 << 20, kMaxTensors = 64,
+                 kMaxDims = 16, kMaxFrames = 8, kMaxText = 256;
+
+const json* field(const json& object, const char* key) {
+  if (!object.is_object()) return nullptr;
+  auto found = object.find(key);
+  return found == object.end() ? nullptr : &*found;
+}
+
+json text_or_null(const json& object, const char* key) {
+  const json* value = field(object, key);
+  if (value == nullptr || !value->is_string()) return nullptr;
+  std::string text = value->get<std::string>();
+  return text.size() > kMaxText ? json(text.substr(0, kMaxText)) : json(text);
+}
+
+// A non-negative integer (parsed text gives unsigned, built documents signed); else null.
+bool is_non_negative(const json& value) {
+  return value.is_number_unsigned() || (value.is_number_integer() && value.get<int64_t>() >= 0);
+}
+
+json uint_or_null(const json& object, const char* key) {
+  const json* value = field(object, key);
+  if (value == nullptr || !is_non_negative(*value)) return nullptr;
+  return value->get<uint64_t>();
+}
+
+json sanitize_sizes(const json* sizes) {
+  json out = json::array();
+  if (sizes == nullptr || !sizes->is_array()) return out;
+  for (const json& tensor : *sizes) {
+    if (out.size() >= kMaxTensors || !tensor.is_array()) break;
+    json dims = json::array();
+    for (const json& dim : tensor)
+      if (dims.size() < kMaxDims && dim.is_number_integer()) dims.push_back(dim.get<int64_t>());
+    out.push_back(dims);
+  }
+  return out;
+}
+
+json sanitize_strings(const json* list) {
+  json out = json::array();
+  if (list == nullptr || !list->is_array()) return out;
+  for (const json& item : *list)
+    if (out.size() < kMaxTensors && item.is_string()) out.push_back(item.get<std::string>().substr(0, kMaxText));
+  return out;
+}
+
+json sanitize_group(const json& group) {
+  json ranks = json::array();
+  if (const json* list = field(group, "ranks"); list && list->is_array())
+    for (const json& rank : *list)
+      if (ranks.size() < kMaxRanks && is_non_negative(rank) && rank.get<uint64_t>() < kMaxRanks)
+        ranks.push_back(rank.get<int>());
+  return {{"name", text_or_null(group, "name")}, {"desc", text_or_null(group, "desc")}, {"ranks", ranks},
+          {"communicator", text_or_null(group, "communicator")}, {"match", text_or_null(group, "match")}};
+}
+
+json sanitize_entry(const json& entry) {
+  json pg = json::array({nullptr, nullptr});
+  if (const json* names = field(entry, "process_group"); names && names->is_array() && names->size() == 2)
+    for (size_t i = 0; i < 2; ++i)
+      if ((*names)[i].is_string()) pg[i] = (*names)[i].get<std::string>().substr(0, kMaxText);
+  json frames = json::array();
+  if (const json* list = field(entry, "frames"); list && list->is_array())
+    for (const json& frame : *list) {
+      if (frames.size() >= kMaxFrames) break;
+      frames.push_back({{"name", text_or_null(frame, "name")}, {"filename", text_or_null(frame, "filename")},
+                        {"line", field(frame, "line") && (*field(frame, "line")).is_number_integer()
+                                     ? json((*field(frame, "line")).get<int64_t>()) : json(nullptr)}});
+    }
+  const json* is_p2p = field(entry, "is_p2p");
+  return {{"process_group", pg},
+          {"collective_seq_id", uint_or_null(entry, "collective_seq_id")},
+          {"p2p_seq_id", uint_or_null(entry, "p2p_seq_id")},
+          {"profiling_name", text_or_null(entry, "profiling_name")},
+          {"input_sizes", sanitize_sizes(field(entry, "input_sizes"))},
+          {"input_dtypes", sanitize_strings(field(entry, "input_dtypes"))},
+          {"state", text_or_null(entry, "state")},
+          {"is_p2p", is_p2p && is_p2p->is_boolean() ? is_p2p->get<bool>() : false},
+          {"frames", frames}};
+}
+
+// "nccl:all_reduce" -> "all_reduce".
+std::string op_name(const json& entry) {
+  std::string name = entry["profiling_name"].is_string() ? entry["profiling_name"].get<std::string>() : "?";
+  size_t colon = name.find(':');
+  return colon == std::string::npos ? name : name.substr(colon + 1);
+}
+
+std::string sizes_text(const json& sizes) {
+  std::string text;
+  for (const json& tensor : sizes) {
+    std::string dims;
+    for (const json& dim : tensor) dims += (dims.empty() ? "" : ", ") + std::to_string(dim.get<int64_t>());
+    text += (text.empty() ? "" : " ") + ("[" + dims + "]");
+  }
+  return text.empty() ? "[]" : text;
+}
+
+// The innermost frame outside torch/distributed: the user's own call ("tpdp_step (train.py:161)").
+std::string user_frame(const json& entry) {
+  for (const json& frame : entry["frames"]) {
+    std::string file = frame["filename"].is_string() ? frame["filename"].get<std::string>() : "";
+    if (file.empty() || file.find("/torch/") != std::string::npos) continue;
+    std::string base = file.substr(file.rfind('/') + 1);
+    std::string name = frame["name"].is_string() ? frame["name"].get<std::string>() : "?";
+    return name + " (" + base + (frame["line"].is_number_integer() ? ":" + std::to_string(frame["line"].get<int64_t>()) : "") + ")";
+  }
+  return "";
+}
+
+std::string entry_text(const json& entry) {
+  std::string text = op_name(entry) + " #" + entry["collective_seq_id"].dump() + " " + sizes_text(entry["input_sizes"]);
+  for (const json& dtype : entry["input_dtypes"]) text += " " + dtype.get<std::string>();
+  text += " (" + (entry["state"].is_string() ? entry["state"].get<std::string>() : std::string("state unknown")) + ")";
+  std::string frame = user_frame(entry);
+  return frame.empty() ? text : text + " from " + frame;
+}
+
+// The process group a member's recorder joined to this member's communicator; null if none.
+const json* group_of(const Job& job, const Member& member) {
+  const json& torch = job.processes[member.process].torch;
+  const CommView& comm = job.comm_of(member);
+  if (!torch.is_object()) return nullptr;
+  for (const json& group : torch["process_groups"])
+    if (group["match"] == "unique" && group["communicator"].is_string() && group["communicator"] == comm.address)
+      return &group;
+  return nullptr;
+}
+
+// The member's recorded collectives on process group `name`, by collective_seq_id.
+std::map<uint64_t, const json*> entries_on(const Job& job, const Member& member, const std::string& name) {
+  std::map<uint64_t, const json*> by_seq;
+  const json& torch = job.processes[member.process].torch;
+  if (!torch.is_object()) return by_seq;
+  for (const json& entry : torch["entries"])
+    if (!entry["is_p2p"].get<bool>() && entry["process_group"][0] == name && entry["collective_seq_id"].is_number())
+      by_seq[entry["collective_seq_id"].get<uint64_t>()] = &entry;
+  return by_seq;
+}
+
+// The ranks whose value differs from the strict majority's; none when there is no majority.
+std::vector<int> minority(const std::map<std::string, std::vector<int>>& ranks_by_value, size_t members) {
+  for (const auto& [value, ranks] : ranks_by_value)
+    if (2 * ranks.size() > members) {
+      std::vector<int> others;
+      for (const auto& [other, other_ranks] : ranks_by_value)
+        if (other != value) others.insert(others.end(), other_ranks.begin(), other_ranks.end());
+      std::sort(others.begin(), others.end());
+      return others;
+    }
+  return {};
+}
+
+class TorchJoin {
+ public:
+  explicit TorchJoin(Job* job) : job_(*job) {}
+
+  void run() {
+    for (size_t g = 0; g < job_.comms.size(); ++g) {
+      label(g);
+      if (job_.comms[g].pg_name.empty()) continue;
+      find_mismatches(g);
+      add_last_records(g);
+    }
+  }
+
+ private:
+  void label(size_t g) {
+    CommGroup& group = job_.comms[g];
+    std::map<std::pair<std::string, std::string>, int> votes;
+    for (const Member& member : group.members)
+      if (const json* pg = group_of(job_, member); pg && (*pg)["name"].is_string())
+        ++votes[{(*pg)["name"].get<std::string>(), (*pg)["desc"].is_string() ? (*pg)["desc"].get<std::string>() : ""}];
+    if (votes.empty()) return;
+    if (votes.size() > 1) {
+      group.warnings.push_back("ranks' flight recorders name different process groups for this communicator");
+      return;
+    }
+    group.pg_name = votes.begin()->first.first;
+    group.pg_desc = votes.begin()->first.second;
+  }
+
+  // torchfrtrace's checks on one collective: op, input sizes, input dtypes.
+  void find_mismatches(size_t g) {
+    const CommGroup& group = job_.comms[g];
+    std::vector<std::map<uint64_t, const json*>> per_member;
+    std::set<uint64_t> seqs;
+    for (const Member& member : group.members) {
+      per_member.push_back(entries_on(job_, member, group.pg_name));
+      for (const auto& [seq, entry] : per_member.back()) seqs.insert(seq);
+    }
+    for (uint64_t seq : seqs) {
+      std::map<std::string, std::vector<int>> by_op, by_sizes, by_dtypes;
+      size_t present = 0;
+      for (size_t m = 0; m < group.members.size(); ++m) {
+        auto found = per_member[m].find(seq);
+        if (found == per_member[m].end()) continue;
+        ++present;
+        const json& entry = *found->second;
+        by_op[op_name(entry)].push_back(group.members[m].rank);
+        by_sizes[sizes_text(entry["input_sizes"])].push_back(group.members[m].rank);
+        by_dtypes[entry["input_dtypes"].dump()].push_back(group.members[m].rank);
+      }
+      if (present < 2) continue;
+      // An op mismatch is NCCL's collective-mismatch already (counters); sizes and dtypes
+      // are what only PyTorch's record holds.
+      if (by_op.size() > 1) continue;
+      if (by_sizes.size() > 1) add_mismatch(g, seq, "size-mismatch", by_sizes, per_member);
+      else if (by_dtypes.size() > 1) add_mismatch(g, seq, "dtype-mismatch", by_dtypes, per_member);
+      if (by_sizes.size() > 1 || by_dtypes.size() > 1) return;  // the first one explains what follows
+    }
+  }
+
+  void add_mismatch(size_t g, uint64_t seq, const std::string& kind,
+                    const std::map<std::string, std::vector<int>>& ranks_by_value,
+                    const std::vector<std::map<uint64_t, const json*>>& per_member) {
+    const CommGroup& group = job_.comms[g];
+    Finding finding{kind};
+    finding.seq = static_cast<int64_t>(seq);
+    finding.culprits = minority(ranks_by_value, group.members.size());
+    json values = json::array();
+    for (size_t m = 0; m < group.members.size(); ++m) {
+      auto found = per_member[m].find(seq);
+      if (found == per_member[m].end()) continue;
+      const json& entry = *found->second;
+      if (finding.collective.empty()) finding.collective = op_name(entry);
+      std::string who = job_.process_label(group.members[m].process);
+      finding.evidence.push_back(who + ": " + entry_text(entry));
+      values.push_back({{"rank", group.members[m].rank}, {"sizes", entry["input_sizes"]},
+                        {"dtypes", entry["input_dtypes"]}, {"frame", user_frame(entry)}});
+    }
+    finding.evidence.insert(finding.evidence.begin(),
+                            "PyTorch's flight recorder (pg " + group.pg_desc + "): the ranks issued " +
+                                finding.collective + " #" + std::to_string(seq) + " with different input " +
+                                (kind == "size-mismatch" ? "sizes" : "dtypes") +
+                                "; NCCL does not check this: the collective reads and writes different "
+                                "amounts on different ranks, completes with wrong results or hangs");
+    if (finding.culprits.empty())
+      finding.evidence.push_back("no majority: which side is at fault is not decided");
+    finding.extra["source"] = "pytorch-flight-recorder";
+    finding.extra["values"] = values;
+    job_.findings[g].push_back(std::move(finding));
+  }
+
+  // Each named rank's last record on this group: the user's words for what it did.
+  void add_last_records(size_t g) {
+    const CommGroup& group = job_.comms[g];
+    for (Finding& finding : job_.findings[g]) {
+      if (!finding.explains_hang) continue;
+      std::vector<int> named = finding.culprits;
+      named.insert(named.end(), finding.waiting.begin(), finding.waiting.end());
+      std::sort(named.begin(), named.end());
+      named.erase(std::unique(named.begin(), named.end()), named.end());
+      for (int rank : named) {
+        const Member* member = group.find(rank);
+        if (member == nullptr) continue;
+        auto entries = entries_on(job_, *member, group.pg_name);
+        std::string who = job_.process_label(member->process);
+        finding.evidence.push_back(
+            entries.empty() ? "PyTorch's flight recorder (pg " + group.pg_desc + "): " + who + " recorded no collective on it"
+                            : "PyTorch's flight recorder (pg " + group.pg_desc + "): " + who + " last issued " +
+                                  entry_text(*entries.rbegin()->second));
+      }
+    }
+  }
+
+  Job& job_;
+};
+
+}  // namespace
+
+json sanitize_torch_section(const json& section) {
+  if (!section.is_object()) return nullptr;
+  json groups = json::array(), entries = json::array();
+  if (const json* list = field(section, "process_groups"); list && list->is_array())
+    for (const json& group : *list)
+      if (groups.size() < kMaxGroups && group.is_object()) groups.push_back(sanitize_group(group));
+  if (const json* list = field(section, "entries"); list && list->is_array()) {
+    size_t skip = list->size() > kMaxEntries ? list->size() - kMaxEntries : 0;  // keep the newest
+    for (size_t i = skip; i < list->size(); ++i)
+      if ((*list)[i].is_object()) entries.push_back(sanitize_entry((*list)[i]));
+  }
+  if (groups.empty() && entries.empty()) return nullptr;
+  return {{"process_groups", groups}, {"entries", entries}};
+}
+
+void join_torch_records(Job* job) { TorchJoin(job).run(); }
+
+}  // namespace nsc::triage
