@@ -553,7 +553,14 @@ class RecorderDecoder {
     }
     for (uint64_t value : *nodes) {
       auto pg_id = read_raw_integer(target_, value, 8);
-      auto pointer = read_raw_integer(target_, value + placement->second_offset, 8);  // shared_ptr's _M_ptr comes first
+      Fetched<uint64_t> pointer;
+      if (const StructLayout* pair = layout_.find_struct(value_type)) {
+        pointer = ObjectView(&target_, &layout_, pair, value).pointer("second._M_ptr");
+      } else {
+        pointer = read_raw_integer(target_, value + placement->second_offset, 8);  // shared_ptr's _M_ptr comes first
+        if (!stand_in_noted_status_) state_->layout_notes.push_back("all_pg_status_: shared_ptr<ProcessGroupStatus> read as its first pointer (no pair layout in the profile)");
+        stand_in_noted_status_ = true;
+      }
       if (!pg_id.ok() || !pointer.ok() || *pointer.value == 0) {
         state_->errors.push_back("all_pg_status_ node value at " + hex(value) + ": unreadable or NULL");
         continue;
@@ -568,6 +575,7 @@ class RecorderDecoder {
       }
       state_->pg_status.push_back({*pg_id.value, *enqueued.value, *started.value, *completed.value});
     }
+    if (placement->how != "node layout from DWARF") state_->layout_notes.push_back("all_pg_status_: " + placement->how);
   }
 
   Target& target_;
@@ -577,7 +585,7 @@ class RecorderDecoder {
   FlightRecorderState* state_;
   ContainerReader containers_;
   std::map<std::pair<uint64_t, int64_t>, RecorderFrame> frames_;
-  bool stand_in_noted_ = false;
+  bool stand_in_noted_ = false, stand_in_noted_status_ = false;
 
  public:
   std::string python_unavailable_ = "no Python interpreter read";
