@@ -7,6 +7,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <fstream>
+#include <map>
 
 #include "torch/pg_join.h"
 
@@ -70,4 +71,39 @@ BOOST_AUTO_TEST_CASE(unique_matches_are_the_true_communicators) {
   BOOST_TEST(wrong == 0);
   BOOST_TEST(true_missed == 0);  // an ambiguous answer still names the true communicator
   BOOST_TEST(unique > 0);
+}
+
+// Across the ranks of each scenario, comm_hash settles what one process could not.
+BOOST_AUTO_TEST_CASE(ranks_together_settle_the_ambiguous) {
+  nlohmann::json cases = load_cases();
+  std::map<std::string, std::vector<nlohmann::json>> jobs;
+  std::map<std::string, std::vector<nlohmann::json>> truths;
+  for (const auto& [name, rank] : cases.items()) {
+    nsc::FlightRecorderState state = recorder_of(rank);
+    nlohmann::json document = {{"communicators", rank["communicators"]}, {"torch", nlohmann::json::object()}};
+    document["torch"]["process_groups"] =
+        nsc::join_process_groups(state, rank["communicators"], rank["launcher_rank"].get<int64_t>());
+    jobs[rank["scenario"]].push_back(document);
+    truths[rank["scenario"]].push_back(rank["truth"]);
+  }
+  int unique = 0, ambiguous = 0, wrong = 0;
+  for (auto& [scenario, documents] : jobs) {
+    nsc::resolve_process_groups_across_ranks(&documents);
+    for (size_t i = 0; i < documents.size(); ++i)
+      for (const auto& group : documents[i]["torch"]["process_groups"]) {
+        std::string truth;
+        for (const auto& known : truths[scenario][i])
+          if (known["desc"] == group["desc"] && known["ranks"] == group["ranks"] && known["address"].is_string())
+            truth = known["address"];
+        if (group["match"] == "unique") {
+          ++unique;
+          if (group["communicator"] != truth) ++wrong;
+        } else if (group["match"] == "ambiguous") {
+          ++ambiguous;
+        }
+      }
+  }
+  BOOST_TEST_MESSAGE("run5 join across ranks: " << unique << " unique, " << ambiguous << " ambiguous");
+  BOOST_TEST(wrong == 0);
+  BOOST_TEST(ambiguous == 0);
 }

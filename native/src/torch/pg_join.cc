@@ -146,4 +146,98 @@ json join_process_groups(const FlightRecorderState& recorder, const json& commun
   return out;
 }
 
+namespace {
+
+std::string group_key(const json& group) {
+  return group.value("name", json("")).dump() + "|" + group.value("desc", json("")).dump() + "|" +
+         group.value("ranks", json::array()).dump();
+}
+
+std::map<std::string, std::string> hashes_by_address(const json& document) {
+  std::map<std::string, std::string> hashes;
+  for (const json& comm : document.value("communicators", json::array()))
+    if (comm.is_object() && comm.value("address", json()).is_string() && comm.value("comm_hash", json()).is_string())
+      hashes[comm["address"].get<std::string>()] = comm["comm_hash"].get<std::string>();
+  return hashes;
+}
+
+json* process_groups_of(json& document) {
+  if (!document.is_object() || !document.contains("torch") || !document["torch"].is_object()) return nullptr;
+  json& groups = document["torch"]["process_groups"];
+  return groups.is_array() ? &groups : nullptr;
+}
+
+// A communicator one group holds alone leaves the other groups' candidate lists (one process).
+void exclude_claimed(json* groups) {
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const json& owner : *groups) {
+      if (owner.value("match", "") != "unique" || !owner.value("communicator", json()).is_string()) continue;
+      for (json& other : *groups) {
+        if (other.value("match", "") != "ambiguous") continue;
+        json kept = json::array();
+        for (const json& candidate : other["candidates"])
+          if (candidate != owner["communicator"]) kept.push_back(candidate);
+        if (kept.size() == other["candidates"].size()) continue;
+        other["candidates"] = kept;
+        other["evidence"] = other.value("evidence", "") + "; " + owner["communicator"].get<std::string>() + " is pg '" +
+                            owner.value("name", "") + "''s";
+        if (kept.size() == 1) {
+          other["match"] = "unique";
+          other["communicator"] = kept[0];
+        }
+        changed = true;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void resolve_process_groups_across_ranks(std::vector<json>* documents) {
+  // For each group: the comm_hash sets of its candidates on every rank that lists it as a member.
+  std::map<std::string, std::vector<std::set<std::string>>> hash_sets;
+  for (json& document : *documents) {
+    json* groups = process_groups_of(document);
+    if (groups == nullptr) continue;
+    std::map<std::string, std::string> hashes = hashes_by_address(document);
+    for (const json& group : *groups) {
+      if (group.value("match", "") == "not-a-member") continue;
+      std::set<std::string> candidate_hashes;
+      for (const json& candidate : group.value("candidates", json::array()))
+        if (candidate.is_string() && hashes.count(candidate.get<std::string>()))
+          candidate_hashes.insert(hashes[candidate.get<std::string>()]);
+      hash_sets[group_key(group)].push_back(candidate_hashes);
+    }
+  }
+  for (json& document : *documents) {
+    json* groups = process_groups_of(document);
+    if (groups == nullptr) continue;
+    std::map<std::string, std::string> hashes = hashes_by_address(document);
+    for (json& group : *groups) {
+      if (group.value("match", "") != "ambiguous") continue;
+      const auto& sets = hash_sets[group_key(group)];
+      if (sets.size() < 2) continue;
+      std::set<std::string> common = sets[0];
+      for (const auto& other : sets) {
+        std::set<std::string> kept;
+        for (const std::string& hash : common)
+          if (other.count(hash)) kept.insert(hash);
+        common = kept;
+      }
+      if (common.size() != 1) continue;
+      std::vector<std::string> chosen;
+      for (const json& candidate : group["candidates"])
+        if (candidate.is_string() && hashes[candidate.get<std::string>()] == *common.begin()) chosen.push_back(candidate);
+      if (chosen.size() != 1) continue;
+      group["communicator"] = chosen[0];
+      group["candidates"] = chosen;
+      group["match"] = "unique";
+      group["evidence"] = group.value("evidence", "") + "; comm_hash " + *common.begin() + " is the only one among the candidates of all " +
+                          std::to_string(sets.size()) + " member ranks";
+    }
+    exclude_claimed(groups);
+  }
+}
+
 }  // namespace nsc

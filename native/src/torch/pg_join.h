@@ -7,6 +7,7 @@
 #pragma once
 
 #include <optional>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -19,5 +20,11 @@ namespace nsc {
 // Returns the "process_groups" array of the "torch" section (docs/schema-state.md).
 nlohmann::json join_process_groups(const FlightRecorderState& recorder, const nlohmann::json& communicators,
                                    std::optional<int64_t> global_rank);
+
+// Across the ranks of one job (state documents, each with its "torch" section joined):
+// a group left ambiguous on a rank is decided when exactly one comm_hash is among the
+// candidates of every member rank that knows the group (a communicator has the same
+// comm_hash on all its ranks). Updates the documents' "process_groups" in place.
+void resolve_process_groups_across_ranks(std::vector<nlohmann::json>* documents);
 
 }  // namespace nsc
