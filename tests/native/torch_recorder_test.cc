@@ -14,6 +14,7 @@
 #include "torch/flight_recorder.h"
 #include "torch/pg_join.h"
 #include "torch/torch_layout.h"
+#include "snapshot/state_text.h"
 
 namespace {
 
@@ -502,4 +503,20 @@ BOOST_AUTO_TEST_CASE(process_groups_join_communicators) {
   // Rank 5 is in neither group.
   groups = nsc::join_process_groups(state, comms, 5);
   BOOST_TEST(groups[1]["match"] == "not-a-member");
+}
+
+BOOST_AUTO_TEST_CASE(text_lines_name_group_communicator_and_caller_line) {
+  Scenario scenario;
+  nsc::FlightRecorderState state = scenario.decode();
+  nlohmann::json comms = nlohmann::json::array({{{"address", "0xa"}, {"rank", 1}, {"nranks", 4}},
+                                                {{"address", "0xc"}, {"rank", 1}, {"nranks", 2}}});
+  nlohmann::json document = {{"schema", "ncclscope.state/1"}, {"threads", nlohmann::json::array()},
+                             {"torch", nsc::flight_recorder_json(state)}};
+  document["torch"]["process_groups"] = nsc::join_process_groups(state, comms, 1);
+  std::string text = nsc::render_state_text(document);
+  BOOST_TEST_MESSAGE(text);
+  BOOST_TEST(text.find("pg '1' (tp0) ranks 0,1: communicator 0xc") != std::string::npos);
+  BOOST_TEST(text.find("#3 nccl:all_reduce pg '3' (dp0) coll #2 completed [65536] Float at train.py:165 in train_step") !=
+             std::string::npos);
+  BOOST_TEST(text.find("#4 nccl:all_reduce pg '1' (tp0) coll #3 scheduled") != std::string::npos);
 }
