@@ -12,6 +12,7 @@
 #include "layout/layout_profile.h"
 #include "layout/profile_store.h"
 #include "python/python_layout.h"
+#include "torch/torch_layout.h"
 #include "util/errors.h"
 #include "util/strings.h"
 
@@ -23,6 +24,8 @@ const char kLayoutUsage[] =
     "       ncclscope layout show LIB|FILE.json [STRUCT|ENUM] [--json] [--dwarf] [--profile-path D:D]\n"
     "       ncclscope layout dirs [--profile-path D:D]\n"
     "       ncclscope layout python DWARF_FILE --interpreter PYTHON -o FILE.json\n"
+    "       ncclscope layout torch DWARF_FILE --torch-version V (--libtorch LIB | --libtorch-symbols F\n"
+    "                              --libtorch-headers F) -o FILE.json\n"
     "  extract         read struct layouts from the DWARF of LIB into a profile (<build-id>.json\n"
     "                  in a profile directory makes a stripped library of that build decodable);\n"
     "                  -o - writes to stdout; --cache also stores it in the user cache;\n"
@@ -32,7 +35,12 @@ const char kLayoutUsage[] =
     "  dirs            the profile search path, in order\n"
     "  python          a CPython 3.11/3.12 profile: structs from DWARF_FILE (the interpreter with\n"
     "                  its debug file, or native/src/python/layout_tu.c built -g against that\n"
-    "                  version's headers), build-id, symbols and Py_Version from PYTHON\n";
+    "                  version's headers), build-id, symbols and Py_Version from PYTHON\n"
+    "  torch           a PyTorch flight recorder profile: structs from DWARF_FILE (a linked ELF of\n"
+    "                  native/src/torch/recorder_layout_tu.cpp built -g against the wheel's headers:\n"
+    "                  scripts/torch-layout-from-tu.sh), build-id and the recorder's singleton symbol\n"
+    "                  from libtorch_cuda.so (or `readelf -sW` / `readelf -n` text of it); store it as\n"
+    "                  native/profiles/torch/<build-id>.json\n";
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -227,6 +235,29 @@ int run_python(const ParsedOptions& options) {
   return kExitOk;
 }
 
+int run_torch(const ParsedOptions& options) {
+  if (options.positional.size() != 2) throw UsageError("torch takes one DWARF file");
+  std::string output = options.value("-o", options.value("--output"));
+  if (output.empty()) throw UsageError("torch needs -o FILE.json");
+  LibtorchFacts facts;
+  facts.library = options.value("--libtorch");
+  facts.symbols_text = options.value("--libtorch-symbols");
+  facts.headers_text = options.value("--libtorch-headers");
+  facts.torch_version = options.value("--torch-version");
+  auto start = std::chrono::steady_clock::now();
+  LayoutProfile profile = extract_torch_layout(options.positional[1], facts);
+  double elapsed = seconds_since(start);
+  if (output == "-") {
+    std::cout << format_layout_profile(profile);
+    return kExitOk;
+  }
+  write_layout_profile(profile, output);
+  std::fprintf(stderr, "ncclscope layout: wrote %s (torch %s, %zu structs, libtorch_cuda build-id %s) in %.3f s\n",
+               escape_for_terminal(output).c_str(), escape_for_terminal(torch_version_of_profile(profile)).c_str(),
+               profile.structs.size(), profile.build_id.c_str(), elapsed);
+  return kExitOk;
+}
+
 int run_dirs(const ParsedOptions& options) {
   for (const std::string& dir : profile_search_dirs(profile_dirs_from(options)))
     std::printf("%s\n", escape_for_terminal(dir).c_str());
@@ -237,7 +268,8 @@ int run_dirs(const ParsedOptions& options) {
 
 int run_layout_command(const std::vector<std::string>& args) {
   try {
-    ParsedOptions options = parse_options(args, {"-o", "--output", "--root", "--profile-path", "--interpreter"},
+    ParsedOptions options = parse_options(args, {"-o", "--output", "--root", "--profile-path", "--interpreter",
+                                           "--libtorch", "--libtorch-symbols", "--libtorch-headers", "--torch-version"},
                                           {"--json", "--dwarf", "--cache", "--help", "-h"});
     if (options.has("--help") || options.has("-h")) {
       std::fputs(kLayoutUsage, stdout);
@@ -249,6 +281,7 @@ int run_layout_command(const std::vector<std::string>& args) {
     if (subcommand == "show") return run_show(options);
     if (subcommand == "dirs") return run_dirs(options);
     if (subcommand == "python") return run_python(options);
+    if (subcommand == "torch") return run_torch(options);
     throw UsageError("unknown subcommand '" + subcommand + "'");
   } catch (const UsageError& error) {
     std::fprintf(stderr, "ncclscope layout: %s\n%s", escape_for_terminal(error.what()).c_str(),

@@ -191,6 +191,8 @@ class DwarfWalker {
     for (const std::string& root : enum_roots) {
       enum_roots_.insert(root);
       unfound_roots_.insert(root);
+      for (size_t at = root.find("::"); at != std::string::npos; at = root.find("::", at + 2))
+        nested_prefixes_.insert(root.substr(0, at));  // c10::ScalarType sits in namespace c10
     }
   }
 
@@ -356,8 +358,10 @@ class DwarfWalker {
     if (is_base_class || name.empty()) {
       // Base classes and anonymous unions/structs: their members read as ours (C semantics).
       PeeledType peeled = peel_typedefs(&type_die);
-      if (!peeled.is_void && is_aggregate_tag(dwarf_tag(&peeled.die)))
-        append_members_of(&peeled.die, offset, owner, members, depth + 1);
+      if (peeled.is_void || !is_aggregate_tag(dwarf_tag(&peeled.die))) return;
+      size_t first_new = members->size();
+      append_members_of(&peeled.die, offset, owner, members, depth + 1);
+      name_tuple_element(die_name(&peeled.die), first_new, members);
       return;
     }
     MemberLayout layout;
@@ -373,6 +377,19 @@ class DwarfWalker {
     if (auto bit_size = unsigned_attribute(member, DW_AT_bit_size))
       place_bitfield(member, base_offset, static_cast<uint32_t>(*bit_size), &layout);
     members->push_back(std::move(layout));
+  }
+
+  // std::tuple's elements all flatten to "_M_head_impl" (one per _Head_base<I, T> base):
+  // name each "get<I>" as std::get does, so a decoder can tell them apart.
+  static void name_tuple_element(const std::string& base_name, size_t first_new, std::vector<MemberLayout>* members) {
+    static const std::string prefix = "_Head_base<";
+    if (base_name.rfind(prefix, 0) != 0) return;
+    size_t end = base_name.find(',', prefix.size());
+    if (end == std::string::npos) return;
+    std::string index = base_name.substr(prefix.size(), end - prefix.size());
+    if (index.empty() || index.find_first_not_of("0123456789") != std::string::npos) return;
+    for (size_t i = first_new; i < members->size(); ++i)
+      if ((*members)[i].name == "_M_head_impl") (*members)[i].name = "get<" + index + ">";
   }
 
   // Bitfields: offset = start of the storage unit, bit_offset from its least significant bit.

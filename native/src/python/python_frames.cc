@@ -83,6 +83,23 @@ class FrameDecoder {
     return text;
   }
 
+  PythonFrame decode_code_only(uint64_t code, int64_t byte_offset) {
+    PythonFrame frame;
+    frame.address = code;
+    frame.code = code;
+    if (code == 0) {
+      frame.error = "no code object (NULL)";
+      return frame;
+    }
+    // Negative: before the first instruction (PyCode_Addr2Line gives co_firstlineno).
+    uint64_t instr = code + offsets_.code_code_adaptive + static_cast<uint64_t>(byte_offset < 0 ? -2 : byte_offset);
+    if (!decode_code(&frame, code, instr)) {
+      std::string prefix = "unreadable frame at " + hex(code) + ": ";  // there is no frame, only its code
+      if (frame.error.rfind(prefix, 0) == 0) frame.error = frame.error.substr(prefix.size());
+    }
+    return frame;
+  }
+
   // Decodes the frame at `address`; false when it is no frame (then frame->error says why).
   // *previous and *is_shim are set for the walk.
   bool decode(uint64_t address, PythonFrame* frame, uint64_t* previous, bool* is_shim) {
@@ -197,6 +214,12 @@ void walk_frames(FrameDecoder& decoder, uint64_t first, const PythonWalkLimits& 
 }
 
 }  // namespace
+
+PythonFrame decode_code_object(Target& target, const PythonOffsets& offsets, const PythonWalkLimits& limits,
+                               uint64_t code, int64_t byte_offset) {
+  FrameDecoder decoder(target, offsets, limits);
+  return decoder.decode_code_only(code, byte_offset);
+}
 
 std::optional<int64_t> line_from_location_table(const uint8_t* table, size_t size, int64_t first_line,
                                                 int64_t address_in_code, std::string* why) {

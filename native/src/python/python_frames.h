@@ -51,6 +51,12 @@ std::vector<PythonThread> walk_python_threads(Target& target, const PythonOffset
                                               uint64_t runtime_address, const PythonWalkLimits& limits,
                                               std::vector<std::string>* errors);
 
+// A code object alone (as PyTorch's CapturedTraceback keeps it: PyCodeObject* + lasti,
+// the byte offset PyFrame_GetLasti gives, negative before the first instruction):
+// function, file and line; frame.error says why it could not be decoded.
+PythonFrame decode_code_object(Target& target, const PythonOffsets& offsets, const PythonWalkLimits& limits,
+                               uint64_t code, int64_t byte_offset);
+
 // The line of the instruction at byte offset `address_in_code` (negative:
 // before the first instruction) from a 3.11+ location table (co_linetable),
 // as PyCode_Addr2Line computes it; nullopt for "no line" entries and for an

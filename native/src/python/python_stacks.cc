@@ -186,6 +186,7 @@ void read_from(Target& target, Interpreter& interpreter, const PythonSearch& sea
   }
   stacks->layout_source = offsets->source;
   add_type_addresses(interpreter, &*offsets);
+  stacks->offsets = offsets;
   stacks->threads = walk_python_threads(target, *offsets, stacks->runtime_address, search.limits, &stacks->errors);
 }
 

@@ -5,6 +5,7 @@
 // entries of docs/schema-state.md and the merged native+Python stack.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,7 @@ struct PythonStacks {
   std::string layout_source;        // profile/DWARF file, or "_Py_DebugOffsets at 0x..."
   uint64_t runtime_address = 0;     // _PyRuntime in the target
   std::vector<PythonThread> threads;
+  std::optional<PythonOffsets> offsets;  // when threads were read: other decoders read code objects with them
   std::vector<std::string> errors;  // partial problems (lists that loop, unreadable states)
 };
 

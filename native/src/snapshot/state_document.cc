@@ -13,6 +13,8 @@
 #include "nccl/connection_decoder.h"
 #include "snapshot/launcher_section.h"
 #include "python/python_stacks.h"
+#include "torch/flight_recorder.h"
+#include "torch/pg_join.h"
 #include "stacks/thread_stacks.h"
 #include "target/callback_target.h"
 #include "target/core_file.h"
@@ -175,6 +177,34 @@ void add_python(const PythonStacks& python, json* document, json* errors) {
   (*document)["python"] = summary;
 }
 
+RecorderSearch recorder_search(const StateRequest& request, const LibrarySearch& library) {
+  RecorderSearch search;
+  search.library = library;
+  search.library.force_mismatch = false;
+  search.profile_path = request.profile_path;
+  return search;
+}
+
+// The "torch" section: PyTorch's flight recorder and its process groups joined to the
+// communicators (docs/torch.md). No libtorch_cuda.so mapped: no section.
+void add_torch(Target& target, const PythonStacks& python, const StateRequest& request, const LibrarySearch& library,
+               json* document, json* errors) {
+  FlightRecorderState recorder = read_flight_recorder(target, python, recorder_search(request, library));
+  if (!recorder.library_mapped) return;
+  json torch = flight_recorder_json(recorder);
+  if (!recorder.unavailable.empty())
+    errors->push_back({{"kind", "torch"}, {"subject", valid_utf8(recorder.library)}, {"reason", valid_utf8(recorder.unavailable)}});
+  for (const std::string& error : recorder.errors)
+    errors->push_back({{"kind", "torch"}, {"subject", valid_utf8(recorder.library)}, {"reason", valid_utf8(error)}});
+  if (recorder.unavailable.empty()) {
+    std::optional<int64_t> rank;
+    const json& launcher = (*document)["launcher"];
+    if (launcher.is_object() && launcher.value("rank", json()).is_number_integer()) rank = launcher["rank"].get<int64_t>();
+    torch["process_groups"] = join_process_groups(recorder, (*document)["communicators"], rank);
+  }
+  (*document)["torch"] = torch;
+}
+
 }  // namespace
 
 json build_state_document(const StateRequest& request) {
@@ -211,6 +241,7 @@ json build_state_document(const StateRequest& request) {
     document["communicators"] = json::array();
     document["recorder"] = nullptr;
     PythonStacks python = read_python_stacks(*target, python_search(request, search));
+    add_torch(*target, python, request, search, &document, &errors);
     add_threads(*target, request, &document);
     add_python(python, &document, &errors);
     document["errors"] = errors;
@@ -264,6 +295,7 @@ json build_state_document(const StateRequest& request) {
 
   // Python stacks are read before any unwinding, while a --freeze still holds.
   PythonStacks python = read_python_stacks(*target, python_search(request, search));
+  add_torch(*target, python, request, search, &document, &errors);
 
   json warnings = json::array();
   if (library.local_file_missing.rfind("build-id mismatch", 0) == 0)  // a file set aside; a profile decoded

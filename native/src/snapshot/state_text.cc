@@ -200,6 +200,58 @@ void render_python(const json& document, std::ostringstream& out) {
     out << "  no Python stacks: " << escape_for_terminal(field(python, "unavailable").get<std::string>()) << "\n";
 }
 
+// "nccl:all_reduce pg '1' (tp0) coll #4 completed [65536] Float at torch_multigroup.py:165 in tpdp_step"
+std::string torch_entry_text(const json& entry) {
+  const json& group = field(entry, "process_group");
+  std::string text = cell_text(field(entry, "profiling_name")) + " pg " +
+                     (group.is_array() && group.size() == 2 ? "'" + cell_text(group[0]) + "' (" + cell_text(group[1]) + ")" : "?");
+  text += field(entry, "is_p2p") == true ? " p2p #" + cell_text(field(entry, "p2p_seq_id"))
+                                         : " coll #" + cell_text(field(entry, "collective_seq_id"));
+  text += " " + cell_text(field(entry, "state"));
+  const json& sizes = field(entry, "input_sizes");
+  const json& dtypes = field(entry, "input_dtypes");
+  if (sizes.is_array() && !sizes.empty()) text += " " + sizes[0].dump() + (dtypes.is_array() && !dtypes.empty() ? " " + cell_text(dtypes[0]) : "");
+  // The caller's line: the first frame outside torch/distributed.
+  const json& frames = field(entry, "frames");
+  if (frames.is_array())
+    for (const json& frame : frames) {
+      std::string file = cell_text(field(frame, "filename"));
+      if (file.find("/torch/") != std::string::npos) continue;
+      text += " at " + file.substr(file.find_last_of('/') == std::string::npos ? 0 : file.find_last_of('/') + 1) + ":" +
+              cell_text(field(frame, "line")) + " in " + cell_text(field(frame, "name"));
+      break;
+    }
+  return text;
+}
+
+void render_torch(const json& document, std::ostringstream& out) {
+  const json& torch = field(document, "torch");
+  if (!torch.is_object()) return;
+  out << "\ntorch   flight recorder, torch " << cell_text(field(torch, "torch_version")) << ", libtorch_cuda build-id "
+      << cell_text(field(torch, "build_id")) << "\n";
+  if (field(torch, "unavailable").is_string()) {
+    out << "  not read: " << escape_for_terminal(field(torch, "unavailable").get<std::string>()) << "\n";
+    return;
+  }
+  const json& entries = field(torch, "entries");
+  out << "  " << (entries.is_array() ? entries.size() : 0) << " entries (ring of " << cell_text(field(torch, "max_entries"))
+      << ", next record id " << cell_text(field(torch, "next_record_id")) << ")"
+      << (field(torch, "enabled") == true ? "" : ", recorder disabled") << "\n";
+  for (const json& group : field(torch, "process_groups")) {
+    std::string ranks;
+    for (const json& rank : field(group, "ranks")) ranks += (ranks.empty() ? "" : ",") + rank.dump();
+    out << "  pg '" << escape_for_terminal(cell_text(field(group, "name"))) << "' ("
+        << escape_for_terminal(cell_text(field(group, "desc"))) << ") ranks " << ranks << ": communicator "
+        << (field(group, "communicator").is_string() ? field(group, "communicator").get<std::string>()
+                                                      : cell_text(field(group, "match")))
+        << "\n";
+  }
+  size_t shown = 0, count = entries.is_array() ? entries.size() : 0;
+  for (size_t i = count > 8 ? count - 8 : 0; i < count; ++i, ++shown)
+    out << "  #" << cell_text(field(entries[i], "record_id")) << " " << escape_for_terminal(torch_entry_text(entries[i])) << "\n";
+  if (count > shown) out << "  (" << count - shown << " older entries in --json)\n";
+}
+
 void render_thread_python(const json& thread, std::ostringstream& out) {
   const json& frames = field(field(thread, "python"), "frames");
   if (!frames.is_array() || frames.empty()) return;
@@ -211,6 +263,7 @@ void render_thread_python(const json& thread, std::ostringstream& out) {
 }
 
 void render_threads(const json& document, std::ostringstream& out) {
+  render_torch(document, out);
   render_python(document, out);
   const json& threads = field(document, "threads");
   if (!threads.is_array() || threads.empty()) return;
