@@ -145,7 +145,7 @@ capture() {
     local pid=${PIDS[$rank]}
     wait_for_exit "$pid" 90 || { log "$scenario rank$rank: no exit 90 s after SIGABRT; SIGKILL"; kill -KILL "$pid"; }
     wait "$pid"; echo "exit=$?" >> "$dir/rank$rank.state"
-    [ -f "$WORK/cores/core.$pid" ] && mv "$WORK/cores/core.$pid" "$dir/rank$rank.core"
+    [ -f "$CORE_DIR/core.$pid" ] && mv "$CORE_DIR/core.$pid" "$dir/rank$rank.core"
     grep -h '^GROUND_TRUTH ' "$dir/rank$rank.log" | sed 's/^GROUND_TRUTH //' > "$dir/rank$rank.ground_truth.json"
   done
   echo "$state $((SECONDS - t0))s" > "$dir/capture.txt"
@@ -247,10 +247,14 @@ pack() {
 }
 
 main() {
-  SAVED_CORE_PATTERN=$(cat /proc/sys/kernel/core_pattern)
-  trap 'echo "$SAVED_CORE_PATTERN" > /proc/sys/kernel/core_pattern' EXIT
   rm -rf "$WORK"; mkdir -p "$WORK/cores"
-  echo "$WORK/cores/core.%p" > /proc/sys/kernel/core_pattern
+  # CORE_DIR given: the caller set core_pattern to CORE_DIR/core.%p (another capture runs beside).
+  if [ -z "${CORE_DIR:-}" ]; then
+    CORE_DIR=$WORK/cores
+    SAVED_CORE_PATTERN=$(cat /proc/sys/kernel/core_pattern)
+    trap 'echo "$SAVED_CORE_PATTERN" > /proc/sys/kernel/core_pattern' EXIT
+    echo "$CORE_DIR/core.%p" > /proc/sys/kernel/core_pattern
+  fi
   "$NSC" --version || log "WARNING: the carried ncclscope does not run"
   record_machine
   torch_material
