@@ -264,6 +264,11 @@ FrameView make_python_frame(const std::string& function, const std::string& file
   return frame;
 }
 
+void append_unmerged_python(ThreadView* thread, std::vector<FrameView> python) {
+  thread->frames.insert(thread->frames.end(), std::make_move_iterator(python.begin()),
+                        std::make_move_iterator(python.end()));
+}
+
 void mark_python_thread(ThreadView* thread) {
   bool has_python = std::any_of(thread->frames.begin(), thread->frames.end(), [](const FrameView& f) { return f.python; });
   if (!has_python) return;
@@ -304,6 +309,14 @@ ThreadView read_thread(const json& entry, std::vector<std::string>* notes) {
       if (use_merged && text_at(frame, "kind") == "python") thread.frames.push_back(read_python_frame(frame));
       else thread.frames.push_back(read_frame(frame, notes));
     }
+  const json* python = member(entry, "python");
+  const json* python_frames = python ? member(*python, "frames") : nullptr;
+  if (!use_merged && python_frames && python_frames->is_array()) {
+    std::vector<FrameView> frames;
+    for (const json& frame : *python_frames)
+      if (frame.is_object()) frames.push_back(read_python_frame(frame));
+    append_unmerged_python(&thread, std::move(frames));
+  }
   mark_python_thread(&thread);
   return thread;
 }

@@ -18,7 +18,7 @@ enum class Where {
   kRoot, kTarget, kLauncher, kHost, kNccl, kComms, kComm, kSeq, kP2p, kP2pUnavailable, kHealth, kChannels,
   kChannel, kRing, kTree, kTreeDown, kProxyOps, kProxyOp, kSubs, kSub, kPlanned, kPlannedColls,
   kPlannedColl, kPlannedP2ps, kPlannedP2p, kCommUnavailable, kThreads, kThread, kFrames, kFrame,
-  kMergedFrames, kMergedFrame,
+  kMergedFrames, kMergedFrame, kThreadPython, kPythonFrames, kPythonFrame,
   kErrors, kError, kCommWarnings, kSkip
 };
 
@@ -223,7 +223,10 @@ class Summarizer : public json::json_sax_t {
       case Where::kThread:
         if (!is_object && k == "frames") return Where::kFrames;
         if (!is_object && k == "merged_frames") return Where::kMergedFrames;
+        if (is_object && k == "python") return Where::kThreadPython;
         return Where::kSkip;
+      case Where::kThreadPython: return !is_object && k == "frames" ? Where::kPythonFrames : Where::kSkip;
+      case Where::kPythonFrames: return is_object ? Where::kPythonFrame : Where::kSkip;
       case Where::kFrames: return is_object ? Where::kFrame : Where::kSkip;
       case Where::kMergedFrames: return is_object ? Where::kMergedFrame : Where::kSkip;
       case Where::kErrors: return is_object ? Where::kError : Where::kSkip;
@@ -267,10 +270,12 @@ class Summarizer : public json::json_sax_t {
       case Where::kThread:
         process_->threads.emplace_back();
         merged_.clear();
+        python_.clear();
         break;
       case Where::kError: error_ = RawError{}; break;
       case Where::kFrame:
-      case Where::kMergedFrame: frame_ = RawFrame{}; break;
+      case Where::kMergedFrame:
+      case Where::kPythonFrame: frame_ = RawFrame{}; break;
       default: break;
     }
   }
@@ -307,11 +312,18 @@ class Summarizer : public json::json_sax_t {
                               : make_frame(frame_.function, frame_.module, frame_.offset, frame_.pc,
                                            &process_->stack_notes));
         break;
-      case Where::kThread:  // the merged native+Python stack stands for the thread when present
-        if (!merged_.empty()) process_->threads.back().frames = std::move(merged_);
-        merged_.clear();
-        mark_python_thread(&process_->threads.back());
+      case Where::kPythonFrame:
+        python_.push_back(make_python_frame(frame_.function, frame_.file, frame_.line, frame_.error));
         break;
+      case Where::kThread: {  // the merged native+Python stack stands for the thread when present
+        ThreadView& thread = process_->threads.back();
+        if (!merged_.empty()) thread.frames = std::move(merged_);
+        else append_unmerged_python(&thread, std::move(python_));
+        merged_.clear();
+        python_.clear();
+        mark_python_thread(&thread);
+        break;
+      }
       default: break;
     }
     return true;
@@ -461,6 +473,12 @@ class Summarizer : public json::json_sax_t {
         else if (k == "blocked_in") thread.blocked_in = as_string(v).value_or("");
         break;
       }
+      case Where::kPythonFrame:
+        if (k == "function") frame_.function = as_string(v).value_or("");
+        else if (k == "file") frame_.file = as_string(v).value_or("");
+        else if (k == "line") frame_.line = as_int(v);
+        else if (k == "error") frame_.error = as_string(v).value_or("");
+        break;
       case Where::kMergedFrame:
         if (k == "kind") frame_.kind = as_string(v).value_or("");
         else if (k == "file") frame_.file = as_string(v).value_or("");
@@ -503,6 +521,7 @@ class Summarizer : public json::json_sax_t {
     std::string message, subject, reason, kind;
   } error_;
   std::vector<FrameView> merged_;  // the current thread's merged_frames
+  std::vector<FrameView> python_;  // ... and its python.frames
   std::string planned_kind_;
   std::string captured_key_;          // "recorder" or "torch"
   json captured_;                     // that object while it is read

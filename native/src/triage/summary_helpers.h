@@ -18,6 +18,9 @@ FrameView make_frame(const std::string& function, std::string module, const Mayb
 // basename), or the frame's error text when it was unreadable.
 // A thread with Python frames: its native frames (the interpreter's own executable
 // included) are not user code; the Python frames are.
+// Python frames of a thread whose native stack was not merged with them (the unwind stopped
+// before the interpreter, e.g. in a library whose file is absent): they are its outer frames.
+void append_unmerged_python(ThreadView* thread, std::vector<FrameView> python);
 void mark_python_thread(ThreadView* thread);
 FrameView make_python_frame(const std::string& function, const std::string& file, const Maybe<int64_t>& line,
                             const std::string& error);
