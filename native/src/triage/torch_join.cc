@@ -134,7 +134,8 @@ std::string user_frame(const json& entry) {
 }
 
 std::string entry_text(const json& entry) {
-  std::string text = op_name(entry) + " #" + entry["collective_seq_id"].dump() + " " + sizes_text(entry["input_sizes"]);
+  const json& seq = entry["is_p2p"].get<bool>() ? entry["p2p_seq_id"] : entry["collective_seq_id"];
+  std::string text = op_name(entry) + " #" + seq.dump() + " " + sizes_text(entry["input_sizes"]);
   for (const json& dtype : entry["input_dtypes"]) text += " " + dtype.get<std::string>();
   text += " (" + (entry["state"].is_string() ? entry["state"].get<std::string>() : std::string("state unknown")) + ")";
   std::string frame = user_frame(entry);
@@ -152,14 +153,17 @@ const json* group_of(const Job& job, const Member& member) {
   return nullptr;
 }
 
-// The member's recorded collectives on process group `name`, by collective_seq_id.
-std::map<uint64_t, const json*> entries_on(const Job& job, const Member& member, const std::string& name) {
+// The member's recorded collectives (or point-to-point ops) on process group `name`, by
+// collective_seq_id (p2p_seq_id).
+std::map<uint64_t, const json*> entries_on(const Job& job, const Member& member, const std::string& name,
+                                           bool p2p = false) {
   std::map<uint64_t, const json*> by_seq;
   const json& torch = job.processes[member.process].torch;
   if (!torch.is_object()) return by_seq;
+  const char* seq_key = p2p ? "p2p_seq_id" : "collective_seq_id";
   for (const json& entry : torch["entries"])
-    if (!entry["is_p2p"].get<bool>() && entry["process_group"][0] == name && entry["collective_seq_id"].is_number())
-      by_seq[entry["collective_seq_id"].get<uint64_t>()] = &entry;
+    if (entry["is_p2p"].get<bool>() == p2p && entry["process_group"][0] == name && entry[seq_key].is_number())
+      by_seq[entry[seq_key].get<uint64_t>()] = &entry;
   return by_seq;
 }
 
@@ -276,13 +280,15 @@ class TorchJoin {
       named.insert(named.end(), finding.waiting.begin(), finding.waiting.end());
       std::sort(named.begin(), named.end());
       named.erase(std::unique(named.begin(), named.end()), named.end());
+      bool p2p = finding.collective == "Send" || finding.collective == "Recv";
       for (int rank : named) {
         const Member* member = group.find(rank);
         if (member == nullptr) continue;
-        auto entries = entries_on(job_, *member, group.pg_name);
+        auto entries = entries_on(job_, *member, group.pg_name, p2p);
         std::string who = job_.process_label(member->process);
         finding.evidence.push_back(
-            entries.empty() ? "PyTorch's flight recorder (pg " + group.pg_desc + "): " + who + " recorded no collective on it"
+            entries.empty() ? "PyTorch's flight recorder (pg " + group.pg_desc + "): " + who + " recorded no " +
+                                  (p2p ? "send or receive" : "collective") + " on it"
                             : "PyTorch's flight recorder (pg " + group.pg_desc + "): " + who + " last issued " +
                                   entry_text(*entries.rbegin()->second));
       }
