@@ -186,7 +186,8 @@ def _document_has_stacks(session):
                 "ncclCommInitRank, nccl-group-end, nccl-proxy-progress, nccl-proxy-service, "
                 "nccl-bootstrap, poll/epoll, sleep, user-code, unknown.\nSwitching threads to "
                 "unwind them restores the selected thread and frame; the target is never resumed.\n"
-                "With --json: {\"source\": \"gdb\"|\"document\", \"threads\": [...]}.")
+                "With --json: {\"source\": \"gdb\"|\"document\", \"threads\": [...]} (from a document "
+                "also \"warnings\": the library's stack notes).")
 def collect_threads(session, args):
     if args.frames is not None and args.frames < 0:
         raise UsageError("nccl-threads: --frames must be 0 or more")
@@ -214,10 +215,11 @@ def collect_threads(session, args):
             thread["blocked_in"] = classify_blocked_in(thread.get("frames"))
         if isinstance(thread.get("frames"), list):
             thread["frames"] = thread["frames"][:args.frames]
-    # What the library could not symbolize (build-id mismatch, missing files) says how far to trust the frames.
-    stack_errors = [error for error in document.get("errors") or []
-                    if isinstance(error, dict) and error.get("kind") == "stacks"]
-    return {"source": "document", "threads": threads, "errors": stack_errors}
+    # What the library could not symbolize (build-id mismatch, missing files) says how far to
+    # trust the frames: the library files these under "warnings" (they do not make the answer partial).
+    stack_warnings = [warning for warning in document.get("warnings") or []
+                      if isinstance(warning, dict) and warning.get("kind") == "stacks"]
+    return {"source": "document", "threads": threads, "warnings": stack_warnings}
 
 
 @nccl_command(
