@@ -31,15 +31,7 @@ std::vector<std::string> string_list(const nlohmann::json& request, const char* 
   std::vector<std::string> list;
   auto it = request.find(key);
   if (it == request.end() || it->is_null()) return list;
-  std::string joined = it->get<std::string>();
-  size_t start = 0;
-  while (start <= joined.size()) {
-    size_t end = joined.find(':', start);
-    if (end == std::string::npos) end = joined.size();
-    if (end > start) list.push_back(joined.substr(start, end - start));
-    start = end + 1;
-  }
-  return list;
+  return nsc::split_colon_list(it->get<std::string>());
 }
 
 nsc::ReadMemoryCallback wrap_callback(nsc_read_memory_fn read_memory, void* context) {
