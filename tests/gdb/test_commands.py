@@ -4,6 +4,7 @@ import json
 import os
 import unittest
 
+from native_library import built_library
 from ncclscope.commands import select_communicators
 from ncclscope.registry import COMMANDS, UsageError
 
@@ -39,6 +40,9 @@ class FakeSession:
 
     def kernel_view(self, record_path=None):
         return copy.deepcopy(self._kernels)
+
+    def classify_threads(self, threads):
+        return built_library().classify_threads(threads)
 
 
 def run(name, argv, session):

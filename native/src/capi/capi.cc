@@ -9,6 +9,7 @@
 
 #include "nccl/kernel_view.h"
 #include "snapshot/state_document.h"
+#include "stacks/blocked_in.h"
 #include "util/errors.h"
 #include "util/strings.h"
 
@@ -105,6 +106,11 @@ nsc_error* nsc_run_json_device(const char* request_json, nsc_read_memory_fn read
   try {
     nlohmann::json request = nlohmann::json::parse(request_json ? request_json : "");
     std::string command = request.value("command", "state");
+    if (command == "classify-threads") {
+      nlohmann::json classes = {{"blocked_in", nsc::classify_json_threads(request.value("threads", nlohmann::json::array()))}};
+      *json_out = copy_string(classes.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      return nullptr;
+    }
     if (command != "state" && command != "kernel-view") throw nsc::UsageError("unknown command '" + command + "'");
     nlohmann::json document;
     if (command == "kernel-view" && request.contains("state")) {
