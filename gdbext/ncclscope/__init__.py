@@ -1,7 +1,7 @@
 """ncclscope for gdb and cuda-gdb: nccl-state, nccl-comm, nccl-ring, nccl-proxy, nccl-threads.
 
 Importing the package inside gdb registers the commands; outside gdb only the
-pure modules (registry, commands, render, text, blocking, gdbparse, library)
+pure modules (registry, commands, render, text, gdbparse, library)
 are usable, which is what the unit tests do.
 """
 

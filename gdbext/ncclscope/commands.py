@@ -13,7 +13,6 @@ Pure Python (no gdb import).
 
 import re
 
-from .blocking import classify_blocked_in
 from .registry import UsageError, argument, nccl_command
 from .gdbparse import decode_nccl_kernel_name
 from .render import render_comm, render_kernels, render_proxy, render_ring, render_state, render_threads
@@ -173,6 +172,16 @@ def _document_has_stacks(session):
     return any(thread.get("frames") for thread in threads)
 
 
+def _classify(session, threads):
+    """Each thread's blocked_in from the library's one classifier (frames gdb unwound included)."""
+    if not threads:
+        return
+    classes = session.classify_threads([{"name": thread.get("name"), "frames": thread.get("frames") or []}
+                                        for thread in threads])
+    for thread, blocked_in in zip(threads, classes):
+        thread["blocked_in"] = blocked_in
+
+
 @nccl_command(
     "nccl-threads", "Show host threads with their top frames and what each is blocked in.",
     render=render_threads,
@@ -186,7 +195,8 @@ def _document_has_stacks(session):
                 "ncclCommInitRank, nccl-group-end, nccl-proxy-progress, nccl-proxy-service, "
                 "nccl-bootstrap, poll/epoll, sleep, user-code, unknown.\nSwitching threads to "
                 "unwind them restores the selected thread and frame; the target is never resumed.\n"
-                "With --json: {\"source\": \"gdb\"|\"document\", \"threads\": [...]}.")
+                "With --json: {\"source\": \"gdb\"|\"document\", \"threads\": [...]} (from a document "
+                "also \"warnings\": the library's stack notes).")
 def collect_threads(session, args):
     if args.frames is not None and args.frames < 0:
         raise UsageError("nccl-threads: --frames must be 0 or more")
@@ -201,23 +211,24 @@ def collect_threads(session, args):
         if threads is None and args.source == "gdb":
             raise UsageError("nccl-threads: the debugger has no threads (no process or core)")
     if threads is not None:
+        _classify(session, threads)
         for thread in threads:
-            thread["blocked_in"] = classify_blocked_in(thread.get("frames"))
             thread["frames"] = thread.get("frames", [])[:args.frames]
         # Names/states only from a document already decoded: never decode just for them.
         document_threads = (session.cached_document() or {}).get("threads")
         return {"source": "gdb", "threads": merge_thread_names(threads, document_threads)}
     document = session.document()
     threads = [dict(thread) for thread in document.get("threads") or []]
+    _classify(session, [thread for thread in threads
+                        if not thread.get("blocked_in") and isinstance(thread.get("frames"), list)])
     for thread in threads:
-        if not thread.get("blocked_in") and thread.get("frames") is not None:
-            thread["blocked_in"] = classify_blocked_in(thread.get("frames"))
         if isinstance(thread.get("frames"), list):
             thread["frames"] = thread["frames"][:args.frames]
-    # What the library could not symbolize (build-id mismatch, missing files) says how far to trust the frames.
-    stack_errors = [error for error in document.get("errors") or []
-                    if isinstance(error, dict) and error.get("kind") == "stacks"]
-    return {"source": "document", "threads": threads, "errors": stack_errors}
+    # What the library could not symbolize (build-id mismatch, missing files) says how far to
+    # trust the frames: the library files these under "warnings" (they do not make the answer partial).
+    stack_warnings = [warning for warning in document.get("warnings") or []
+                      if isinstance(warning, dict) and warning.get("kind") == "stacks"]
+    return {"source": "document", "threads": threads, "warnings": stack_warnings}
 
 
 @nccl_command(

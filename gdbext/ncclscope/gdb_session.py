@@ -355,6 +355,15 @@ class GdbSession:
             raise UsageError("%s: %s" % (escape_for_terminal(text), error))
 
     # --- threads ---
+    def classify_threads(self, threads):
+        """The library's blocked_in classes; None each where it cannot be loaded (the threads
+        and their frames still show: gdb unwound them)."""
+        try:
+            library = self.library()
+        except UsageError:
+            return [None] * len(threads)
+        return library.classify_threads(threads)
+
     def debugger_threads(self, max_frames):
         inferior = gdb.selected_inferior()
         if inferior.pid <= 0 and describe_target().kind != "core":

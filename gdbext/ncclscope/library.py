@@ -122,6 +122,12 @@ class NativeLibrary:
     def version(self):
         return self._lib.nsc_version().decode("utf-8", "replace")
 
+    def classify_threads(self, threads):
+        """blocked_in of each thread ({"name", "frames": [{"function", "module", "pc"}]}), by the
+        library's classifier (stacks/blocked_in.cc): one answer for gdb's stacks and its own."""
+        document, _partial = self.run({"command": "classify-threads", "threads": threads})
+        return document.get("blocked_in") or []
+
     def run(self, request, reader=None, device_reader=None):
         """(document, partial_message) for a request dict; raises NativeError without a document.
 

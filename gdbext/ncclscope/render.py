@@ -584,8 +584,8 @@ def render_threads(data, args=None):
                 lines.append("    py#%d %s" % (index, python_frame_text(frame)))
             if len(py_shown) < len(python_frames):
                 lines.append("    ... %d more Python frame(s)" % (len(python_frames) - len(py_shown)))
-    for error in data.get("errors") or []:
-        lines.append("note: %s" % plain(error.get("reason") if isinstance(error, dict) else error))
+    for warning in data.get("warnings") or []:
+        lines.append("note: %s" % plain(warning.get("reason") if isinstance(warning, dict) else warning))
     source = data.get("source")
     summary = "%d thread%s" % (len(threads), "" if len(threads) == 1 else "s")
     if source:

@@ -111,6 +111,10 @@ wait "$sleeper" 2>/dev/null
 expect_rc 64 "no input" -- "$NSC" triage
 expect_rc 64 "unknown option" -- "$NSC" triage --frobnicate "$DATA"
 expect_rc 64 "bad --jobs" -- "$NSC" triage --jobs zero "$DATA"
+# One --pid rule for every subcommand (cli/options.cc parse_pid): 1 .. 0x3fffffff.
+expect_rc 64 "--pid above the pid range" -- "$NSC" triage --pid 1073741824
+grep -q "^ncclscope triage: --pid 1073741824: not a process id$" "$WORK/err" || fail "--pid bound: $(cat "$WORK/err")"
+expect_rc 64 "--pid above the pid range (state)" -- "$NSC" state --pid 1073741824
 
 if [ "$failures" -ne 0 ]; then
   echo "$failures failure(s)"

@@ -29,7 +29,7 @@ section_of "$out" state > "$work/state.txt"
 expect "$work/state.txt" '^NCCL 2\.28\.9 in gdb-supplied memory /.*comm_fixture; '
 expect "$work/state.txt" "^#0  $fixture_comm  hash 0x6db0a96d9cb7fc37  rank 1/2 "
 section_of "$out" threads > "$work/threads.txt"
-expect "$work/threads.txt" "^\\[1\\] thread $fixture_pid \"comm_fixture\" blocked in user-code$"
+expect "$work/threads.txt" "^\\[1\\] thread $fixture_pid \"comm_fixture\" blocked in sleep$"  # the library classifies: pause() is a sleep
 # `memory library` on a remote target: nothing to open, a one-line error.
 section_of "$out" library > "$work/library.txt"
 expect "$work/library.txt" '^ncclscope: the target is remote \(remote\): the library cannot open it'

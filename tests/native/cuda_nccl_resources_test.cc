@@ -5,7 +5,7 @@
 #define BOOST_TEST_MODULE cuda_nccl_resources
 #include <boost/test/unit_test.hpp>
 
-#include "cuda/nccl_cuda_decoder.h"
+#include "nccl/nccl_cuda_decoder.h"
 #include "layout/layout_profile.h"
 #include "support/synthetic.h"
 #include "target/core_file.h"

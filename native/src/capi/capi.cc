@@ -9,6 +9,7 @@
 
 #include "nccl/kernel_view.h"
 #include "snapshot/state_document.h"
+#include "stacks/blocked_in.h"
 #include "util/errors.h"
 #include "util/strings.h"
 
@@ -31,15 +32,7 @@ std::vector<std::string> string_list(const nlohmann::json& request, const char* 
   std::vector<std::string> list;
   auto it = request.find(key);
   if (it == request.end() || it->is_null()) return list;
-  std::string joined = it->get<std::string>();
-  size_t start = 0;
-  while (start <= joined.size()) {
-    size_t end = joined.find(':', start);
-    if (end == std::string::npos) end = joined.size();
-    if (end > start) list.push_back(joined.substr(start, end - start));
-    start = end + 1;
-  }
-  return list;
+  return nsc::split_colon_list(it->get<std::string>());
 }
 
 nsc::ReadMemoryCallback wrap_callback(nsc_read_memory_fn read_memory, void* context) {
@@ -113,6 +106,11 @@ nsc_error* nsc_run_json_device(const char* request_json, nsc_read_memory_fn read
   try {
     nlohmann::json request = nlohmann::json::parse(request_json ? request_json : "");
     std::string command = request.value("command", "state");
+    if (command == "classify-threads") {
+      nlohmann::json classes = {{"blocked_in", nsc::classify_json_threads(request.value("threads", nlohmann::json::array()))}};
+      *json_out = copy_string(classes.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      return nullptr;
+    }
     if (command != "state" && command != "kernel-view") throw nsc::UsageError("unknown command '" + command + "'");
     nlohmann::json document;
     if (command == "kernel-view" && request.contains("state")) {

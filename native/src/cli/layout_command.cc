@@ -49,7 +49,7 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 std::vector<std::string> profile_dirs_from(const ParsedOptions& options) {
   std::vector<std::string> dirs;
   for (const auto& list : options.all("--profile-path"))
-    for (const auto& dir : split_path_list(list)) dirs.push_back(dir);
+    for (const auto& dir : split_colon_list(list)) dirs.push_back(dir);
   return dirs;
 }
 

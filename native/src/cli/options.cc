@@ -50,16 +50,10 @@ ParsedOptions parse_options(const std::vector<std::string>& args,
   return parsed;
 }
 
-std::vector<std::string> split_path_list(const std::string& colon_separated) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  while (start <= colon_separated.size()) {
-    size_t end = colon_separated.find(':', start);
-    if (end == std::string::npos) end = colon_separated.size();
-    if (end > start) parts.push_back(colon_separated.substr(start, end - start));
-    start = end + 1;
-  }
-  return parts;
+int parse_pid(const std::string& text) {
+  uint64_t pid = 0;
+  if (!parse_u64(text, &pid) || pid == 0 || pid > 0x3fffffff) throw UsageError("--pid " + text + ": not a process id");
+  return static_cast<int>(pid);
 }
 
 StateRequest target_request_from_options(const ParsedOptions& options) {
@@ -68,20 +62,15 @@ StateRequest target_request_from_options(const ParsedOptions& options) {
   if (request.core_path.empty() && options.positional.size() == 1) request.core_path = options.positional[0];
   if (options.positional.size() > 1) throw UsageError("one target only");
   std::string pid_text = options.value("--pid");
-  if (!pid_text.empty()) {
-    uint64_t pid = 0;
-    if (!parse_u64(pid_text, &pid) || pid == 0 || pid > 0x3fffffff)
-      throw UsageError("--pid " + pid_text + ": not a process id");
-    request.pid = static_cast<int>(pid);
-  }
+  if (!pid_text.empty()) request.pid = parse_pid(pid_text);
   if (request.core_path.empty() == (request.pid == 0))
     throw UsageError("give exactly one of --core CORE or --pid PID");
   request.executable = options.value("--exe");
   request.sysroot = options.value("--sysroot");
   for (const auto& list : options.all("--solib-search-path"))
-    for (const auto& dir : split_path_list(list)) request.solib_search_path.push_back(dir);
+    for (const auto& dir : split_colon_list(list)) request.solib_search_path.push_back(dir);
   for (const auto& list : options.all("--profile-path"))
-    for (const auto& dir : split_path_list(list)) request.profile_path.push_back(dir);
+    for (const auto& dir : split_colon_list(list)) request.profile_path.push_back(dir);
   request.force_mismatch = options.has("--force-mismatch");
   request.freeze = options.has("--freeze");
   return request;

@@ -26,7 +26,10 @@ ParsedOptions parse_options(const std::vector<std::string>& args,
                             const std::set<std::string>& value_options,
                             const std::set<std::string>& flag_options);
 
-std::vector<std::string> split_path_list(const std::string& colon_separated);
+
+// A process id given on the command line (--pid): 1 .. 0x3fffffff (FUTEX_TID_MASK, above any
+// pid_max). Throws nsc::UsageError "--pid TEXT: not a process id".
+int parse_pid(const std::string& text);
 
 // The target options shared by state, cuda-streams and cuda-ipc: --core CORE (or one
 // positional CORE) | --pid PID, --exe, --sysroot, --solib-search-path, --profile-path,

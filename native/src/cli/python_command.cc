@@ -39,14 +39,13 @@ Result collect(const StateRequest& request, bool native) {
   search.library.solib_search_path = request.solib_search_path;
   search.profile_path = request.profile_path;
   result.python = read_python_stacks(*target, search);
-  if (auto* live = dynamic_cast<LiveProcess*>(target.get())) live->resume();
+  target->resume();  // the Python state is read: the process runs again
   if (!native) return result;
   StackOptions options;
   options.executable = request.executable;
   options.sysroot = request.sysroot;
   options.solib_search_path = request.solib_search_path;
-  result.native = request.core_path.empty() ? unwind_live_threads(request.pid, options, &result.native_warnings)
-                                            : unwind_core_threads(request.core_path, options, &result.native_warnings);
+  result.native = unwind_threads(*target, options, &result.native_warnings);
   return result;
 }
 

@@ -59,9 +59,9 @@ SliceRequest request_from_options(const ParsedOptions& options) {
   request.decode = !options.has("--no-decode");
   request.search.sysroot = options.value("--sysroot");
   for (const auto& list : options.all("--solib-search-path"))
-    for (const auto& dir : split_path_list(list)) request.search.solib_search_path.push_back(dir);
+    for (const auto& dir : split_colon_list(list)) request.search.solib_search_path.push_back(dir);
   for (const auto& list : options.all("--profile-path"))
-    for (const auto& dir : split_path_list(list)) request.profile_path.push_back(dir);
+    for (const auto& dir : split_colon_list(list)) request.profile_path.push_back(dir);
   request.search.force_mismatch = options.has("--force-mismatch");
   return request;
 }

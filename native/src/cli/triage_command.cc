@@ -11,6 +11,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "snapshot/state_document.h"
 #include "triage/inputs.h"
 #include "triage/triage.h"
@@ -46,56 +47,41 @@ struct TriageArgs {
   std::string dot_path, svg_path;
 };
 
-std::vector<std::string> split_colons(const std::string& text) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t colon = text.find(':', start);
-    std::string part = text.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
-    if (!part.empty()) parts.push_back(part);
-    if (colon == std::string::npos) break;
-    start = colon + 1;
-  }
-  return parts;
+// The last of an option given under two names (--jobs / -j, --exe / --executable).
+std::string last_value(const ParsedOptions& options, const char* name, const char* alias) {
+  std::string value = options.value(name);
+  return value.empty() ? options.value(alias) : value;
 }
 
 TriageArgs parse_args(const std::vector<std::string>& args) {
+  ParsedOptions options = parse_options(
+      args, {"--dot", "--svg", "--pid", "--jobs", "-j", "--sysroot", "--exe", "--executable",
+             "--solib-search-path", "--profile-path"}, {"--json"});
   TriageArgs parsed;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    auto value = [&]() -> const std::string& {
-      if (i + 1 >= args.size()) throw UsageError(arg + " needs a value");
-      return args[++i];
-    };
-    uint64_t number = 0;
-    if (arg == "--json") parsed.json = true;
-    else if (arg == "--dot") parsed.dot_path = value();
-    else if (arg == "--svg") parsed.svg_path = value();
-    else if (arg == "--pid") {
-      const std::string& text = value();
-      if (!parse_u64(text, &number) || number == 0 || number > INT32_MAX) throw UsageError("--pid " + text + ": not a pid");
-      parsed.load.pids.push_back(static_cast<int>(number));
-    } else if (arg == "--jobs" || arg == "-j") {
-      const std::string& text = value();
-      if (!parse_u64(text, &number) || number == 0 || number > 1024) throw UsageError("--jobs " + text + ": not a count");
-      parsed.load.jobs = static_cast<unsigned>(number);
-    } else if (arg == "--sysroot") parsed.load.sysroot = value();
-    else if (arg == "--exe" || arg == "--executable") parsed.load.executable = value();
-    else if (arg == "--solib-search-path") parsed.load.solib_search_path = split_colons(value());
-    else if (arg == "--profile-path") parsed.load.profile_path = split_colons(value());
-    else if (arg == "--") {
-      parsed.load.paths.insert(parsed.load.paths.end(), args.begin() + i + 1, args.end());
-      break;
-    } else if (arg.size() > 1 && arg[0] == '-') throw UsageError("unknown option " + arg);
-    else parsed.load.paths.push_back(arg);
+  parsed.json = options.has("--json");
+  parsed.dot_path = options.value("--dot");
+  parsed.svg_path = options.value("--svg");
+  for (const std::string& pid : options.all("--pid")) parsed.load.pids.push_back(parse_pid(pid));
+  std::string jobs = last_value(options, "--jobs", "-j");
+  if (!jobs.empty()) {
+    uint64_t count = 0;
+    if (!parse_u64(jobs, &count) || count == 0 || count > 1024) throw UsageError("--jobs " + jobs + ": not a count");
+    parsed.load.jobs = static_cast<unsigned>(count);
   }
+  parsed.load.sysroot = options.value("--sysroot");
+  parsed.load.executable = last_value(options, "--exe", "--executable");
+  for (const auto& list : options.all("--solib-search-path"))
+    for (const auto& dir : split_colon_list(list)) parsed.load.solib_search_path.push_back(dir);
+  for (const auto& list : options.all("--profile-path"))
+    for (const auto& dir : split_colon_list(list)) parsed.load.profile_path.push_back(dir);
+  parsed.load.paths = options.positional;
   if (parsed.load.paths.empty() && parsed.load.pids.empty()) throw UsageError("no input given");
   return parsed;
 }
 
 bool find_in_path(const std::string& program) {
   const char* path = std::getenv("PATH");
-  for (const std::string& dir : split_colons(path ? path : "/usr/bin:/bin")) {
+  for (const std::string& dir : split_colon_list(path ? path : "/usr/bin:/bin")) {
     std::string candidate = dir + "/" + program;
     if (access(candidate.c_str(), X_OK) == 0) return true;
   }

@@ -640,14 +640,8 @@ void fill_symbols(const ElfFile& file, LayoutProfile* profile) {
 
 // Directories holding .build-id/xx/rest.debug files (gdb's debug-file-directory).
 std::vector<std::string> debug_file_directories() {
-  std::vector<std::string> dirs;
   const char* configured = std::getenv("NCCLSCOPE_DEBUG_FILE_DIRECTORY");
-  std::string list = configured != nullptr ? configured : "";
-  for (size_t start = 0; start <= list.size();) {
-    size_t end = std::min(list.find(':', start), list.size());
-    if (end > start) dirs.push_back(list.substr(start, end - start));
-    start = end + 1;
-  }
+  std::vector<std::string> dirs = split_colon_list(configured != nullptr ? configured : "");
   dirs.push_back("/usr/lib/debug");
   return dirs;
 }

@@ -13,6 +13,7 @@
 #include "layout/elf_file.h"
 #include "layout/layout_profile.h"
 #include "util/errors.h"
+#include "util/strings.h"
 
 namespace nsc {
 
@@ -31,18 +32,6 @@ bool is_regular_file(const std::string& path) {
 bool is_directory(const std::string& path) {
   struct stat info;
   return ::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
-}
-
-std::vector<std::string> split_colon_list(const std::string& list) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  while (start <= list.size()) {
-    size_t end = list.find(':', start);
-    if (end == std::string::npos) end = list.size();
-    if (end > start) parts.push_back(list.substr(start, end - start));
-    start = end + 1;
-  }
-  return parts;
 }
 
 // mkdir -p; true when the directory exists afterwards.

@@ -1,6 +1,6 @@
 #include "nccl/comm_decoder.h"
 
-#include "cuda/nccl_cuda_decoder.h"
+#include "nccl/nccl_cuda_decoder.h"
 #include "nccl/nccl_names.h"
 #include "util/strings.h"
 

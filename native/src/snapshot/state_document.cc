@@ -119,9 +119,7 @@ json unwind_threads(Target& target, const StateRequest& request, json* warnings_
   options.sysroot = request.sysroot;
   options.solib_search_path = request.solib_search_path;
   std::vector<std::string> warnings;
-  std::vector<ThreadStack> stacks;
-  if (target.is_core()) stacks = unwind_core_threads(request.core_path, options, &warnings);
-  else stacks = unwind_live_threads(target.pid(), options, &warnings);
+  std::vector<ThreadStack> stacks = unwind_threads(target, options, &warnings);
   for (const std::string& warning : warnings)
     warnings_out->push_back({{"kind", "stacks"}, {"subject", target.describe()}, {"reason", valid_utf8(warning)}});
   json threads = json::array();
@@ -144,8 +142,7 @@ void add_threads(Target& target, const StateRequest& request, json* document,
                  json warnings = json::array()) {
   bool can_unwind = target.is_core() || (request.pid > 0 && request.live_stacks && !request.read_memory);
   if (request.stacks && can_unwind) {
-    // libdwfl attaches each thread itself: end our freeze first (state is already read).
-    if (auto* live = dynamic_cast<LiveProcess*>(&target)) live->resume();
+    // The unwinder ends a freeze we hold (state is already read): libdwfl stops each thread itself.
     (*document)["threads"] = unwind_threads(target, request, &warnings);
   } else {
     (*document)["threads"] = request.read_memory ? json::array() : thread_list(target);

@@ -3,7 +3,10 @@
 #include <array>
 #include <string_view>
 
+#include "stacks/blocked_in.h"
 #include "stacks/thread_stacks.h"
+#include "util/json_access.h"
+#include "util/strings.h"
 
 namespace nsc {
 namespace {
@@ -278,6 +281,38 @@ const StackFrame* innermost_user_frame(const std::vector<StackFrame>& frames) {
     if (!frame.module.empty() && !is_shared_object_module(frame.module)) return &frame;
   }
   return nullptr;
+}
+
+namespace {
+
+std::string string_or_empty(const nlohmann::json& value) {
+  return value.is_string() ? value.get<std::string>() : std::string();
+}
+
+StackFrame frame_from_json(const nlohmann::json& frame) {
+  StackFrame out;
+  out.function = string_or_empty(json_member(frame, "function"));
+  out.module = string_or_empty(json_member(frame, "module"));
+  const nlohmann::json& pc = json_member(frame, "pc");
+  if (pc.is_string()) parse_u64(pc.get<std::string>(), &out.pc);
+  else if (pc.is_number_unsigned()) out.pc = pc.get<uint64_t>();
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> classify_json_threads(const nlohmann::json& threads) {
+  std::vector<std::string> classes;
+  if (!threads.is_array()) return classes;
+  for (const nlohmann::json& thread : threads) {
+    std::vector<StackFrame> frames;
+    const nlohmann::json& listed = json_member(thread, "frames");
+    if (listed.is_array())
+      for (const nlohmann::json& frame : listed) frames.push_back(frame_from_json(frame));
+    classes.push_back(thread.is_object() ? classify_blocked_in(frames, string_or_empty(json_member(thread, "name")))
+                                         : "unknown");
+  }
+  return classes;
 }
 
 }  // namespace nsc

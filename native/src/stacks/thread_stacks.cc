@@ -6,8 +6,6 @@
 #include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
 #include <fcntl.h>
-#include <gelf.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +20,8 @@
 #include <mutex>
 #include <sstream>
 
+#include "target/core_file.h"
+#include "target/core_notes.h"
 #include "target/ptrace_freezer.h"
 #include "util/errors.h"
 #include "util/strings.h"
@@ -81,7 +81,7 @@ struct UnwindSession {
   std::vector<std::string>* warnings = nullptr;
   bool live = false;
   uint64_t entry_point = 0;  // core: AT_ENTRY, marks the executable's module
-  std::map<int, int> core_syscalls;  // core: tid -> orig_rax (x86-64 only)
+  std::map<int, ThreadInfo> core_threads;  // core: tid -> its notes (name, NT_PRSTATUS)
   std::map<Dwfl_Module*, BuildIdMismatch> mismatches;
   std::map<Dwfl_Module*, std::string> module_labels;  // cache
 };
@@ -363,8 +363,11 @@ int on_thread(Dwfl_Thread* thread, void* arg) {
     if (walk->session->live) {
       read_live_thread_facts(walk->pid, stack);
     } else {
-      auto syscall = walk->session->core_syscalls.find(stack->tid);
-      if (syscall != walk->session->core_syscalls.end()) stack->syscall = syscall->second;
+      auto noted = walk->session->core_threads.find(stack->tid);
+      if (noted != walk->session->core_threads.end()) {
+        stack->name = noted->second.name;  // cores name only the main thread (NT_PRPSINFO)
+        stack->syscall = syscall_of(noted->second).value_or(-1);
+      }
     }
     ThreadWalk thread_walk{walk->session, stack, {}};
     int result = 0;
@@ -421,65 +424,6 @@ void walk_threads(UnwindSession* session, Dwfl* dwfl, int pid, const std::string
             [](const ThreadStack& a, const ThreadStack& b) { return a.tid < b.tid; });
 }
 
-// Core notes we need beyond libdwfl: AT_ENTRY (which module is the program)
-// and the process's pid and name (the main thread's comm).
-struct CoreProcessFacts {
-  uint64_t bytes_needed = 0;  // end of the last segment's bytes in the file
-  uint64_t entry_point = 0;
-  int pid = 0;
-  std::string name;
-  std::map<int, int> syscalls;  // tid -> orig_rax, x86-64 cores only
-};
-
-// x86-64 elf_prstatus: pr_pid at 32, pr_reg (user_regs_struct) at 112, orig_rax its 16th word.
-constexpr size_t kPrstatusSizeX8664 = 336;
-constexpr size_t kPrstatusPidOffset = 32;
-constexpr size_t kPrstatusOrigRaxOffset = 112 + 15 * 8;
-
-CoreProcessFacts read_core_process_facts(Elf* core) {
-  CoreProcessFacts facts;
-  GElf_Ehdr ehdr;
-  bool x86_64 = gelf_getehdr(core, &ehdr) != nullptr && ehdr.e_machine == EM_X86_64;
-  size_t phnum = 0;
-  if (elf_getphdrnum(core, &phnum) != 0) return facts;
-  for (size_t i = 0; i < phnum; ++i) {
-    GElf_Phdr phdr;
-    if (gelf_getphdr(core, static_cast<int>(i), &phdr) == nullptr) continue;
-    facts.bytes_needed = std::max<uint64_t>(facts.bytes_needed, phdr.p_offset + phdr.p_filesz);
-    if (phdr.p_type != PT_NOTE) continue;
-    Elf_Data* data = elf_getdata_rawchunk(core, phdr.p_offset, phdr.p_filesz, ELF_T_NHDR);
-    if (data == nullptr) continue;
-    size_t offset = 0;
-    GElf_Nhdr note;
-    size_t name_offset = 0, desc_offset = 0;
-    while (offset < data->d_size &&
-           (offset = gelf_getnote(data, offset, &note, &name_offset, &desc_offset)) > 0) {
-      const char* desc = static_cast<const char*>(data->d_buf) + desc_offset;
-      if (note.n_type == NT_AUXV) {
-        for (size_t at = 0; at + 16 <= note.n_descsz; at += 16) {
-          uint64_t key = 0, value = 0;
-          std::memcpy(&key, desc + at, 8);
-          std::memcpy(&value, desc + at + 8, 8);
-          if (key == AT_ENTRY) facts.entry_point = value;
-        }
-      } else if (note.n_type == NT_PRSTATUS && x86_64 && note.n_descsz == kPrstatusSizeX8664) {
-        int32_t tid = 0;
-        int64_t orig_rax = -1;
-        std::memcpy(&tid, desc + kPrstatusPidOffset, 4);
-        std::memcpy(&orig_rax, desc + kPrstatusOrigRaxOffset, 8);
-        facts.syscalls[tid] = orig_rax >= 0 && orig_rax < 1024 ? static_cast<int>(orig_rax) : -1;
-      } else if (note.n_type == NT_PRPSINFO && note.n_descsz >= 136) {
-        // x86-64/aarch64 elf_prpsinfo: pr_pid at 24, pr_fname[16] at 40.
-        int32_t pid = 0;
-        std::memcpy(&pid, desc + 24, 4);
-        facts.pid = pid;
-        facts.name.assign(desc + 40, strnlen(desc + 40, 16));
-      }
-    }
-  }
-  return facts;
-}
-
 char* default_debuginfo_path = nullptr;
 
 const Dwfl_Callbacks kCoreCallbacks = {
@@ -494,13 +438,6 @@ const Dwfl_Callbacks kLiveCallbacks = {
     dwfl_standard_find_debuginfo,
     nullptr,
     &default_debuginfo_path,
-};
-
-struct FdCloser {
-  int fd;
-  ~FdCloser() {
-    if (fd >= 0) close(fd);
-  }
 };
 
 // Restores current_core_session on every exit path.
@@ -519,38 +456,28 @@ static std::mutex& libdwfl_mutex() {
   return mutex;
 }
 
-std::vector<ThreadStack> unwind_core_threads(const std::string& core_path,
-                                             const StackOptions& options,
-                                             std::vector<std::string>* warnings) {
+namespace {
+
+// A core through the Target that opened it: its libelf handle for libdwfl's module reporting
+// and thread registers, its parsed notes for the entry point, names and system calls.
+std::vector<ThreadStack> unwind_core_target(Target& core, const StackOptions& options,
+                                            std::vector<std::string>* warnings) {
   std::lock_guard<std::mutex> one_unwind_at_a_time(libdwfl_mutex());
   std::vector<ThreadStack> threads;
   UnwindSession session;
   session.options = &options;
   session.warnings = warnings;
-  const std::string subject = "core " + core_path;
-  elf_version(EV_CURRENT);
-  FdCloser core_fd{open(core_path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (core_fd.fd < 0) {
-    warn(&session, "stacks " + subject + ": open: " + std::strerror(errno));
+  const std::string subject = core.describe();
+  Elf* elf = core.core_elf();
+  if (elf == nullptr) {
+    warn(&session, "stacks " + subject + ": no core file to unwind from");
     return threads;
   }
-  std::unique_ptr<Elf, decltype(&elf_end)> core(
-      elf_begin(core_fd.fd, ELF_C_READ_MMAP, nullptr), &elf_end);
-  GElf_Ehdr ehdr;
-  if (!core || gelf_getehdr(core.get(), &ehdr) == nullptr || ehdr.e_type != ET_CORE) {
-    warn(&session, "stacks " + subject + ": not an ELF core");
-    return threads;
+  session.entry_point = auxv_value(core.auxv(), AT_ENTRY).value_or(0);
+  for (ThreadInfo& thread : core.threads()) {
+    int tid = thread.tid;
+    session.core_threads[tid] = std::move(thread);
   }
-  CoreProcessFacts facts = read_core_process_facts(core.get());
-  struct stat file_status;
-  if (fstat(core_fd.fd, &file_status) == 0 &&
-      static_cast<uint64_t>(file_status.st_size) < facts.bytes_needed) {
-    warn(&session, "stacks " + subject + ": truncated core: " +
-                       std::to_string(file_status.st_size) + " of " +
-                       std::to_string(facts.bytes_needed) + " bytes present");
-  }
-  session.entry_point = facts.entry_point;
-  session.core_syscalls = facts.syscalls;
   CoreSessionScope scope(&session);
   DwflPtr dwfl(dwfl_begin(&kCoreCallbacks));
   if (!dwfl) {
@@ -558,23 +485,45 @@ std::vector<ThreadStack> unwind_core_threads(const std::string& core_path,
     return threads;
   }
   const char* executable = options.executable.empty() ? nullptr : options.executable.c_str();
-  if (dwfl_core_file_report(dwfl.get(), core.get(), executable) < 0) {
+  if (dwfl_core_file_report(dwfl.get(), elf, executable) < 0) {
     warn(&session, "stacks " + subject + ": dwfl_core_file_report: " + dwfl_error_text());
     return threads;
   }
   dwfl_report_end(dwfl.get(), nullptr, nullptr);
-  if (dwfl_core_file_attach(dwfl.get(), core.get()) < 0) {
+  if (dwfl_core_file_attach(dwfl.get(), elf) < 0) {
     warn(&session, "stacks " + subject + ": dwfl_core_file_attach: " + dwfl_error_text());
     return threads;
   }
-  walk_threads(&session, dwfl.get(), facts.pid, subject, &threads);
-  for (ThreadStack& thread : threads) {
-    if (thread.tid == facts.pid && thread.name.empty()) {
-      thread.name = facts.name;
-      thread.blocked_in = classify_thread_blocked_in(thread);
-    }
-  }
+  walk_threads(&session, dwfl.get(), core.pid(), subject, &threads);
   return threads;
+}
+
+}  // namespace
+
+std::vector<ThreadStack> unwind_threads(Target& target, const StackOptions& options,
+                                        std::vector<std::string>* warnings) {
+  if (target.is_core()) return unwind_core_target(target, options, warnings);
+  if (target.pid() <= 0) {
+    if (warnings != nullptr) warnings->push_back("stacks " + target.describe() + ": no core file and no process to unwind");
+    return {};
+  }
+  target.resume();  // libdwfl stops each thread itself: a freeze we hold would refuse it
+  return unwind_live_threads(target.pid(), options, warnings);
+}
+
+std::vector<ThreadStack> unwind_core_threads(const std::string& core_path,
+                                             const StackOptions& options,
+                                             std::vector<std::string>* warnings) {
+  std::unique_ptr<CoreFile> core;
+  try {
+    core = open_core_file(core_path, options.executable);
+  } catch (const BadInput& unusable) {
+    if (warnings != nullptr) warnings->push_back(std::string("stacks ") + unusable.what());
+    return {};
+  }
+  if (warnings != nullptr)
+    for (const std::string& warning : core->warnings()) warnings->push_back("stacks " + warning);
+  return unwind_core_target(*core, options, warnings);
 }
 
 std::vector<ThreadStack> unwind_live_threads(int pid, const StackOptions& options,

@@ -46,7 +46,17 @@ struct StackOptions {
   size_t max_threads = 4096;  // threads beyond this are left out with a warning
 };
 
-// Unwinds every thread saved in the core. A module whose file has a different
+class Target;
+
+// Unwinds every thread of the target: a core through the Target's own libelf handle
+// (Target::core_elf) and notes; a live process by its pid, after Target::resume() ends a
+// freeze we hold (see unwind_live_threads). A target with neither gets a warning and no
+// stacks.
+std::vector<ThreadStack> unwind_threads(Target& target, const StackOptions& options,
+                                        std::vector<std::string>* warnings);
+
+// Opens the core (open_core_file: its warnings and an unusable file become warnings here)
+// and unwinds every thread saved in it. A module whose file has a different
 // GNU build-id than the one recorded in the core is never used for symbols:
 // its frames carry the module label "<name> (build-id mismatch: ...)" and a
 // warning says which file was rejected.

@@ -45,6 +45,7 @@ class CoreFile : public Target {
   std::string executable() const override { return executable_; }
   std::vector<std::string> warnings() const override { return warnings_; }
   std::vector<uint8_t> auxv() const override { return notes_.auxv_bytes; }
+  Elf* core_elf() const override { return elf_; }
 
   // For tools that rewrite the core (slice): the raw pieces.
   const std::string& path() const { return path_; }

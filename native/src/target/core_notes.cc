@@ -121,4 +121,20 @@ std::optional<uint64_t> thread_pointer_of(const ThreadInfo& thread) {
   return register_at(thread, offsetof(user_regs_struct, fs_base));
 }
 
+std::optional<int> syscall_of(const ThreadInfo& thread) {
+  auto orig_rax = register_at(thread, offsetof(user_regs_struct, orig_rax));
+  // -1 outside a system call; anything past the x86-64 table is not one either.
+  if (!orig_rax || static_cast<int64_t>(*orig_rax) < 0 || *orig_rax >= 1024) return std::nullopt;
+  return static_cast<int>(*orig_rax);
+}
+
+std::optional<uint64_t> auxv_value(const std::vector<uint8_t>& auxv_bytes, uint64_t key) {
+  for (size_t at = 0; at + 16 <= auxv_bytes.size(); at += 16) {
+    uint64_t entry_key = load_u64(auxv_bytes.data() + at);
+    if (entry_key == AT_NULL) break;
+    if (entry_key == key) return load_u64(auxv_bytes.data() + at + 8);
+  }
+  return std::nullopt;
+}
+
 }  // namespace nsc

@@ -36,5 +36,10 @@ std::optional<uint64_t> stack_pointer_of(const ThreadInfo& thread);
 std::optional<uint64_t> instruction_pointer_of(const ThreadInfo& thread);
 std::optional<uint64_t> frame_pointer_of(const ThreadInfo& thread);
 std::optional<uint64_t> thread_pointer_of(const ThreadInfo& thread);  // fs_base: the TCB
+// The x86-64 system call number the thread sits in (orig_rax), or nullopt when in none.
+std::optional<int> syscall_of(const ThreadInfo& thread);
+
+// The value of auxiliary-vector entry `key` (AT_ENTRY, ...) in raw NT_AUXV bytes.
+std::optional<uint64_t> auxv_value(const std::vector<uint8_t>& auxv_bytes, uint64_t key);
 
 }  // namespace nsc

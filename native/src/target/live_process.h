@@ -29,7 +29,7 @@ class LiveProcess : public Target {
   std::vector<std::string> warnings() const override { return warnings_; }
 
   bool frozen() const { return freezer_ != nullptr; }
-  void resume();  // ends the freeze early (the destructor does it otherwise)
+  void resume() override;  // ends the freeze early (the destructor does it otherwise)
   // Reads through /proc/PID/mem even where process_vm_readv works (tests the fallback).
   void set_use_proc_mem(bool use) { use_proc_mem_ = use; }
   // Small reads go through a cache of whole pages (a syscall costs microseconds;

@@ -40,6 +40,8 @@ class RecordingTarget : public Target {
   std::string executable() const override { return inner_.executable(); }
   std::vector<std::string> warnings() const override { return inner_.warnings(); }
   std::vector<uint8_t> auxv() const override { return inner_.auxv(); }
+  Elf* core_elf() const override { return inner_.core_elf(); }  // the unwinder's reads are not recorded
+  void resume() override { inner_.resume(); }
 
   // Everything read so far, sorted and merged.
   std::vector<AddressRange> recorded_ranges() const { return merge_ranges(recorded_); }

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+struct Elf;
+
 namespace nsc {
 
 // Why a read failed. Messages are part of the user-visible output.
@@ -93,6 +95,14 @@ class Target {
 
   // Problems found while opening that did not stop it (e.g. "core file truncated").
   virtual std::vector<std::string> warnings() const { return {}; }
+
+  // A core's libelf handle over its mapped file, for libdwfl's core reporting (the unwinder
+  // reads segments and notes through it); nullptr when the target is not a core file.
+  virtual Elf* core_elf() const { return nullptr; }
+
+  // Ends a freeze this target holds (live --freeze), so that another tracer (the unwinder)
+  // can stop its threads; nothing to do for other targets.
+  virtual void resume() {}
 
   template <typename T>
   bool read_value(uint64_t addr, T* out, ReadError* error) {

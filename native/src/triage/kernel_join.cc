@@ -21,6 +21,7 @@
 #include "triage/rank_set.h"
 #include "triage/summary_helpers.h"
 #include "util/errors.h"
+#include "util/json_access.h"
 #include "util/strings.h"
 
 namespace nsc::triage {
@@ -35,11 +36,7 @@ constexpr size_t kKernelLinesPerFinding = 8;  // kernel evidence lines in one fi
 constexpr size_t kGroupsPerKernel = 4;        // wait groups in one kernel's line
 constexpr size_t kRanksInVerdict = 4;
 
-const json* field(const json& object, const char* key) {
-  if (!object.is_object()) return nullptr;
-  auto found = object.find(key);
-  return found == object.end() ? nullptr : &*found;
-}
+const json* field(const json& object, const char* key) { return find_json_member(object, key); }
 
 Maybe<int64_t> int_at(const json& object, const char* key) {
   const json* value = field(object, key);

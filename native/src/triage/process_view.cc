@@ -6,6 +6,7 @@
 
 #include "triage/summary_helpers.h"
 #include "util/errors.h"
+#include "util/json_access.h"
 #include "util/strings.h"
 
 namespace nsc::triage {
@@ -17,11 +18,7 @@ namespace {
 
 using nlohmann::json;
 
-const json* member(const json& object, const char* key) {
-  if (!object.is_object()) return nullptr;
-  auto found = object.find(key);
-  return found == object.end() ? nullptr : &*found;
-}
+const json* member(const json& object, const char* key) { return find_json_member(object, key); }
 
 // Integers beyond int64 are garbage here, not -1.
 bool is_int64(const json& value) {

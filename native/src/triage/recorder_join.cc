@@ -17,6 +17,7 @@
 #include "cuda/recorder_analysis.h"
 #include "triage/analysis.h"
 #include "triage/rank_set.h"
+#include "util/json_access.h"
 #include "util/strings.h"
 
 namespace nsc::triage {
@@ -29,11 +30,7 @@ constexpr size_t kMaxComms = 64, kMaxOpsPerComm = 4096, kMaxChains = 64, kMaxSte
                  kMaxThreads = 4096;
 constexpr size_t kChainsPerFinding = 3;  // chain lines in one finding's evidence
 
-const json* field(const json& object, const char* key) {
-  if (!object.is_object()) return nullptr;
-  auto found = object.find(key);
-  return found == object.end() ? nullptr : &*found;
-}
+const json* field(const json& object, const char* key) { return find_json_member(object, key); }
 
 Maybe<uint64_t> uint_at(const json& object, const char* key) {
   const json* value = field(object, key);

@@ -6,12 +6,18 @@
 
 namespace nsc {
 
+// The member at key, or nullptr when absent or when object is not an object.
+inline const nlohmann::json* find_json_member(const nlohmann::json& object, const char* key) {
+  if (!object.is_object()) return nullptr;
+  auto it = object.find(key);
+  return it == object.end() ? nullptr : &*it;
+}
+
 // The member at key, or a null json: a reference into the document.
 inline const nlohmann::json& json_member(const nlohmann::json& object, const char* key) {
   static const nlohmann::json null_json;
-  if (!object.is_object()) return null_json;
-  auto it = object.find(key);
-  return it == object.end() ? null_json : *it;
+  const nlohmann::json* found = find_json_member(object, key);
+  return found == nullptr ? null_json : *found;
 }
 
 }  // namespace nsc

@@ -1,5 +1,6 @@
 #include "util/strings.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -80,6 +81,17 @@ std::string valid_utf8(std::string_view bytes) {
     }
   }
   return out;
+}
+
+std::vector<std::string> split_colon_list(std::string_view list) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t end = std::min(list.find(':', start), list.size());
+    if (end > start) parts.emplace_back(list.substr(start, end - start));
+    start = end + 1;
+  }
+  return parts;
 }
 
 }  // namespace nsc

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace nsc {
 
@@ -14,5 +15,7 @@ bool parse_u64(std::string_view text, uint64_t* out);  // decimal or 0x-hex
 std::string escape_for_terminal(std::string_view untrusted);
 // Makes arbitrary bytes valid UTF-8 for JSON (invalid bytes become U+FFFD).
 std::string valid_utf8(std::string_view bytes);
+// "a::b:" -> {"a", "b"}: a PATH-like list, empty entries dropped.
+std::vector<std::string> split_colon_list(std::string_view list);
 
 }  // namespace nsc

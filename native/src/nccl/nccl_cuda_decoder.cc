@@ -1,4 +1,4 @@
-#include "cuda/nccl_cuda_decoder.h"
+#include "nccl/nccl_cuda_decoder.h"
 
 #include <set>
 
