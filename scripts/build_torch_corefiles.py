@@ -27,6 +27,10 @@ EXPECTED_TRIAGE = {
     # looks the same, so triage may only name it a suspect.
     "tpdp-rank-died": {"verdict": "incomplete", "culprit_ranks": [], "suspect_ranks": [2]},
     "tpdp-startup": {"verdict": "hang", "culprit_ranks": [3], "suspect_ranks": [], "kind": "startup-hang"},
+    # Rank 3 all-reduced twice the elements of its dp peer (rank 1): NCCL completed it silently;
+    # only PyTorch's flight recorder shows it. Two ranks: no majority, so no culprit.
+    "tpdp-size-mismatch": {"verdict": "mismatch", "culprit_ranks": [], "suspect_ranks": [],
+                           "kind": "size-mismatch", "collective": "all_reduce"},
 }
 
 

@@ -458,6 +458,29 @@ static std::mutex& libdwfl_mutex() {
 
 namespace {
 
+// libdwfl refuses some cores outright ("address out of range": an ELF image it finds inside a
+// mapping that overlaps a real module, seen on real PyTorch rank cores and their slices). Then
+// each file the core's NT_FILE maps from offset 0 is reported by its address span, as
+// libdwfl's own /proc/PID/maps reader does; find_elf opens the files as before.
+int report_mapped_files(Dwfl* dwfl, const Target& core) {
+  std::map<std::string, std::pair<uint64_t, uint64_t>> spans;
+  std::map<std::string, bool> has_header;
+  for (const MappedFile& mapping : core.mapped_files()) {
+    if (mapping.path.empty() || mapping.path[0] != '/' || mapping.path.rfind("/dev/", 0) == 0) continue;
+    auto [span, inserted] = spans.try_emplace(mapping.path, mapping.start, mapping.end);
+    if (!inserted) {
+      span->second.first = std::min(span->second.first, mapping.start);
+      span->second.second = std::max(span->second.second, mapping.end);
+    }
+    if (mapping.file_offset == 0) has_header[mapping.path] = true;
+  }
+  dwfl_report_begin(dwfl);
+  int reported = 0;
+  for (const auto& [path, span] : spans)
+    if (has_header[path] && dwfl_report_module(dwfl, path.c_str(), span.first, span.second) != nullptr) ++reported;
+  return reported;
+}
+
 // A core through the Target that opened it: its libelf handle for libdwfl's module reporting
 // and thread registers, its parsed notes for the entry point, names and system calls.
 std::vector<ThreadStack> unwind_core_target(Target& core, const StackOptions& options,
@@ -486,8 +509,13 @@ std::vector<ThreadStack> unwind_core_target(Target& core, const StackOptions& op
   }
   const char* executable = options.executable.empty() ? nullptr : options.executable.c_str();
   if (dwfl_core_file_report(dwfl.get(), elf, executable) < 0) {
-    warn(&session, "stacks " + subject + ": dwfl_core_file_report: " + dwfl_error_text());
-    return threads;
+    std::string refused = dwfl_error_text();
+    if (report_mapped_files(dwfl.get(), core) == 0) {
+      warn(&session, "stacks " + subject + ": dwfl_core_file_report: " + refused);
+      return threads;
+    }
+    warn(&session, "stacks " + subject + ": libdwfl refused the core's module list (" + refused +
+                       "): modules reported from NT_FILE instead");
   }
   dwfl_report_end(dwfl.get(), nullptr, nullptr);
   if (dwfl_core_file_attach(dwfl.get(), elf) < 0) {
