@@ -189,7 +189,7 @@ void add_torch(Target& target, const PythonStacks& python, const StateRequest& r
   FlightRecorderState recorder = read_flight_recorder(target, python, recorder_search(request, library));
   if (!recorder.library_mapped) return;
   json torch = flight_recorder_json(recorder);
-  if (!recorder.unavailable.empty())
+  if (!recorder.unavailable.empty() && !recorder.not_created)
     errors->push_back({{"kind", "torch"}, {"subject", valid_utf8(recorder.library)}, {"reason", valid_utf8(recorder.unavailable)}});
   for (const std::string& error : recorder.errors)
     errors->push_back({{"kind", "torch"}, {"subject", valid_utf8(recorder.library)}, {"reason", valid_utf8(error)}});

@@ -733,7 +733,8 @@ FlightRecorderState read_flight_recorder(Target& target, const PythonStacks& pyt
     return state;
   }
   if (*instance.value == 0) {
-    state.unavailable = "no flight recorder yet (FlightRecorder<CUDAEvent>::get() was never called: no NCCL process group)";
+    state.unavailable = "no flight recorder yet (FlightRecorder<CUDAEvent>::get()::instance is NULL: no NCCL process group has been made)";
+    state.not_created = true;
     return state;
   }
   RecorderDecoder decoder(target, *layout, python.offsets ? &*python.offsets : nullptr, search.limits, &state);

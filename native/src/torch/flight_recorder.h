@@ -71,6 +71,7 @@ struct RecorderLimits {
 struct FlightRecorderState {
   bool library_mapped = false;     // libtorch_cuda.so is mapped
   std::string unavailable;         // "" when the recorder was read; else one line why not
+  bool not_created = false;        // the singleton pointer is NULL: a fact (start-up), not a read failure
   std::string library, build_id, torch_version, layout_source;
   uint64_t instance_symbol = 0;    // &FlightRecorder<CUDAEvent>::get()::instance in the target
   uint64_t recorder = 0;           // the singleton
