@@ -26,6 +26,7 @@ constexpr uint64_t kComm = 0x10000040;       // 16-aligned, inside the heap bloc
 constexpr uint64_t kAbortFlag = 0x40000000;  // "cudaHostAlloc" memory
 constexpr uint64_t kName = 0x40000100;
 constexpr uint64_t kTask = 0x40001000;       // one queued AllReduce
+constexpr uint64_t kShared = 0x40002000;     // ncclSharedResources (NCCL 2.23 and older)
 constexpr int kAllReduce = 4;                // ncclFunc_t: Broadcast, Reduce, AllGather, ReduceScatter, AllReduce
 
 bool file_exists(const std::string& path) {
@@ -60,7 +61,7 @@ bool has_field(const LayoutProfile& layout, const std::string& type, const std::
 void fill_comm(SyntheticTarget& target, const LayoutProfile& layout) {
   const nsc::StructLayout* comm = layout.find_struct("ncclComm");
   target.add_block(kHeap, comm->size + 0x100);
-  target.add_block(kAbortFlag, 0x2000);
+  target.add_block(kAbortFlag, 0x3000);
   auto put = [&](const std::string& path, uint64_t value) { put_field(target, layout, "ncclComm", kComm, path, value); };
   put("startMagic", nsc::kNcclMagic);
   put("endMagic", nsc::kNcclMagic);
@@ -69,7 +70,9 @@ void fill_comm(SyntheticTarget& target, const LayoutProfile& layout) {
   put("nRanks", 2);
   put("cudaDev", 0);
   put("nChannels", 2);
-  put("collOpCount", 7);
+  put("sharedRes", kShared);
+  if (has_field(layout, "ncclComm", "collOpCount")) put("collOpCount", 7);
+  else put_field(target, layout, "ncclSharedResources", kShared, "collOpCount", 7);  // NCCL <= 2.23
   put("abortFlag", kAbortFlag);
   if (has_field(layout, "ncclComm", "seqNumber")) put("seqNumber[" + std::to_string(kAllReduce) + "]", 7);
   const char* name_field = has_field(layout, "ncclComm", "config.commName") ? "config.commName"

@@ -89,7 +89,15 @@ void decode_counters(const ObjectView& comm, FieldSink& out) {
   for (uint64_t func = 0; func < count; ++func)
     seq.put_count(collective_name(*comm.layout(), static_cast<int64_t>(func)),
                   comm.unsigned_integer("seqNumber[" + std::to_string(func) + "]"));
-  out.put_count("coll_op_count", comm.unsigned_integer("collOpCount"));
+  if (comm.has("collOpCount")) {
+    out.put_count("coll_op_count", comm.unsigned_integer("collOpCount"));
+  } else {
+    // NCCL 2.23 and older count collectives only in the shared resources (shared by split comms).
+    auto shared = comm.deref("sharedRes");
+    if (shared.ok()) out.put_count("coll_op_count", shared.value->unsigned_integer("collOpCount"));
+    else out.put_count("coll_op_count", Fetched<uint64_t>::missing(shared.unavailable, shared.address));
+    out.json()["coll_op_count_of"] = "ncclSharedResources";
+  }
   out.put_count("op_count", comm.unsigned_integer("opCount"));
 
   // P2P operations are counted per channel in the shared resources.

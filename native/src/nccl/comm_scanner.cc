@@ -190,9 +190,11 @@ std::optional<uint64_t> measured_end_magic_offset(Target& target, uint64_t start
   std::vector<uint64_t> words(kPage / 8);
   for (uint64_t page = (start_magic_address + 8) & ~(kPage - 1); page < limit; page += kPage) {
     ReadError error;
-    if (!target.read(page, words.data(), kPage, &error)) continue;
+    bool whole_page = target.read(page, words.data(), kPage, &error);
     for (uint64_t i = 0; i < kPage / 8; ++i) {
       uint64_t address = page + i * 8;
+      // A page saved only in part (a slice's ranges, an odd mapping): word by word.
+      if (!whole_page && !target.read(address, &words[i], 8, &error)) continue;
       if (address > start_magic_address && address < limit && words[i] == kNcclMagic)
         return address - start_magic_address;
     }
