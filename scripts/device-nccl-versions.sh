@@ -103,7 +103,7 @@ hang() {  # name libdir: one skip-collective hang, cores in $WORK/name/rankR.cor
     pid=$pid0; [ $rank = 1 ] && pid=$pid1
     wait_gone "$pid" 90 || kill -KILL "$pid" 2>/dev/null
     wait "$pid" 2>/dev/null
-    [ -f "$WORK/cores/core.$pid" ] && mv "$WORK/cores/core.$pid" "$dir/rank$rank.core"
+    [ -f "$CORE_DIR/core.$pid" ] && mv "$CORE_DIR/core.$pid" "$dir/rank$rank.core"
     grep -h '^GROUND_TRUTH ' "$dir/rank$rank.log" | sed 's/^GROUND_TRUTH //' > "$dir/rank$rank.ground_truth.json"
   done
   log "$name: $(grep -c HANG_POINT_REACHED "$dir"/rank*.log | tr '\n' ' ') cores: $(ls -s --block-size=1M "$dir"/*.core 2>/dev/null | tr '\n' ' ')"
@@ -144,9 +144,13 @@ decode() {  # name libdir: profiles, state of full cores and slices, the strippe
 
 main() {
   rm -rf "$WORK"; mkdir -p "$WORK/cores" "$WORK/pack" "$XDG_CACHE_HOME"
-  local saved; saved=$(cat /proc/sys/kernel/core_pattern)
-  trap 'echo "$saved" > /proc/sys/kernel/core_pattern 2>/dev/null' EXIT
-  echo "$WORK/cores/core.%p" > /proc/sys/kernel/core_pattern
+  # CORE_DIR given: the caller set core_pattern to CORE_DIR/core.%p (another capture runs beside).
+  if [ -z "${CORE_DIR:-}" ]; then
+    CORE_DIR=$WORK/cores
+    local saved; saved=$(cat /proc/sys/kernel/core_pattern)
+    trap 'echo "$saved" > /proc/sys/kernel/core_pattern 2>/dev/null' EXIT
+    echo "$CORE_DIR/core.%p" > /proc/sys/kernel/core_pattern
+  fi
   { nvidia-smi --query-gpu=name,driver_version --format=csv; nvcc --version | tail -2; nproc; } > "$WORK/pack/machine.txt" 2>&1
   local v
   for v in "${VERSIONS[@]}"; do build_version "$v" & done
