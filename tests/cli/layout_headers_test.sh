@@ -34,6 +34,14 @@ stripped_run() { NCCLSCOPE_NO_SHIPPED_PROFILES=1 "$cli" "$@" --profile-path "$wo
 stripped_run layout show "$work/stripped/libnccl.so.2" > "$work/show.txt" 2>&1
 check "stripped library: layout show uses the header profile" grep -q "nccl-2.28.9.headers.json" "$work/show.txt"
 
+mkdir -p "$work/no-profiles"
+NCCLSCOPE_NO_SHIPPED_PROFILES=1 "$cli" layout show "$work/stripped/libnccl.so.2" --profile-path "$work/no-profiles" \
+  > /dev/null 2> "$work/none.err"
+rc=$?
+check "stripped library, no header profile: exit 2 (got $rc), the file it wanted named" \
+  grep -q "no header profile nccl-2.28.9.headers.json" "$work/none.err"
+check "  and the exit code is 2" test "$rc" -eq 2
+
 decoded_cores=0
 for scenario in skip-collective p2p-cycle split-comm; do
   expected=$src/corefiles/$scenario/expected.json
