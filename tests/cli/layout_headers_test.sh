@@ -69,6 +69,45 @@ PY
 done
 check "real 2.28.9 cores decoded through the stripped path ($decoded_cores)" test "$decoded_cores" -ge 2
 
+# 2b. Real hangs on other versions (corefiles/skip-collective-nccl*, scripts/device-nccl-versions.sh):
+# each build's cores through its library stripped of code and DWARF (build-id and .rodata kept)
+# and the header profile of its version alone decode to expected.json's values, which came from
+# the full cores decoded with the build's own DWARF on the GPU machine.
+version_cores=0
+for expected in "$src"/corefiles/skip-collective-nccl*/expected.json; do
+  [ -f "$expected" ] || continue
+  dir=$(dirname "$expected") name=$(basename "$(dirname "$expected")")
+  version=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["nccl_version"])' "$expected")
+  build_profile=$src/native/profiles/$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["libnccl_build_id"])' "$expected").json
+  if [ -f "$build_profile" ]; then  # built from source there: its DWARF profile came back
+    check "$name: header-built $version profile equals the build's DWARF profile" \
+      python3 "$src/tests/cli/compare_profiles.py" --system-types-as-notes "$build_profile" \
+      "$src/native/profiles/nccl-$version.headers.json"
+  fi
+  mkdir -p "$work/$name/lib" "$work/$name/profiles"
+  xz -dc "$dir/libnccl.so.2.min.xz" > "$work/$name/lib/libnccl.so.2"
+  cp "$src/native/profiles/nccl-$version.headers.json" "$work/$name/profiles/"
+  for rank in 0 1; do
+    xz -dc "$dir/rank$rank.core.xz" > "$work/$name/core"
+    NCCLSCOPE_NO_SHIPPED_PROFILES=1 "$cli" state --core "$work/$name/core" --no-stacks --json \
+      --solib-search-path "$work/$name/lib" --profile-path "$work/$name/profiles" > "$work/$name/state.json" 2> "$work/$name/err"
+    check "$name rank $rank: header profile alone gives expected.json's values" python3 - "$expected" "$rank" \
+      "$work/$name/state.json" "$version" <<'PY'
+import json, sys
+expected, rank, state, version = json.load(open(sys.argv[1])), int(sys.argv[2]), json.load(open(sys.argv[3])), sys.argv[4]
+assert f"nccl-{version}.headers.json" in state["nccl"]["layout_source"], state["nccl"]["layout_source"]
+found = {c["address"]: c for c in state["communicators"]}
+for want in expected["ranks"][rank]["comms"]:
+    got = found[want["address"]]
+    for key in ("comm_hash", "rank", "nranks", "cuda_dev", "coll_op_count", "seq_launched"):
+        assert got[key] == want[key], (key, got[key], want[key])
+    assert got["health"]["async_result"] == want["async_result"]
+PY
+    version_cores=$((version_cores + 1))
+  done
+done
+check "real cores of other NCCL versions decoded through the stripped path ($version_cores)" test "$version_cores" -ge 6
+
 # 3. Sizes that do not fit: ncclComm 8 bytes larger, endMagic 8 bytes later. Refused, both sizes.
 python3 - "$headers_profile" "$work/bad/nccl-2.28.9.headers.json" <<'PY'
 import json, os, sys
