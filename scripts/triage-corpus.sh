@@ -31,7 +31,14 @@ mkdir -p "$work/lib"
 for packed in corefiles/lib/*.tar.xz; do
   [ -f "$packed" ] && tar -C "$work/lib" -xJf "$packed" --transform 's|.*/||'
 done
+# A scenario's own libnccl ("libnccl" in expected.json: a stripped build, issue 17) comes first.
+own_lib=$(sed -n 's/^ *"libnccl": *"\([^"]*\)".*/\1/p' "$dir/expected.json" | head -n 1)
+lib_path=$work/lib:/usr/local/cuda-13.0/lib
+if [ -n "$own_lib" ]; then
+  mkdir -p "$work/own-lib" && xz -dc "$dir/$own_lib" > "$work/own-lib/libnccl.so.2"
+  lib_path=$work/own-lib:$lib_path
+fi
 echo "== ncclscope triage: corefiles/$scenario ($(ls "$work"/*.core | wc -l) rank cores)" >&2
 build_dir=${NCCLSCOPE_BUILD_DIR:-build}
 "$build_dir/bin/ncclscope" triage "$work"/*.core "${exe_args[@]}" \
-  --solib-search-path "$work/lib:/usr/local/cuda-13.0/lib" "$@"
+  --solib-search-path "$lib_path" "$@"

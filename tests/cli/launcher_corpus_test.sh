@@ -23,8 +23,8 @@ for name in os.listdir(os.path.join(corefiles, "lib")):
                 archive.extract(member, libdir)
 args = ["--solib-search-path", libdir]
 failures = checked = 0
-def launcher(core):
-    run = subprocess.run([cli, "state", "--core", core, "--json", *args], capture_output=True, text=True)
+def launcher(core, own_args=()):
+    run = subprocess.run([cli, "state", "--core", core, "--json", *own_args, *args], capture_output=True, text=True)
     return json.loads(run.stdout)["launcher"] if run.returncode in (0, 1) else {"error": run.stderr.strip()}
 resliced = False
 for scenario in sorted(os.listdir(corefiles)):
@@ -32,11 +32,18 @@ for scenario in sorted(os.listdir(corefiles)):
     if not os.path.exists(expected_path) or os.path.exists(os.path.join(corefiles, scenario, "ranks.tar.xz")):
         continue  # ranks.tar.xz scenarios: tests/cli/multigroup_corpus_test.sh
     expected = json.load(open(expected_path))
+    own_args = []
+    if expected.get("libnccl"):  # the scenario's own stripped libnccl (issue 17) comes first
+        own = os.path.join(work, "own-lib", scenario)
+        os.makedirs(own, exist_ok=True)
+        with open(os.path.join(own, "libnccl.so.2"), "wb") as out:
+            subprocess.run(["xz", "-dc", os.path.join(corefiles, scenario, expected["libnccl"])], stdout=out, check=True)
+        own_args = ["--solib-search-path", own]
     for rank in expected["ranks"]:
         core = os.path.join(work, "core")
         with open(core, "wb") as out:
             subprocess.run(["xz", "-dc", os.path.join(corefiles, scenario, rank["core"])], stdout=out, check=True)
-        got = launcher(core)
+        got = launcher(core, own_args)
         ok = (got.get("rank") == rank["rank"] and got.get("world_size") == 2 and got.get("rank_from") == "RANK"
               and got.get("source") == "initial stack")
         checked += 1

@@ -109,8 +109,19 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["nccl"] is None and d["communicators"] == [] and "launcher" in d, d.keys()' "$work/out.json"
 start_fixture "$fake_lib"
+# Stripped, says "NCCL version 2.28.9": the shipped header profile of 2.28.9 decodes it (issue 17).
+"$cli" state --pid "$FIXTURE_PID" --json > "$work/out.json" 2> "$work/err"
+check "stripped library, no build-id profile: the header profile of its version" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert "nccl-2.28.9.headers.json" in d["nccl"]["layout_source"], d["nccl"]
+assert d["communicators"], "no communicator"' "$work/out.json"
+# Without the shipped profiles there is none at all: bad input, naming the build-id and the way out.
+export NCCLSCOPE_NO_SHIPPED_PROFILES=1
 bad "no profile for a stripped library" 2 "$fake_id" --pid "$FIXTURE_PID"
 check "no profile: says how to make one" grep -q "layout extract" "$work/err"
+check "no profile: names the header profile it looked for" grep -q "no header profile nccl-2.28.9.headers.json" "$work/err"
+unset NCCLSCOPE_NO_SHIPPED_PROFILES
 bad "usage" 64 "usage" --bogus
 
 echo "$failures failure(s)"

@@ -44,6 +44,12 @@ for root in "${roots[@]}"; do
       fi
     fi
     [ -n "$exe" ] && [ -x "$exe" ] && args+=(--exe "$exe")
+    # A scenario's own stripped libnccl (issue 17): its version string picks the header profile.
+    own_lib=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("libnccl") or "")' "$dir/expected.json" 2>/dev/null)
+    if [ -n "$own_lib" ]; then
+      mkdir -p "$WORK/$scenario/lib" && xz -dc "$dir/$own_lib" >"$WORK/$scenario/lib/libnccl.so.2"
+      args+=(--solib-search-path "$WORK/$scenario/lib")
+    fi
     "$NSC" triage "${args[@]}" --json >"$WORK/$scenario.json" 2>"$WORK/$scenario.err"
     rc=$?
     checked=$((checked + 1))

@@ -9,6 +9,7 @@
 #include "cli/options.h"
 #include "layout/dwarf_layout.h"
 #include "layout/elf_file.h"
+#include "layout/header_profile.h"
 #include "layout/layout_profile.h"
 #include "layout/profile_store.h"
 #include "python/python_layout.h"
@@ -20,7 +21,7 @@ namespace nsc::cli {
 namespace {
 
 const char kLayoutUsage[] =
-    "usage: ncclscope layout extract LIB -o FILE.json [--root TYPE]... [--cache]\n"
+    "usage: ncclscope layout extract LIB -o FILE.json [--root TYPE]... [--cache] [--headers]\n"
     "       ncclscope layout show LIB|FILE.json [STRUCT|ENUM] [--json] [--dwarf] [--profile-path D:D]\n"
     "       ncclscope layout dirs [--profile-path D:D]\n"
     "       ncclscope layout python DWARF_FILE --interpreter PYTHON -o FILE.json\n"
@@ -29,7 +30,9 @@ const char kLayoutUsage[] =
     "  extract         read struct layouts from the DWARF of LIB into a profile (<build-id>.json\n"
     "                  in a profile directory makes a stripped library of that build decodable);\n"
     "                  -o - writes to stdout; --cache also stores it in the user cache;\n"
-    "                  --root adds a type beyond the ones the decoders need\n"
+    "                  --root adds a type beyond the ones the decoders need; --headers: LIB is\n"
+    "                  NCCL's headers built with -g (scripts/nccl-layout-from-headers.sh), the\n"
+    "                  profile is keyed by NCCL version (nccl-<version>.headers.json), not build-id\n"
     "  show            a profile, or one struct as a ptype/o-like table (offset, size, member);\n"
     "                  for LIB the profile of its build-id is used first, --dwarf forces DWARF\n"
     "  dirs            the profile search path, in order\n"
@@ -71,6 +74,10 @@ int run_extract(const ParsedOptions& options) {
   std::vector<std::string> roots = required_struct_names();
   for (const auto& extra : options.all("--root")) roots.push_back(extra);
   LayoutProfile profile = extract_layout_from_dwarf(library, roots, required_enum_names());
+  if (options.has("--headers")) {
+    if (options.has("--cache")) throw UsageError("--headers profiles are keyed by version: use -o");
+    profile = as_header_profile(std::move(profile), nccl_version_string(library).value_or(""));
+  }
   double elapsed = seconds_since(start);
   if (output == "-") {
     std::cout << format_layout_profile(profile);
@@ -270,7 +277,7 @@ int run_layout_command(const std::vector<std::string>& args) {
   try {
     ParsedOptions options = parse_options(args, {"-o", "--output", "--root", "--profile-path", "--interpreter",
                                            "--libtorch", "--libtorch-symbols", "--libtorch-headers", "--torch-version"},
-                                          {"--json", "--dwarf", "--cache", "--help", "-h"});
+                                          {"--json", "--dwarf", "--cache", "--headers", "--help", "-h"});
     if (options.has("--help") || options.has("-h")) {
       std::fputs(kLayoutUsage, stdout);
       return kExitOk;

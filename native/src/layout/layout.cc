@@ -62,7 +62,9 @@ const std::vector<std::string>& required_struct_names() {
       "ncclConnInfo", "ncclSharedResources", "ncclProxyState", "ncclProxyProgressState",
       "ncclProxyArgs", "ncclProxySubArgs", "ncclProxyOp", "ncclProxyOps", "ncclProxyOpsPool",
       "ncclProxyPool", "ncclConfig_t", "ncclKernelPlanner", "ncclKernelPlanner::Peer",
-      "ncclTaskColl", "ncclTaskP2p", "ncclKernelPlan", "ncclPeerInfo", "ncclStrongStream",
+      "ncclTaskColl", "ncclTaskP2p", "ncclKernelPlan",
+      // NCCL 2.21's planner: struct ncclTasks, queuing struct ncclInfo (info.h).
+      "ncclTasks", "ncclTasks::Peer", "ncclInfo", "ncclPeerInfo", "ncclStrongStream",
       "ncclCudaStreamList", "ncclGroupJob", "ncclCommCallback", "ncclDevComm", "ncclDevChannel",
       "ncclKernelComm", "ncclDevCommAndChannels", "ncclWorkList",
       // Device-side connection state (connection_decoder.cc, kernel view).

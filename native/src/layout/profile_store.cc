@@ -11,6 +11,7 @@
 
 #include "layout/dwarf_layout.h"
 #include "layout/elf_file.h"
+#include "layout/header_profile.h"
 #include "layout/layout_profile.h"
 #include "util/errors.h"
 #include "util/strings.h"
@@ -138,8 +139,10 @@ std::vector<std::string> profile_search_dirs(const std::vector<std::string>& cal
   std::vector<std::string> candidates = caller_dirs;
   for (const std::string& dir : split_colon_list(environment("NCCLSCOPE_PROFILE_PATH")))
     candidates.push_back(dir);
-  candidates.push_back(installed_profile_dir());
-  candidates.push_back(shipped_profile_dir());
+  if (environment("NCCLSCOPE_NO_SHIPPED_PROFILES").empty()) {
+    candidates.push_back(installed_profile_dir());
+    candidates.push_back(shipped_profile_dir());
+  }
   candidates.push_back(user_profile_cache_dir());
   std::vector<std::string> dirs;
   for (const std::string& dir : candidates)
@@ -233,7 +236,27 @@ LayoutProfile load_layout_for_library(const std::string& library_path,
   if (file_build_id && !build_id.empty() && *file_build_id != build_id)
     notes.push_back("build-id of the file " + *file_build_id + " differs from the target's " +
                     build_id);
-  return finish(extract_and_cache(library_path, &notes));
+  if (has_debug_info(library_path)) return finish(extract_and_cache(library_path, &notes));
+  try {
+    return finish(extract_and_cache(library_path, &notes));  // a separate debug file, if any
+  } catch (const BadInput& no_dwarf) {
+    // Stripped, no profile of its build: the profile built from its version's headers.
+    std::string version = nccl_version_number(nccl_version_string(library_path).value_or(""));
+    std::optional<LayoutProfile> headers = load_header_profile(version, dirs, &notes);
+    if (!headers)
+      throw BadInput(std::string(no_dwarf.what()) + "; no header profile " +
+                     (version.empty() ? std::string("(no NCCL version string in the library)")
+                                      : header_profile_file_name(version)) +
+                     " either (scripts/nccl-layout-from-headers.sh makes one)");
+    notes.insert(notes.begin(), "header profile " + headers->source.substr(std::strlen("profile:")) +
+                                    " for NCCL " + version + " (" + library_path +
+                                    " has no DWARF and no profile for build-id " +
+                                    (build_id.empty() ? "(none)" : build_id) +
+                                    "); struct sizes are checked against the target");
+    headers->build_id = build_id;
+    headers->library = library_path;
+    return finish(std::move(*headers));
+  }
 }
 
 }  // namespace nsc

@@ -8,6 +8,7 @@
 //      copies native/profiles there: a moved build finds them), then the source tree's
 //      native/profiles when it still exists,
 //   4. the user cache: $XDG_CACHE_HOME/ncclscope/profiles or ~/.cache/ncclscope/profiles.
+// $NCCLSCOPE_NO_SHIPPED_PROFILES (non-empty) leaves out 3., so only the profiles named are used.
 // DWARF extractions are saved to the user cache (unless $NCCLSCOPE_NO_PROFILE_CACHE
 // is set to a non-empty value), so the next run of the same build is instant.
 #pragma once

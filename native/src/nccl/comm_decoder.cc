@@ -7,6 +7,8 @@
 namespace nsc {
 namespace {
 
+constexpr size_t kMaxCommNameBytes = 256;
+
 // Reads *pointer_field as a 32-bit flag (abortFlag lives in cudaHostAlloc memory).
 Fetched<int64_t> read_pointed_flag(const ObjectView& comm, const std::string& pointer_field) {
   auto pointer = comm.pointer(pointer_field);
@@ -28,6 +30,26 @@ void check_rank_range(FieldSink& out, const char* key, const nlohmann::json& val
              std::to_string(nranks - 1));
 }
 
+// The name given at init: comm->commName (2.23-2.26), comm->config.commName (2.27 and later).
+void decode_comm_name(const ObjectView& comm, FieldSink& out) {
+  out.json()["comm_name"] = nullptr;
+  const char* path = comm.has("config.commName") ? "config.commName" : comm.has("commName") ? "commName" : nullptr;
+  if (path == nullptr) {
+    out.mark_unavailable("comm_name", not_in_version(*comm.layout(), "neither ncclComm.commName nor config.commName; NCCL 2.23 added it"), 0);
+    return;
+  }
+  auto pointer = comm.pointer(path);
+  if (!pointer.ok()) {
+    out.mark_unavailable("comm_name", pointer.unavailable, pointer.address);
+    return;
+  }
+  if (*pointer.value == 0) return;  // no name was given: null is the real value
+  ReadError error;
+  std::optional<std::string> name = read_c_string(*comm.target(), *pointer.value, kMaxCommNameBytes, &error);
+  if (name) out.json()["comm_name"] = valid_utf8(*name);
+  else out.mark_unavailable("comm_name", std::string(path) + ": " + error.message(), *pointer.value);
+}
+
 }  // namespace
 
 void decode_identity(const ObjectView& comm, FieldSink& out) {
@@ -44,6 +66,7 @@ void decode_identity(const ObjectView& comm, FieldSink& out) {
   out.put("nnodes", comm.integer("nNodes"));
   out.put("local_rank", comm.integer("localRank"));
   out.put("local_ranks", comm.integer("localRanks"));
+  decode_comm_name(comm, out);
   out.put("nchannels", comm.integer("nChannels"));
   out.put("p2p_nchannels", comm.integer("p2pnChannels"));
 
@@ -61,11 +84,20 @@ void decode_counters(const ObjectView& comm, FieldSink& out) {
   FieldSink seq = out.child("seq_launched");
   seq.json() = nlohmann::json::object();
   uint64_t count = comm.array_length("seqNumber");
-  if (count == 0) out.mark_unavailable("seq_launched", "ncclComm has no seqNumber[] in this NCCL version", 0);
+  if (count == 0)
+    out.mark_unavailable("seq_launched", not_in_version(*comm.layout(), "ncclComm has no seqNumber[]; NCCL 2.23 added it"), 0);
   for (uint64_t func = 0; func < count; ++func)
     seq.put_count(collective_name(*comm.layout(), static_cast<int64_t>(func)),
                   comm.unsigned_integer("seqNumber[" + std::to_string(func) + "]"));
-  out.put_count("coll_op_count", comm.unsigned_integer("collOpCount"));
+  if (comm.has("collOpCount")) {
+    out.put_count("coll_op_count", comm.unsigned_integer("collOpCount"));
+  } else {
+    // NCCL 2.23 and older count collectives only in the shared resources (shared by split comms).
+    auto shared = comm.deref("sharedRes");
+    if (shared.ok()) out.put_count("coll_op_count", shared.value->unsigned_integer("collOpCount"));
+    else out.put_count("coll_op_count", Fetched<uint64_t>::missing(shared.unavailable, shared.address));
+    out.json()["coll_op_count_of"] = "ncclSharedResources";
+  }
   out.put_count("op_count", comm.unsigned_integer("opCount"));
 
   // P2P operations are counted per channel in the shared resources.

@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <optional>
+#include <vector>
 #include <set>
 
+#include "layout/header_profile.h"
 #include "nccl/object_view.h"
 #include "util/strings.h"
 
@@ -177,6 +180,46 @@ uint64_t scan_for_value(Target& target, uint64_t value, unsigned value_size, uin
   return done;
 }
 
+namespace {
+// Where the target's own endMagic is: the first NCCL_MAGIC after startMagic, within twice the
+// profile's sizeof(ncclComm). Measures the comm's size without DWARF; nullopt when none is read.
+std::optional<uint64_t> measured_end_magic_offset(Target& target, uint64_t start_magic_address,
+                                                  uint64_t profile_size) {
+  constexpr uint64_t kPage = 4096;  // page by page: a sliced core keeps only some pages
+  uint64_t limit = start_magic_address + std::max<uint64_t>(profile_size * 2, 64 * 1024);
+  std::vector<uint64_t> words(kPage / 8);
+  for (uint64_t page = (start_magic_address + 8) & ~(kPage - 1); page < limit; page += kPage) {
+    ReadError error;
+    bool whole_page = target.read(page, words.data(), kPage, &error);
+    for (uint64_t i = 0; i < kPage / 8; ++i) {
+      uint64_t address = page + i * 8;
+      // A page saved only in part (a slice's ranges, an odd mapping): word by word.
+      if (!whole_page && !target.read(address, &words[i], 8, &error)) continue;
+      if (address > start_magic_address && address < limit && words[i] == kNcclMagic)
+        return address - start_magic_address;
+    }
+  }
+  return std::nullopt;
+}
+
+// A header-built profile is checked by sizes: its endMagic must be the target's.
+std::string header_profile_size_check(Target& target, const LayoutProfile& layout, uint64_t address) {
+  const StructLayout* type = layout.find_struct("ncclComm");
+  const MemberLayout* start = type->find("startMagic");
+  const MemberLayout* end = type->find("endMagic");
+  if (start == nullptr || end == nullptr) return "";
+  std::string expected = "sizeof check failed: header profile (NCCL " + layout.nccl_version +
+                         ") has sizeof(ncclComm) = " + std::to_string(type->size) +
+                         " with endMagic at +" + std::to_string(end->offset - start->offset) +
+                         " from startMagic";
+  auto measured = measured_end_magic_offset(target, address + start->offset, type->size);
+  if (!measured) return expected + "; the target's comm at " + hex(address) + " has no endMagic within +" +
+                        std::to_string(std::max<uint64_t>(type->size * 2, 64 * 1024));
+  return expected + "; the target's comm at " + hex(address) + " has it at +" + std::to_string(*measured) +
+         " (sizeof(ncclComm) = " + std::to_string(type->size - (end->offset - start->offset) + *measured) + ")";
+}
+}  // namespace
+
 std::string check_comm_candidate(Target& target, const LayoutProfile& layout, uint64_t address) {
   ObjectView comm = ObjectView::of(target, layout, "ncclComm", address);
   if (!comm.valid()) return "layout has no struct ncclComm";
@@ -186,7 +229,10 @@ std::string check_comm_candidate(Target& target, const LayoutProfile& layout, ui
     if (*start.value != kNcclMagic) return "startMagic is " + hex(*start.value);
     auto end = comm.unsigned_integer("endMagic");
     if (!end.ok()) return "endMagic: " + end.unavailable;
-    if (*end.value != kNcclMagic) return "endMagic is " + hex(*end.value) + " (torn or freed comm)";
+    if (*end.value != kNcclMagic) {
+      if (is_header_profile(layout)) return header_profile_size_check(target, layout, address);
+      return "endMagic is " + hex(*end.value) + " (torn or freed comm)";
+    }
   } else {
     auto magic = comm.unsigned_integer("config.magic");
     if (!magic.ok()) return "config.magic: " + magic.unavailable;

@@ -48,4 +48,9 @@ std::string bus_id_text(int64_t bus_id) {
   return text;
 }
 
+std::string not_in_version(const LayoutProfile& layout, const std::string& what) {
+  std::string version = layout.nccl_version.empty() ? "this NCCL version" : "NCCL " + layout.nccl_version;
+  return "not in " + version + " (" + what + ")";
+}
+
 }  // namespace nsc

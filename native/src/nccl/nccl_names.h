@@ -16,6 +16,9 @@ std::string protocol_name(int64_t protocol);
 std::string algorithm_name(int64_t algorithm);
 // Enum value -> name via the layout ("ncclFloat32"); "<enum_name>(N)" when unknown.
 std::string enum_value_name(const LayoutProfile& layout, const std::string& enum_name, int64_t value);
+// Why a field is unavailable when the version lacks it: "not in NCCL 2.21.5 (ncclComm has no
+// seqNumber[])"; "not in this NCCL version (...)" when the layout names no version.
+std::string not_in_version(const LayoutProfile& layout, const std::string& what);
 // "0000:19:00.0" from NCCL's int64 bus id encoding.
 std::string bus_id_text(int64_t bus_id);
 

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "nccl/nccl_names.h"
 #include "util/strings.h"
 
 namespace nsc {
@@ -81,8 +82,8 @@ std::optional<ResolvedField> ObjectView::resolve(const std::string& path, std::s
     }
     const MemberLayout* member = current->find(steps[s].member);
     if (member == nullptr) {
-      *why = "struct " + current->name + " has no member " + steps[s].member +
-             " in this NCCL version";
+      std::string what = "struct " + current->name + " has no member " + steps[s].member;
+      *why = layout_ != nullptr ? not_in_version(*layout_, what) : what;
       return std::nullopt;
     }
     auto offset = element_offset(*member, steps[s].indices, why);

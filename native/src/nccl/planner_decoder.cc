@@ -40,16 +40,17 @@ std::vector<ObjectView> walk_list(const ObjectView& owner, uint64_t head, const 
   return nodes;
 }
 
+// A queued collective: ncclTaskColl (2.22 and later: func, opHost) or ncclInfo (2.21: coll, op).
 nlohmann::json describe_coll_task(const ObjectView& task) {
   const LayoutProfile& layout = *task.layout();
   nlohmann::json entry = {{"address", hex(task.address())}};
-  auto func = task.integer("func");
+  auto func = task.integer(task.has("func") ? "func" : "coll");
   entry["collective"] = func.ok() ? nlohmann::json(collective_name(layout, *func.value)) : nullptr;
   auto count = task.unsigned_integer("count");
   entry["count"] = count.ok() ? nlohmann::json(*count.value) : nullptr;
   auto datatype = task.enum_name("datatype");
   entry["datatype"] = datatype.ok() ? nlohmann::json(*datatype.value) : nullptr;
-  auto op = task.enum_name("opHost");
+  auto op = task.enum_name(task.has("opHost") ? "opHost" : "op");
   entry["op"] = op.ok() ? nlohmann::json(*op.value) : nullptr;
   auto root = task.integer("root");
   entry["root"] = root.ok() ? nlohmann::json(*root.value) : nullptr;
@@ -67,10 +68,12 @@ nlohmann::json describe_p2p_task(const ObjectView& task, const char* kind, int64
 
 void decode_planned_colls(const ObjectView& planner, FieldSink& out) {
   nlohmann::json& colls = out.json()["colls"] = nlohmann::json::array();
-  for (const char* queue : {"collSorter.head", "collTaskQueue.head"}) {
+  // ncclKernelPlanner's queues of ncclTaskColl; 2.21's ncclTasks queues ncclInfo instead.
+  const char* task_type = planner.type()->name == "ncclTasks" ? "ncclInfo" : "ncclTaskColl";
+  for (const char* queue : {"collSorter.head", "collTaskQueue.head", "collQueue.head"}) {
     auto head = planner.pointer(queue);
     if (!head.ok()) continue;  // field absent in this version: the other queue may exist
-    for (const ObjectView& task : walk_list(planner, *head.value, "ncclTaskColl", queue, out))
+    for (const ObjectView& task : walk_list(planner, *head.value, task_type, queue, out))
       colls.push_back(describe_coll_task(task));
   }
 }
@@ -81,7 +84,7 @@ void decode_planned_colls(const ObjectView& planner, FieldSink& out) {
 void decode_planned_p2p(const ObjectView& planner, int64_t nranks, int64_t n_tasks_p2p, FieldSink& out) {
   nlohmann::json& p2p = out.json()["p2p"] = nlohmann::json::array();
   auto peers = planner.pointer("peers");
-  const StructLayout* peer_type = planner.layout()->find_struct("ncclKernelPlanner::Peer");
+  const StructLayout* peer_type = planner.layout()->find_struct(planner.type()->name + "::Peer");
   if (!peers.ok() || *peers.value == 0 || peer_type == nullptr || nranks <= 0) return;
   int64_t limit = std::min<int64_t>(nranks, static_cast<int64_t>(out.scope().limits.max_ranks));
   uint64_t budget = std::min<uint64_t>(static_cast<uint64_t>(n_tasks_p2p), out.scope().limits.max_list_nodes);
@@ -103,16 +106,48 @@ void decode_planned_p2p(const ObjectView& planner, int64_t nranks, int64_t n_tas
 
 }  // namespace
 
+// Task counters of ncclKernelPlanner, each with the version that added it (checked in the
+// tags' comm.h); older versions get "unavailable: not in NCCL X".
+struct TaskCounter {
+  const char* key;
+  const char* field;
+  const char* since;
+};
+constexpr TaskCounter kTaskCounters[] = {
+    {"n_tasks_coll", "nTasksColl", nullptr},
+    {"n_tasks_p2p", "nTasksP2p", nullptr},
+    {"n_tasks_p2p_send", "nTasksP2pSend", "2.28"},
+    {"n_tasks_p2p_recv", "nTasksP2pRecv", "2.28"},
+    {"n_tasks_bcast", "nTasksBcast", "2.29"},
+    {"n_tasks_rma", "nTasksRma", "2.29"},
+};
+
+void decode_task_counters(const ObjectView& planner, FieldSink& sink) {
+  for (const TaskCounter& counter : kTaskCounters) {
+    if (planner.has(counter.field) || counter.since == nullptr) {
+      sink.put(counter.key, planner.integer(counter.field));
+      continue;
+    }
+    sink.json()[counter.key] = nullptr;
+    sink.mark_unavailable(counter.key,
+                          not_in_version(*planner.layout(), planner.type()->name + " has no " +
+                                                                counter.field + "; NCCL " + counter.since + " added it"),
+                          0);
+  }
+}
+
 void decode_planned_work(const ObjectView& comm, FieldSink& out) {
+  // struct ncclKernelPlanner planner (2.22 and later), struct ncclTasks tasks (2.21 and older).
   ObjectView planner = comm.member("planner");
+  if (!planner.valid()) planner = comm.member("tasks");
   FieldSink sink = out.child("planned");
   if (!planner.valid()) {
     sink.json() = nullptr;
-    out.mark_unavailable("planned", "ncclComm has no planner in this NCCL version", 0);
+    out.mark_unavailable("planned", not_in_version(*comm.layout(), "ncclComm has neither planner nor tasks"), 0);
     return;
   }
-  sink.put("n_tasks_coll", planner.integer("nTasksColl"));
-  sink.put("n_tasks_p2p", planner.integer("nTasksP2p"));
+  sink.json()["planner_type"] = planner.type()->name;
+  decode_task_counters(planner, sink);
   decode_planned_colls(planner, sink);
   const nlohmann::json& nranks = out.json()["nranks"];
   bool has_p2p = sink.json()["n_tasks_p2p"].is_number_integer() &&

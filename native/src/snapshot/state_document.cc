@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "cuda/recorder_decoder.h"
+#include "layout/header_profile.h"
 #include "layout/profile_store.h"
 #include "nccl/comm_decoder.h"
 #include "nccl/comm_scanner.h"
@@ -76,6 +77,18 @@ json build_id_mismatch(const ResolvedLibrary& library) {
 // rank out of range) is a communicator found but rejected as corrupt: an error, so that
 // nobody reads "holds no communicator" as "never created one". Echoes inside an accepted
 // comm are not.
+// A header-built profile whose sizes no communicator confirmed is refused (bad input), with
+// both sizes: decoding with it would print wrong values as real ones.
+void refuse_header_profile_that_does_not_fit(const LayoutProfile& layout, const Discovery& discovery) {
+  if (!is_header_profile(layout) || !discovery.addresses.empty()) return;
+  for (const json& rejected : discovery.rejected) {
+    std::string why = rejected.value("why", "");
+    if (why.rfind("sizeof check failed", 0) == 0)
+      throw BadInput("layout " + valid_utf8(layout.source) + " refused for " + valid_utf8(layout.library) +
+                     ": " + valid_utf8(why));
+  }
+}
+
 void report_corrupt_candidates(const Discovery& discovery, json* errors) {
   for (const json& rejected : discovery.rejected) {
     std::string why = rejected.value("why", "");
@@ -274,6 +287,7 @@ json build_state_document(const StateRequest& request) {
   discovery_options.progress = progress_printer(request.progress);
   Discovery discovery = discover_communicators(*target, layout, discovery_options);
   document["discovery"] = discovery_json(discovery);
+  refuse_header_profile_that_does_not_fit(layout, discovery);
   report_corrupt_candidates(discovery, &errors);
 
   json communicators = json::array();
