@@ -46,7 +46,21 @@ for scenario in sorted(d for d in glob.glob(os.path.join(root, pattern)) if os.p
                 break
 open(out, "w").write("".join("%s\t%s\n" % pair for pair in pairs))
 PY
-[ -s "$work/pairs" ] || { echo "SKIP: no torch-* scenario with faulthandler ground truth under $roots"; exit 77; }
+# The multi-group captures: corefiles/<scenario>/ranks.tar.xz (rank<R>.core) beside
+# truth/rank<R>.faulthandler.txt.
+if [ -z "${NCCLSCOPE_TORCH_COREFILES:-}" ]; then
+  for scenario in "$src"/corefiles/*/; do
+    [ -f "$scenario/ranks.tar.xz" ] || continue
+    name=$(basename "$scenario")
+    mkdir -p "$work/$name" && tar -C "$work/$name" -xJf "$scenario/ranks.tar.xz"
+    for dump in "$scenario"truth/rank*.faulthandler.txt; do
+      [ -f "$dump" ] && grep -q "most recent call first" "$dump" || continue
+      rank=$(basename "$dump" .faulthandler.txt)
+      [ -f "$work/$name/$rank.core" ] && printf '%s\t%s\n' "$work/$name/$rank.core" "$dump" >> "$work/pairs"
+    done
+  done
+fi
+[ -s "$work/pairs" ] || { echo "SKIP: no PyTorch scenario with faulthandler ground truth under $roots"; exit 77; }
 while IFS=$'\t' read -r core dump; do
   name=$(basename "$(dirname "$core")")/$(basename "$core")
   case $core in *.xz) xz -dc "$core" > "$work/rank.core"; core=$work/rank.core ;; esac
