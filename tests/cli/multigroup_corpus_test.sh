@@ -81,6 +81,21 @@ for rank in expected["ranks"]:
         compared += 1
     if len(got) != len(rank["comms_full_core"]):
         problems.append("rank %d: %d comms in the slice, %d in the full core" % (rank["rank"], len(got), len(rank["comms_full_core"])))
+# Every rank with a core has its application thread, and its Python line is the one the
+# program announced (hang_site: the file and function of the call it blocks in).
+described = {}
+for klass in report.get("stack_classes", {}).get("principal", []):
+    for world in klass.get("world_ranks", klass.get("ranks", [])):
+        described[world] = " > ".join(klass.get("frames", []))
+for rank in expected["ranks"]:
+    if not rank.get("core_in_tar"):
+        continue
+    text = described.get(rank["rank"], "")
+    site = rank.get("hang_site") or {}
+    if not text:
+        problems.append("rank %d: no application thread in the stack classes" % rank["rank"])
+    elif site.get("function") and site.get("file") and site["function"] + " (" + site["file"] not in text:
+        problems.append("rank %d: thread '%s' does not name %s (%s)" % (rank["rank"], text[-300:], site["function"], site["file"]))
 if rc not in (0, 1):
     problems.append("exit %d" % rc)
 if problems:
