@@ -44,12 +44,16 @@ cat >"$WORK/bin/ncclscope" <<FAKE
 rank=\$(tr '\0' '\n' </proc/\$3/environ | sed -n 's/^RANK=//p')
 cat "$WORK/snapshots/rank-\$rank.json"
 FAKE
-# Fake pdsh: two "nodes", two ranks each, lines prefixed with the node name.
+# Fake pdsh: two "nodes", two ranks each, lines prefixed with the node name. Like pdsh, whole
+# lines only: two seds writing one pipe at once split lines longer than PIPE_BUF.
 cat >"$WORK/bin/fake-pdsh" <<FAKE
 #!/usr/bin/env bash
-NCCLSCOPE_PIDS="${pids[0]} ${pids[1]}" "\$@" | sed 's/^/node01: /' &
-NCCLSCOPE_PIDS="${pids[2]} ${pids[3]}" "\$@" | sed 's/^/node02: /' &
+out=\$(mktemp -d)
+NCCLSCOPE_PIDS="${pids[0]} ${pids[1]}" "\$@" | sed 's/^/node01: /' > "\$out/node01" &
+NCCLSCOPE_PIDS="${pids[2]} ${pids[3]}" "\$@" | sed 's/^/node02: /' > "\$out/node02" &
 wait
+cat "\$out/node01" "\$out/node02"
+rm -rf "\$out"
 FAKE
 chmod +x "$WORK/bin/ncclscope" "$WORK/bin/fake-pdsh"
 
