@@ -258,6 +258,9 @@ FrameView make_python_frame(const std::string& function, const std::string& file
   }
   std::string base = file.substr(file.find_last_of('/') == std::string::npos ? 0 : file.find_last_of('/') + 1);
   frame.label = function + " (" + base + ":" + (line ? std::to_string(*line) : "?") + ")";
+  frame.python_library = file.find("/site-packages/") != std::string::npos ||
+                         file.find("/dist-packages/") != std::string::npos ||
+                         file.find("/lib/python3.") != std::string::npos;
   return frame;
 }
 
@@ -526,6 +529,13 @@ std::string describe_thread(const ThreadView& thread) {
       while (entry > first && is_python_call_glue(thread.frames[entry].label)) --entry;
     text = frame_text(thread.frames[entry]);
     if (user < thread.frames.size() && user != entry) text += " called from " + frame_text(thread.frames[user]);
+    // A library's Python function (torch's barrier): the user's own line that called it too.
+    if (user < thread.frames.size() && thread.frames[user].python_library)
+      for (size_t f = user + 1; f < thread.frames.size(); ++f)
+        if (thread.frames[f].python && !thread.frames[f].python_library) {
+          text += ", from " + frame_text(thread.frames[f]);
+          break;
+        }
   } else {
     text = "no stack";
   }

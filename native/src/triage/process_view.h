@@ -88,6 +88,7 @@ struct FrameView {
   std::string label;   // function, or module+0xoffset, or pc; Python: "finish (train.py:62)"
   bool user_code = false;  // not inside a shared library (Python frames are user code)
   bool python = false;     // a Python frame of the merged stack (docs/schema-state.md)
+  bool python_library = false;  // ... in an installed package or the standard library
 };
 
 struct ThreadView {
