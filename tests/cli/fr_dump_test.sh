@@ -9,18 +9,14 @@ set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 command -v python3 >/dev/null || { echo "SKIP: python3 missing"; exit 77; }
 pairs=0
-for scenario in "$src"/corefiles/*/; do
-  [ -f "$scenario/ranks.tar.xz" ] && ls "$scenario"truth/fr_rank*.pkl > /dev/null 2>&1 || continue
-  name=$(basename "$scenario")
-  rm -rf "$work/ranks"; mkdir -p "$work/ranks"
-  tar -C "$work/ranks" -xJf "$scenario/ranks.tar.xz"
-  for pickle in "$scenario"truth/fr_rank*.pkl; do
-    rank=$(basename "$pickle" .pkl); rank=${rank#fr_rank}
-    [ -f "$work/ranks/rank$rank.core" ] || continue
-    pairs=$((pairs + 1))
-    "$cli" fr-dump "$work/ranks/rank$rank.core" -o "$work/ours.pkl" 2> "$work/err"
-    check "$name rank $rank: fr-dump exit 0" test $? -eq 0
-    check "$name rank $rank: the dump equals PyTorch's" python3 - "$work/ours.pkl" "$pickle" <<'PY'
+dump_and_compare() {  # name rank core pickle
+  local name=$1 rank=$2 core=$3 pickle=$4
+  pairs=$((pairs + 1))
+  "$cli" fr-dump "$core" -o "$work/ours.pkl" 2> "$work/err"
+  check "$name rank $rank: fr-dump exit 0" test $? -eq 0
+  check "$name rank $rank: the dump equals PyTorch's" python3 -c "$compare_pickles" "$work/ours.pkl" "$pickle"
+}
+compare_pickles='
 import pickle, sys
 ours, theirs = (pickle.load(open(path, "rb")) for path in sys.argv[1:3])
 problems = [key for key in ("version", "pg_config", "comm_lib_version", "pg_status") if ours.get(key) != theirs.get(key)]
@@ -36,9 +32,8 @@ for mine, real in zip(ours.get("entries", []), theirs.get("entries", [])):
 if problems:
     print("  " + "; ".join(problems[:5]))
 sys.exit(1 if problems else 0)
-PY
-  done
-done
+'
+each_torch_rank dump_and_compare
 [ $pairs -gt 0 ] || { echo "SKIP: no PyTorch capture with truth/fr_rankN.pkl"; exit 77; }
 # A process without libtorch: one line, exit 2.
 plain=$(ls "$src"/corefiles/skip-collective/rank*.core.xz 2>/dev/null | head -1)

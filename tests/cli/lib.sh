@@ -17,3 +17,19 @@ check() {  # check NAME CONDITION-COMMAND...
   local name=$1; shift
   if "$@"; then echo "ok   $name"; else echo "FAIL $name"; failures=$((failures + 1)); fi
 }
+
+# each_torch_rank FUNCTION: FUNCTION NAME RANK CORE PICKLE for every rank of the multi-group
+# PyTorch captures (corefiles/<scenario>/ranks.tar.xz beside truth/fr_rank<R>.pkl).
+each_torch_rank() {
+  local callback=$1 scenario name pickle rank
+  for scenario in "$src"/corefiles/*/; do
+    [ -f "$scenario/ranks.tar.xz" ] && ls "$scenario"truth/fr_rank*.pkl > /dev/null 2>&1 || continue
+    name=$(basename "$scenario")
+    rm -rf "$work/ranks"; mkdir -p "$work/ranks"
+    tar -C "$work/ranks" -xJf "$scenario/ranks.tar.xz"
+    for pickle in "$scenario"truth/fr_rank*.pkl; do
+      rank=$(basename "$pickle" .pkl); rank=${rank#fr_rank}
+      [ -f "$work/ranks/rank$rank.core" ] && "$callback" "$name" "$rank" "$work/ranks/rank$rank.core" "$pickle"
+    done
+  done
+}

@@ -32,16 +32,7 @@ if [ -n "${NCCLSCOPE_TORCH_FR_COREFILES:-}" ]; then
     done
   done
 else
-  for scenario in "$src"/corefiles/*/; do
-    [ -f "$scenario/ranks.tar.xz" ] && ls "$scenario"truth/fr_rank*.pkl > /dev/null 2>&1 || continue
-    name=$(basename "$scenario")
-    rm -rf "$work/ranks"; mkdir -p "$work/ranks"
-    tar -C "$work/ranks" -xJf "$scenario/ranks.tar.xz"
-    for pickle in "$scenario"truth/fr_rank*.pkl; do
-      rank=$(basename "$pickle" .pkl); rank=${rank#fr_rank}
-      [ -f "$work/ranks/rank$rank.core" ] && check_rank "$name" "$rank" "$work/ranks/rank$rank.core" "$pickle"
-    done
-  done
+  each_torch_rank check_rank
 fi
 [ $pairs -gt 0 ] || { echo "SKIP: no PyTorch capture with fr_rankN.pkl and a rank core"; exit 77; }
 exit $((failures > 0))

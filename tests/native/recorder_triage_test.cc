@@ -53,13 +53,6 @@ json chain_to(const json& op, int tid) {
                                   {{"step", "stream_runs_nccl_op"}, {"stream", "0x5b000020"}, {"nccl_op", op}}}}}});
 }
 
-const json* finding_of(const json& report, const std::string& kind) {
-  for (const json& comm : report["communicators"])
-    for (const json& finding : comm["findings"])
-      if (finding["kind"] == kind) return &finding;
-  return nullptr;
-}
-
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(no_recorder_no_recorder_key) {

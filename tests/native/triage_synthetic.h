@@ -113,6 +113,14 @@ inline json rank_document(int rank, int nranks, const Counts& counts, json main_
                   json::array({main_thread, proxy_thread(pid + 1)}));
 }
 
+// The first finding of `kind` on any communicator of a triage report, or null.
+inline const json* finding_of(const json& report, const std::string& kind) {
+  for (const json& comm : report["communicators"])
+    for (const json& finding : comm["findings"])
+      if (finding["kind"] == kind) return &finding;
+  return nullptr;
+}
+
 inline std::vector<nsc::TriageInput> as_inputs(const std::vector<json>& documents) {
   std::vector<nsc::TriageInput> inputs;
   for (size_t i = 0; i < documents.size(); ++i)

@@ -49,13 +49,6 @@ std::vector<json> size_mismatch_job() {
   return documents;
 }
 
-const json* finding_of(const json& report, const std::string& kind) {
-  for (const json& comm : report["communicators"])
-    for (const json& finding : comm["findings"])
-      if (finding["kind"] == kind) return &finding;
-  return nullptr;
-}
-
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(size_mismatch_recorded_by_pytorch_is_a_mismatch_verdict) {
