@@ -4,6 +4,11 @@
 #
 #   bash .device-carry/nccl-src/device-nccl-versions.sh [VERSION...]   (default: 2.27.7 2.29.7)
 #
+# Versions before 2.27 are patched for CUDA 13 first (nccl-cuda13-compat.sh, carried beside this
+# script: host code only, no decoded struct changes). TWO_LIBRARIES=VERSION also runs
+# nccl_two_libraries (carried beside it too): one process with the venv's libnccl and that
+# version's build dlopen'ed at once, one communicator each, a hang on the second.
+#
 # Carries .device-carry/lib/{libdw.so.1,libelf.so.1} and .device-carry/nccl-src/: this script,
 # nccl-vX.Y.Z-1.tar.xz (git archive of the tag), ncclscope (this branch's CLI, stripped),
 # profiles/ (the header-built nccl-X.Y.Z.headers.json) and nccl_hang_scenarios (the C++ scenario
@@ -26,6 +31,7 @@ REPO=$(pwd); CARRY=$REPO/.device-carry; SRC=$CARRY/nccl-src
 WORK=${WORK:-/tmp/nccl-versions}
 BIN=${BIN:-$SRC/nccl_hang_scenarios}
 SYSTEM_NCCL=${SYSTEM_NCCL:-/usr/lib/x86_64-linux-gnu/libnccl.so.2}
+VENV_NCCL=${VENV_NCCL:-/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2}
 JOBS=${JOBS:-8}
 BUILD_TIMEOUT_S=${BUILD_TIMEOUT_S:-300}
 HANG_TIMEOUT_S=${HANG_TIMEOUT_S:-60}
@@ -47,6 +53,7 @@ nsc() { LD_LIBRARY_PATH=$CARRY/lib "$NSC" "$@" --profile-path "$SRC/profiles"; }
 build_version() {  # version -> $WORK/vV/lib/libnccl.so.2, build.rc, build.seconds
   local v=$1 dir=$WORK/v$1 start=$SECONDS rc
   mkdir -p "$dir" && tar -xJf "$SRC/nccl-v$v-1.tar.xz" -C "$dir"
+  bash "$SRC/nccl-cuda13-compat.sh" "$dir/nccl-v$v-1" "$CUDA_HOME" > "$dir/compat.log" 2>&1
   ( cd "$dir/nccl-v$v-1" && timeout "$BUILD_TIMEOUT_S" make -j"$JOBS" src.build \
       NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" CUDA_HOME="$CUDA_HOME" \
       ONLY_FUNCS="$ONLY_FUNCS" ) > "$dir/build.log" 2>&1
@@ -109,6 +116,57 @@ hang() {  # name libdir: one skip-collective hang, cores in $WORK/name/rankR.cor
   log "$name: $(grep -c HANG_POINT_REACHED "$dir"/rank*.log | tr '\n' ' ') cores: $(ls -s --block-size=1M "$dir"/*.core 2>/dev/null | tr '\n' ' ')"
 }
 
+# Two libnccl in one process: the venv's (with DWARF) and a build of another version, dlopen'ed by
+# path. Full cores come back when they fit, else slices that keep [heap] and small anonymous
+# mappings (where both libraries' communicators live) beside what the slicer itself keeps.
+two_libraries() {  # version
+  local v=$1 dir=$WORK/two-libraries pack=$WORK/pack/two-libraries rank pids=() pid
+  local lib_a=$VENV_NCCL lib_b=$WORK/v$1/lib/libnccl.so.2 bin=$SRC/nccl_two_libraries
+  if [ ! -f "$lib_b" ] && [ -f "$SYSTEM_NCCL" ]; then  # that version did not build: the system one
+    mkdir -p "$WORK/system-lib" && cp -L "$SYSTEM_NCCL" "$WORK/system-lib/libnccl.so.2"; lib_b=$WORK/system-lib/libnccl.so.2
+  fi
+  [ -f "$lib_b" ] && [ -f "$bin" ] || { log "two-libraries: no v$v build or no fixture"; return; }
+  chmod +x "$bin"; rm -rf "$dir"; mkdir -p "$dir" "$pack"
+  for rank in 0 1; do
+    NCCL_HOSTID=rank$rank-host bash -c 'echo 0x33 > /proc/self/coredump_filter && ulimit -c unlimited && exec "$@"' \
+      two "$bin" --rank $rank --id-dir "$dir" --lib-a "$lib_a" --lib-b "$lib_b" > "$dir/rank$rank.log" 2>&1 &
+    pids[$rank]=$!
+  done
+  local deadline=$((SECONDS + HANG_TIMEOUT_S))
+  while [ $SECONDS -lt $deadline ]; do
+    [ "$(grep -l HANG_POINT_REACHED "$dir"/rank?.log 2>/dev/null | wc -l)" = 2 ] && break; sleep 0.5
+  done
+  sleep 2
+  for rank in 0 1; do cp /proc/${pids[$rank]}/maps "$dir/rank$rank.maps" 2>/dev/null; done
+  kill -ABRT "${pids[@]}" 2>/dev/null
+  for rank in 0 1; do
+    pid=${pids[$rank]}; wait_gone "$pid" 90 || kill -KILL "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+    [ -f "$CORE_DIR/core.$pid" ] && mv "$CORE_DIR/core.$pid" "$dir/rank$rank.core"
+    grep -h '^GROUND_TRUTH ' "$dir/rank$rank.log" | sed 's/^GROUND_TRUTH //' > "$pack/rank$rank.ground_truth.json"
+    cp "$dir/rank$rank.log" "$dir/rank$rank.maps" "$pack/" 2>/dev/null
+    [ -f "$dir/rank$rank.core" ] || continue
+    ls -l "$dir/rank$rank.core" > "$pack/rank$rank.core.size"
+    nsc state --core "$dir/rank$rank.core" --exe "$bin" --solib-search-path "$(dirname "$lib_a"):$(dirname "$lib_b")" \
+      --json > "$pack/rank$rank.state.full.json" 2> "$pack/rank$rank.state.full.err"
+    local regions="" range perms rest name start end
+    while read -r range perms _ _ _ name; do
+      start=$((16#${range%-*})); end=$((16#${range#*-}))
+      [[ $perms == rw* ]] && { [ "$name" = "[heap]" ] || { [ -z "$name" ] && [ $((end - start)) -le 8388608 ]; }; } &&
+        regions+="--keep-region $range "
+    done < "$dir/rank$rank.maps"
+    regions=$(echo "$regions" | sed 's/\([0-9a-f]*\)-\([0-9a-f]*\)/0x\1-0x\2/g')
+    # shellcheck disable=SC2086
+    nsc slice "$dir/rank$rank.core" -o "$pack/rank$rank.core.sliced" --exe "$bin" \
+      --solib-search-path "$(dirname "$lib_a")" $regions > "$pack/rank$rank.slice.log" 2>&1
+    xz -9 -T8 -k -c "$dir/rank$rank.core" > "$dir/rank$rank.core.xz"
+    ls -l "$dir/rank$rank.core.xz" >> "$pack/rank$rank.core.size"
+    [ "$(stat -c %s "$dir/rank$rank.core.xz")" -le $((15 * 1024 * 1024)) ] &&
+      cp "$dir/rank$rank.core.xz" "$OUT/two-libraries.rank$rank.core.xz"
+  done
+  { readelf -nW "$lib_b" | grep -A1 'Build ID'; sha256sum "$lib_a" "$lib_b"; } > "$pack/libraries.txt" 2>&1
+  log "two-libraries ($lib_a + $lib_b): $(grep -h HANG_POINT "$dir"/rank?.log | tr '\n' ' ')"
+}
+
 decode() {  # name libdir: profiles, state of full cores and slices, the stripped path
   local name=$1 libdir=$2 dir=$WORK/$1 pack=$WORK/pack/$1 rank core
   mkdir -p "$pack" "$dir/stripped"
@@ -163,9 +221,10 @@ main() {
   for v in "${VERSIONS[@]}"; do
     log "v$v build rc=$(cat "$WORK/v$v/build.rc") in $(cat "$WORK/v$v/build.seconds") s"
     mkdir -p "$WORK/pack/v$v"; tail -40 "$WORK/v$v/build.log" > "$WORK/pack/v$v/build.log.tail"
-    cp "$WORK/v$v/build.rc" "$WORK/v$v/build.seconds" "$WORK/pack/v$v/"
+    cp "$WORK/v$v/build.rc" "$WORK/v$v/build.seconds" "$WORK/v$v/compat.log" "$WORK/pack/v$v/"
     [ -f "$WORK/v$v/lib/libnccl.so.2" ] && hang "hang-v$v" "$WORK/v$v/lib"
   done
+  [ -n "${TWO_LIBRARIES:-}" ] && two_libraries "$TWO_LIBRARIES"
   for v in "${VERSIONS[@]}"; do [ -d "$WORK/hang-v$v" ] && decode "hang-v$v" "$WORK/v$v/lib"; done
   [ -d "$WORK/system" ] && decode system "$WORK/system-lib"
   log "decoded; packing"

@@ -12,6 +12,10 @@ one rank deviate the way real jobs do:
                      the rendezvous / NCCL bootstrap. No communicator exists yet.
   tpdp-size-mismatch 4 ranks: in step 4 rank 3 all-reduces twice as many elements on its dp group
                      as its peer rank 1 (a silent size mismatch: same op, same count of calls).
+  tpdp-fewer-steps-timing  tpdp-fewer-steps with TORCH_NCCL_ENABLE_TIMING=1: the recorder then
+                     tells "started" from "scheduled" (rank 2's dp all_reduce queues behind its
+                     tp all_reduce on the GPU).
+  tpdp-fr-off        tpdp-fewer-steps with TORCH_FR_BUFFER_SIZE=0: the flight recorder is off.
   ppdp-skip-send     8 ranks, PP 4 x DP 2: in step 4 stage 1 of replica 1 (rank 3) skips its send
                      of micro-batch 2 to stage 2 (rank 5).
   ppdp-microbatches  8 ranks: in step 4 stage 1 of replica 1 (rank 3) computes 3 micro-batches
@@ -41,11 +45,16 @@ SCENARIOS = {
     "tpdp-size-mismatch": ("tpdp", 3),
     "ppdp-skip-send": ("ppdp", 3), "ppdp-microbatches": ("ppdp", 3),
 }
+# Variants: the same job under another PyTorch setting (set before torch reads it).
+VARIANTS = {
+    "tpdp-fewer-steps-timing": ("tpdp-fewer-steps", {"TORCH_NCCL_ENABLE_TIMING": "1"}),
+    "tpdp-fr-off": ("tpdp-fewer-steps", {"TORCH_FR_BUFFER_SIZE": "0"}),
+}
 
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    parser.add_argument("--scenario", required=True, choices=sorted(SCENARIOS))
+    parser.add_argument("--scenario", required=True, choices=sorted(list(SCENARIOS) + list(VARIANTS)))
     parser.add_argument("--device", type=int, default=0)
     parser.add_argument("--elements", type=int, default=1 << 16, help="float32 elements per tensor")
     parser.add_argument("--fr-dump-dir", default=".", help="where fr_rank<R>.pkl is written")
@@ -126,7 +135,9 @@ class Job:
                  "torch_version": self.torch.__version__,
                  "nccl_version": ".".join(str(v) for v in self.torch.cuda.nccl.version()),
                  "groups": groups, "launched": self.launched, "events_tail": self.events[-12:],
-                 "elements": self.elements}
+                 "elements": self.elements,
+                 "torch_settings": {key: os.environ[key] for key in ("TORCH_NCCL_ENABLE_TIMING", "TORCH_FR_BUFFER_SIZE")
+                                    if key in os.environ}}
         truth.update(extra or {})
         return truth
 
@@ -237,6 +248,10 @@ def run_ppdp(job, hang_point):
 
 def main(argv):
     args = parse_args(argv)
+    variant = args.scenario
+    if variant in VARIANTS:
+        args.scenario, settings = VARIANTS[variant]
+        os.environ.update(settings)
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     layout, culprit = SCENARIOS[args.scenario]
     if world != LAYOUTS[layout]["world"]:
