@@ -69,15 +69,21 @@ COMMUNICATOR = {
                          "in_group": OPT_BOOL}),
     "unavailable": REASONS,
     "warnings": list_of(STR),
+    "library": nullable({"index": OPT_INT, "path": OPT_STR, "version": OPT_STR, "build_id": OPT_STR,
+                         "layout_source": OPT_STR}),
 }
 PROBLEM = map_of(nullable(ANY))
+LIBRARY = {"index": OPT_INT, "version": OPT_STR, "library": OPT_STR, "local_file": OPT_STR,
+           "build_id": OPT_STR, "layout_source": OPT_STR, "build_id_mismatch": OPT_BOOL,
+           "communicators": OPT_INT, "discovery": nullable(dict), "unavailable": OPT_STR}
 DOCUMENT = {
     "schema": STR,
     "tool": nullable(dict),
     "target": nullable({"kind": OPT_STR, "path": OPT_STR, "pid": OPT_INT, "executable": OPT_STR}),
     "host": nullable(dict),
     "nccl": nullable({"version": OPT_STR, "library": OPT_STR, "local_file": OPT_STR, "build_id": OPT_STR,
-                      "layout_source": OPT_STR, "build_id_mismatch": OPT_BOOL}),
+                      "layout_source": OPT_STR, "build_id_mismatch": OPT_BOOL,
+                      "libraries": nullable(list_of(LIBRARY))}),
     "discovery": nullable({"method": OPT_STR, "regions_scanned": OPT_INT, "bytes_scanned": OPT_INT,
                            "candidates": OPT_INT, "rejected": list_of(map_of(nullable(ANY))),
                            "registry_note": OPT_STR, "skipped_regions": list_of(dict)}),
