@@ -4,8 +4,8 @@
 # "2.30.7+fake", stripped, distinct build-ids), one comm laid out by each version's layout.
 # `state` must decode each comm with its own library's layout (found by each library's own
 # version string: the shipped header profiles) and name the library of each. Then the GPU
-# machine's regression: a preloaded libnccl nobody uses, mapped beside the one that holds the
-# comm, must not hide it (0 communicators before).
+# machine's regression: a libnccl nobody uses, mapped before (below) the preloaded one that
+# holds the comm, must not hide it (decoded with the first one's layout: no communicator).
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 lib_a=$build/fixtures/fakelib/libnccl.so.2
@@ -67,11 +67,16 @@ if command -v gdb > /dev/null; then
 fi
 kill "$FIXTURE_PID"
 
-# The preloaded shadow: lib_a preloaded and unused, the comm in lib_b (dlopened by path).
-start_fixture LD_PRELOAD="$lib_a" -- --profile "$profile_b" --library "$lib_b"
+# The GPU machine's regression: the comm's library preloaded, an unused one dlopened after it
+# (mapped below it: first in the mappings). Decoding with the first one's layout gave nothing.
+start_fixture LD_PRELOAD="$lib_b" -- --profile "$profile_b" --library "$lib_b" --also-library "$lib_a"
+check "unused library mapped first (the regression's order)" python3 -c '
+import sys
+paths = [line.split()[-1] for line in open("/proc/%s/maps" % sys.argv[1]) if "libnccl.so" in line]
+assert paths and paths[0] == sys.argv[2], paths' "$FIXTURE_PID" "$lib_a"
 "$cli" state --json --pid "$FIXTURE_PID" > "$work/shadow.json" 2> "$work/shadow.err"; rc=$?
-check "preloaded unused library: exit 0" test "$rc" = 0
-check "preloaded unused library: the comm found, of the other library, the shadow listed with 0" python3 -c '
+check "unused library first: exit 0" test "$rc" = 0
+check "unused library first: the comm found, of the other library; the unused one listed with 0" python3 -c '
 import json, sys
 document, fixture = json.load(open(sys.argv[1])), json.loads(sys.argv[2])
 comms = document["communicators"]
@@ -79,7 +84,7 @@ assert len(comms) == 1 and comms[0]["address"] == fixture["comm"], comms
 assert comms[0]["library"]["path"] == sys.argv[4] and comms[0]["library"]["version"] == "2.30.7", comms[0]["library"]
 counts = {l["library"]: l["communicators"] for l in document["nccl"]["libraries"]}
 assert counts == {sys.argv[3]: 0, sys.argv[4]: 1}, counts
-assert document["nccl"]["version"] == "2.30.7", document["nccl"]
+assert document["nccl"]["library"] == sys.argv[4] and document["nccl"]["version"] == "2.30.7", document["nccl"]
 assert not document["errors"], document["errors"]' "$work/shadow.json" "$FIXTURE_JSON" "$lib_a" "$lib_b"
 kill "$FIXTURE_PID"
 
