@@ -75,7 +75,7 @@ COMMUNICATOR = {
 PROBLEM = map_of(nullable(ANY))
 LIBRARY = {"index": OPT_INT, "version": OPT_STR, "library": OPT_STR, "local_file": OPT_STR,
            "build_id": OPT_STR, "layout_source": OPT_STR, "build_id_mismatch": OPT_BOOL,
-           "communicators": OPT_INT, "discovery": nullable(dict), "unavailable": OPT_STR}
+           "communicators": OPT_INT, "unavailable": OPT_STR}
 DOCUMENT = {
     "schema": STR,
     "tool": nullable(dict),
@@ -86,7 +86,10 @@ DOCUMENT = {
                       "libraries": nullable(list_of(LIBRARY))}),
     "discovery": nullable({"method": OPT_STR, "regions_scanned": OPT_INT, "bytes_scanned": OPT_INT,
                            "candidates": OPT_INT, "rejected": list_of(map_of(nullable(ANY))),
-                           "registry_note": OPT_STR, "skipped_regions": list_of(dict)}),
+                           "registry_note": OPT_STR, "skipped_regions": list_of(dict),
+                           "attribution": list_of(dict),
+                           "libraries": list_of({"index": OPT_INT, "library": OPT_STR,
+                                                 "discovery": nullable(dict)})}),
     "communicators": list_of(COMMUNICATOR),
     "threads": list_of(THREAD),
     "recorder": nullable(ANY),

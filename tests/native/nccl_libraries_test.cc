@@ -239,6 +239,11 @@ BOOST_AUTO_TEST_CASE(document_names_each_communicators_library) {
   BOOST_TEST(libraries[1]["unavailable"].is_null());
   BOOST_TEST(document["nccl"]["library"] == kPathA);
   BOOST_TEST(document["nccl"]["version"] == "2.28.9");
+  const json& discoveries = document["discovery"]["libraries"];  // each library's own
+  BOOST_REQUIRE_EQUAL(discoveries.size(), 2u);
+  BOOST_TEST(discoveries[1]["library"] == kPathB);
+  BOOST_TEST(discoveries[1]["discovery"]["method"] == "scan");
+  BOOST_TEST(discoveries[1]["discovery"]["rejected"].empty());
   BOOST_TEST(nsc::state_exit_code(document) == 0);
   std::string text = nsc::render_state_text(document);
   BOOST_TEST(text.find("libraries  2 libnccl mapped") != std::string::npos, text);
@@ -285,6 +290,7 @@ BOOST_AUTO_TEST_CASE(document_library_without_layout_is_unavailable_the_other_de
   BOOST_TEST(b_entry["communicators"].is_null());
   BOOST_TEST(b_entry["layout_source"].is_null());
   BOOST_TEST(b_entry["unavailable"].get<std::string>().find(kBuildIdB) != std::string::npos, b_entry.dump());
+  BOOST_TEST(document["discovery"]["libraries"][1]["discovery"].is_null());  // nothing looked for
   bool warned = false;
   for (const json& warning : document["warnings"])
     warned |= warning["kind"] == "library" && warning["subject"] == kPathB;
@@ -323,6 +329,7 @@ BOOST_AUTO_TEST_CASE(document_one_library_keeps_its_shape) {
   BOOST_TEST(document["nccl"]["version"] == "2.28.9");
   BOOST_TEST(document["nccl"]["libraries"].size() == 1u);
   BOOST_TEST(document["discovery"]["method"] == "scan");
+  BOOST_TEST(!document["discovery"].contains("libraries"));
   BOOST_REQUIRE_EQUAL(document["communicators"].size(), 1u);
   BOOST_TEST(document["communicators"][0]["library"]["index"] == 0);
   std::string text = nsc::render_state_text(document);

@@ -229,7 +229,9 @@ json library_json(const NcclLibrary& library) {
           {"build_id_mismatch", build_id_mismatch(resolved)}};
 }
 
-// nccl.libraries[]: every mapped libnccl, its communicator count (null: unavailable) and discovery.
+// nccl.libraries[]: every mapped libnccl and its communicator count (null: unavailable). What
+// identifies a library only: scan figures (which differ between a core and its slice) are in
+// discovery.libraries.
 json libraries_json(const std::vector<NcclLibrary>& libraries) {
   json out = json::array();
   for (size_t index = 0; index < libraries.size(); ++index) {
@@ -237,9 +239,23 @@ json libraries_json(const std::vector<NcclLibrary>& libraries) {
     json entry = library_json(library);
     entry["index"] = index;
     entry["communicators"] = library.decoded() ? json(library.discovery.addresses.size()) : json(nullptr);
-    entry["discovery"] = library.layout ? discovery_json(library.discovery) : json(nullptr);
     entry["unavailable"] = library.decoded() ? json(nullptr) : json(valid_utf8(library.unavailable));
     out.push_back(entry);
+  }
+  return out;
+}
+
+// The primary library's discovery; with several libnccl, each one's in "libraries" (null for
+// a library without a layout: nothing was looked for).
+json document_discovery_json(const NcclLibrary& primary, const std::vector<NcclLibrary>& libraries) {
+  json out = discovery_json(primary.discovery);
+  if (libraries.size() < 2) return out;
+  out["libraries"] = json::array();
+  for (size_t index = 0; index < libraries.size(); ++index) {
+    const NcclLibrary& library = libraries[index];
+    json entry = library.layout ? discovery_json(library.discovery) : json(nullptr);
+    out["libraries"].push_back({{"index", index}, {"library", valid_utf8(library.resolved.path_in_target)},
+                                {"discovery", entry}});
   }
   return out;
 }
@@ -473,7 +489,7 @@ json build_state_document(const StateRequest& request) {
   const NcclLibrary& primary = primary_library(libraries);
   document["nccl"] = library_json(primary);
   document["nccl"]["libraries"] = libraries_json(libraries);
-  document["discovery"] = discovery_json(primary.discovery);
+  document["discovery"] = document_discovery_json(primary, libraries);
   json warnings = json::array();
   report_library_problems(libraries, &errors, &warnings);
   report_unmatched_candidates(libraries, &errors);
