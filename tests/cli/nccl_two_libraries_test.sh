@@ -67,6 +67,49 @@ if command -v gdb > /dev/null; then
 fi
 kill "$FIXTURE_PID"
 
+# Real libraries: NVIDIA's 2.28.9 (DWARF; its shipped build-id profile) dlopened, and the GPU
+# machine's stripped 2.28.3 (corefiles/ keeps its headers, build-id and .rodata: no code, so it
+# is mapped, not loaded) laid out by its version's header profile: the shape of a process with,
+# e.g., a preloaded system libnccl beside PyTorch's.
+min_xz=$src/corefiles/skip-collective-nccl2.28.3-stripped/libnccl.so.2.min.xz
+check_real() {  # check_real DOC.json
+  python3 - "$1" "$FIXTURE_JSON" "$real_lib" "$work/nccl-2.28.3/libnccl.so.2" <<'EOF'
+import json, sys
+document, fixture = json.load(open(sys.argv[1])), json.loads(sys.argv[2])
+by_hash = {comm["comm_hash"]: comm for comm in document["communicators"]}
+assert len(by_hash) == 2, document["communicators"]
+nvidia, stripped = by_hash[fixture["comm_hash"]], by_hash[fixture["second"]["comm_hash"]]
+assert nvidia["address"] == fixture["comm"] and nvidia["library"]["path"] == sys.argv[3], nvidia["library"]
+assert nvidia["library"]["version"] == "2.28.9" and nvidia["library"]["build_id"].startswith("9fcf74d9"), nvidia["library"]
+assert stripped["address"] == fixture["second"]["comm"] and stripped["library"]["path"] == sys.argv[4]
+assert stripped["library"]["build_id"] == "25ddf25afee0a4238fbfda538f005c27f6d33825", stripped["library"]
+assert stripped["library"]["version"] == "2.28.3", stripped["library"]
+assert "nccl-2.28.3.headers.json" in stripped["library"]["layout_source"], stripped["library"]
+for comm in (nvidia, stripped):
+    assert comm["rank"] == 1 and comm["seq_launched"]["AllReduce"] == 7 and comm["p2p_op_count"]["total"] == 3, comm
+assert not document["errors"], document["errors"]
+EOF
+}
+if [ -r "$real_lib" ] && [ -r "$min_xz" ]; then
+  mkdir -p "$work/nccl-2.28.3" && xz -dc "$min_xz" > "$work/nccl-2.28.3/libnccl.so.2"
+  start_fixture -- --profile "$profile" --library "$real_lib" --also-profile \
+    "$src/native/profiles/nccl-2.28.3.headers.json" --also-library "$work/nccl-2.28.3/libnccl.so.2" --also-mmap
+  "$cli" state --json --pid "$FIXTURE_PID" > "$work/real.json" 2> "$work/real.err"; rc=$?
+  check "real 2.28.9 + stripped 2.28.3 live: exit 0" test "$rc" = 0
+  check "real 2.28.9 + stripped 2.28.3 live: each comm decoded with its own library's layout" check_real "$work/real.json"
+  if command -v gdb > /dev/null; then
+    gdb -p "$FIXTURE_PID" -batch -nx -ex "gcore $work/real.core" > /dev/null 2>&1
+    "$cli" state --json --core "$work/real.core" > "$work/real-core.json" 2> "$work/real-core.err"; rc=$?
+    check "real 2.28.9 + stripped 2.28.3 core: exit 0" test "$rc" = 0
+    check "real 2.28.9 + stripped 2.28.3 core: each comm decoded with its own library's layout" \
+      check_real "$work/real-core.json"
+    rm -f "$work/real.core"
+  fi
+  kill "$FIXTURE_PID"
+else
+  echo "note: $real_lib or $min_xz absent: the real-library case is not run"
+fi
+
 # The GPU machine's regression: the comm's library preloaded, an unused one dlopened after it
 # (mapped below it: first in the mappings). Decoding with the first one's layout gave nothing.
 start_fixture LD_PRELOAD="$lib_b" -- --profile "$profile_b" --library "$lib_b" --also-library "$lib_a"
