@@ -1,7 +1,6 @@
 #include "nccl/comm_scanner.h"
 
 #include <algorithm>
-#include <climits>
 #include <cstdint>
 #include <cstring>
 #include <map>
