@@ -225,8 +225,39 @@ def count_unreadable(obj):
 
 # --- nccl-state ----------------------------------------------------------
 
+def nccl_libraries(document):
+    """nccl.libraries[] (issue 17: a process may map several libnccl); [] when absent."""
+    libraries = (document.get("nccl") or {}).get("libraries")
+    return libraries if isinstance(libraries, list) else []
+
+
+def library_lines(libraries):
+    """One line per libnccl when several are mapped; none for one (the target line says it)."""
+    if len(libraries) < 2:
+        return []
+    lines = ["%d libnccl mapped:" % len(libraries)]
+    for library in libraries:
+        field = Field(library)
+        version = field.text("version") if library.get("version") else "?"
+        line = "  lib %s  NCCL %s  %s" % (field.text("index"), version, field.text("library"))
+        if library.get("unavailable"):
+            line += ": communicators unavailable (%s)" % field.text("unavailable")
+        else:
+            line += ": %s communicator(s), layout %s" % (field.text("communicators"), field.text("layout_source"))
+        lines.append(line)
+    return lines
+
+
+def comm_library_text(comm):
+    """"lib 1" for the communicator's libnccl (an index into nccl.libraries)."""
+    library = comm.get("library")
+    return "lib %s" % Field(library).text("index") if isinstance(library, dict) else "lib ?"
+
+
 def render_state(document, args=None):
     lines = [target_line(document)]
+    several_libraries = len(nccl_libraries(document)) > 1
+    lines.extend(library_lines(nccl_libraries(document)))
     communicators = document.get("communicators") or []
     rows = []
     for index, comm in enumerate(communicators):
@@ -234,10 +265,13 @@ def render_state(document, args=None):
         device = field.text("cuda_dev")
         if comm.get("bus_id"):
             device += " (%s)" % field.text("bus_id")
-        rows.append(["#%d" % index, field.text("address", hex_text),
-                     "hash " + field.text("comm_hash", hex_text),
-                     "rank %s/%s" % (field.text("rank"), field.text("nranks")),
-                     "dev " + device, launched_text(comm), "health " + health_text(comm)])
+        row = ["#%d" % index, field.text("address", hex_text),
+               "hash " + field.text("comm_hash", hex_text),
+               "rank %s/%s" % (field.text("rank"), field.text("nranks")),
+               "dev " + device, launched_text(comm), "health " + health_text(comm)]
+        if several_libraries:
+            row.insert(1, comm_library_text(comm))
+        rows.append(row)
     lines.extend(table(rows))
     summary = "%d communicator%s" % (len(communicators), "" if len(communicators) == 1 else "s")
     unreadable = count_unreadable(communicators)

@@ -73,6 +73,29 @@ class CommandsTest(unittest.TestCase):
                                    "1 warning; 1 error (read 1)")
         self.assertEqual(lines[4], "rejected candidate 0x7f00dead0000: endMagic mismatch")
 
+    def test_state_with_two_libraries_names_each_comms_library(self):
+        # issue 17: a process that maps two libnccl lists both and names each comm's library.
+        self.document["nccl"]["libraries"] = [
+            {"index": 0, "version": "2.28.9", "library": "/usr/local/cuda-13.0/lib/libnccl.so.2",
+             "communicators": 1, "layout_source": "dwarf:a", "unavailable": None},
+            {"index": 1, "version": None, "library": "/opt/nccl/lib/libnccl.so.2",
+             "communicators": None, "layout_source": None, "unavailable": "no layout for build-id bb01"}]
+        self.document["communicators"][0]["library"] = {"index": 0, "path": "/usr/local/cuda-13.0/lib/libnccl.so.2"}
+        self.document["communicators"][1]["library"] = {"index": 1, "path": "/opt/nccl/lib/libnccl.so.2"}
+        lines = run("nccl-state", [], self.session)[1].splitlines()
+        self.assertEqual(lines[1], "2 libnccl mapped:")
+        self.assertEqual(lines[2], "  lib 0  NCCL 2.28.9  /usr/local/cuda-13.0/lib/libnccl.so.2: "
+                                   "1 communicator(s), layout dwarf:a")
+        self.assertEqual(lines[3], "  lib 1  NCCL ?  /opt/nccl/lib/libnccl.so.2: "
+                                   "communicators unavailable (no layout for build-id bb01)")
+        self.assertRegex(lines[4], r"^#0  lib 0  0x55d0c8a1b2c0  hash ")
+        self.assertRegex(lines[5], r"^#1  lib 1  0x55d0c8c00000  hash ")
+
+    def test_state_with_one_library_has_no_library_column(self):
+        self.document["nccl"]["libraries"] = [{"index": 0, "version": "2.28.9", "communicators": 2}]
+        lines = run("nccl-state", [], self.session)[1].splitlines()
+        self.assertRegex(lines[1], r"^#0  0x55d0c8a1b2c0  hash ")
+
     def test_state_caps_rejected_candidates(self):
         self.document["discovery"]["rejected"] = [{"address": "0x%x" % (0x1000 * i), "why": "endMagic"}
                                                   for i in range(1, 9)]

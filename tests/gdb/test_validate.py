@@ -37,6 +37,19 @@ class CheckStateDocumentTest(unittest.TestCase):
         self.assertEqual(check_state_document(document),
                          "communicators[0].rank: expected an integer or null, got a boolean")
 
+    def test_library_lists_are_checked(self):
+        document = good()
+        document["nccl"]["libraries"] = [{"index": 0, "library": "/a/libnccl.so.2", "communicators": 2},
+                                         {"index": 1, "library": "/b/libnccl.so.2", "communicators": "two"}]
+        document["communicators"][0]["library"] = {"index": 0, "path": "/a/libnccl.so.2"}
+        self.assertEqual(check_state_document(document),
+                         "nccl.libraries[1].communicators: expected an integer or null, got a string")
+        document["nccl"]["libraries"][1]["communicators"] = None
+        self.assertIsNone(check_state_document(document))
+        document["communicators"][1]["library"] = {"index": "1"}
+        self.assertEqual(check_state_document(document),
+                         "communicators[1].library.index: expected an integer or null, got a string")
+
     def test_unknown_keys_are_allowed(self):
         document = good()
         document["communicators"][0]["added_by_a_newer_writer"] = {"x": [1]}

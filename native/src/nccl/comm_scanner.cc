@@ -1,11 +1,14 @@
 #include "nccl/comm_scanner.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <optional>
-#include <vector>
 #include <set>
+#include <tuple>
+#include <vector>
 
 #include "layout/header_profile.h"
 #include "nccl/object_view.h"
@@ -90,38 +93,6 @@ std::vector<uint64_t> read_registry(Target& target, const LayoutProfile& layout,
 }
 
 constexpr size_t kMaxRejectedListed = 256;  // rejected candidates listed in the document
-
-// A comm whose size is a multiple of 16 has its endMagic 16-aligned too: that
-// second hit is part of a found comm, not a rejected candidate.
-void drop_end_magic_echoes(const StructLayout* comm_type, Discovery* discovery) {
-  const MemberLayout* end_magic = comm_type ? comm_type->find("endMagic") : nullptr;
-  if (end_magic == nullptr) return;
-  std::set<uint64_t> echoes;  // a set: hostile memory can hold 10^5 candidates
-  for (uint64_t comm : discovery->addresses) echoes.insert(comm + end_magic->offset);
-  nlohmann::json kept = nlohmann::json::array();
-  for (const auto& rejected : discovery->rejected) {
-    uint64_t address = 0;
-    parse_u64(rejected["address"].get<std::string>(), &address);
-    if (!echoes.count(address)) kept.push_back(rejected);
-  }
-  discovery->rejected = kept;
-}
-
-// Real comms never overlap: a valid-looking candidate inside an accepted comm is
-// repeated memory (hostile or torn), and decoding each would multiply the work.
-void drop_overlapping(const StructLayout* comm_type, Discovery* discovery) {
-  if (comm_type == nullptr) return;
-  std::vector<uint64_t> kept;
-  for (uint64_t address : discovery->addresses) {
-    if (!kept.empty() && address < kept.back() + comm_type->size) {
-      if (discovery->rejected.size() < kMaxRejectedListed)
-        discovery->rejected.push_back({{"address", hex(address)}, {"why", "inside comm " + hex(kept.back())}});
-      continue;
-    }
-    kept.push_back(address);
-  }
-  discovery->addresses = kept;
-}
 
 }  // namespace
 
@@ -248,52 +219,255 @@ std::string check_comm_candidate(Target& target, const LayoutProfile& layout, ui
   return "";
 }
 
-Discovery discover_communicators(Target& target, const LayoutProfile& layout,
-                                 const DiscoveryOptions& options) {
-  Discovery discovery;
-  auto validate_into = [&](const std::vector<uint64_t>& candidates) {
-    for (uint64_t address : candidates) {
-      std::string why = check_comm_candidate(target, layout, address);
-      if (why.empty()) discovery.addresses.push_back(address);
-      else if (discovery.rejected.size() < kMaxRejectedListed)  // `candidates` keeps the count
-        discovery.rejected.push_back({{"address", hex(address)}, {"why", why}});
+namespace {
+
+void push_rejected(Discovery* discovery, uint64_t address, const std::string& why) {
+  if (discovery->rejected.size() < kMaxRejectedListed)  // `candidates` keeps the count
+    discovery->rejected.push_back({{"address", hex(address)}, {"why", why}});
+}
+
+// True when the library's own registry named at least one valid comm: no scan needed for it.
+bool discover_by_registry(Target& target, const LibraryForDiscovery& library, bool force_scan,
+                          Discovery* discovery) {
+  if (force_scan) return false;
+  if (!registry_available(*library.layout)) {
+    discovery->registry_note = "library has no ncclComms/nNcclComms symbols";
+    return false;
+  }
+  auto slots = read_registry(target, *library.layout, library.load_bias, &discovery->registry_note);
+  discovery->candidates = slots.size();
+  for (uint64_t address : slots) {
+    std::string why = check_comm_candidate(target, *library.layout, address);
+    if (why.empty()) discovery->addresses.push_back(address);
+    else push_rejected(discovery, address, why);
+  }
+  if (discovery->addresses.empty()) {
+    discovery->rejected = nlohmann::json::array();
+    return false;
+  }
+  discovery->method = "registry";
+  std::sort(discovery->addresses.begin(), discovery->addresses.end());
+  return true;
+}
+
+// What a scan looks for: startMagic (2.21+) or config.magic (2.18-2.20), at its offset.
+struct ScanKey {
+  uint64_t value = 0;
+  unsigned size = 0;
+  uint64_t phase = 0;
+  bool operator<(const ScanKey& other) const {
+    return std::tie(value, size, phase) < std::tie(other.value, other.size, other.phase);
+  }
+};
+
+std::optional<ScanKey> scan_key_of(const LayoutProfile& layout) {
+  const StructLayout* comm_type = layout.find_struct("ncclComm");
+  if (comm_type == nullptr) return std::nullopt;
+  if (const MemberLayout* start = comm_type->find("startMagic")) return ScanKey{kNcclMagic, 8, start->offset};
+  std::string why;
+  ObjectView probe(nullptr, &layout, comm_type, 0);
+  if (auto field = probe.resolve("config.magic", &why)) return ScanKey{kNcclConfigMagic, 4, field->offset};
+  return std::nullopt;
+}
+
+struct ScanResult {
+  std::set<uint64_t> matches;
+  uint64_t bytes_scanned = 0;
+  uint64_t regions_scanned = 0;
+};
+
+ScanResult scan_for(Target& target, const ScanKey& key, const ScanProgress& progress) {
+  ScanResult result;
+  std::vector<uint64_t> matches;
+  result.bytes_scanned =
+      scan_for_value(target, key.value, key.size, 16, key.phase, progress, &matches, &result.regions_scanned);
+  result.matches.insert(matches.begin(), matches.end());
+  return result;
+}
+
+uint64_t comm_size(const LayoutProfile& layout) {
+  const StructLayout* comm_type = layout.find_struct("ncclComm");
+  return comm_type == nullptr ? 0 : comm_type->size;
+}
+
+bool points_into(const LibraryForDiscovery& library, uint64_t word) {
+  for (const MappedFile& file : library.image)
+    if (word >= file.start && word < file.end) return true;
+  return false;
+}
+
+// The comms of several libraries, told apart by layout, then by pointers into each image.
+class LibraryDiscoveries {
+ public:
+  LibraryDiscoveries(Target& target, const std::vector<LibraryForDiscovery>& libraries)
+      : target_(target), libraries_(libraries), results_(libraries.size()) {}
+
+  std::vector<Discovery> run(const DiscoveryOptions& options) {
+    std::vector<size_t> scanning;
+    for (size_t i = 0; i < libraries_.size(); ++i) {
+      if (discover_by_registry(target_, libraries_[i], options.force_scan, &results_[i]))
+        from_registry_.insert(results_[i].addresses.begin(), results_[i].addresses.end());
+      else
+        scanning.push_back(i);
     }
-  };
-  if (!options.force_scan && registry_available(layout)) {
-    auto slots = read_registry(target, layout, options.load_bias, &discovery.registry_note);
-    discovery.candidates = slots.size();
-    validate_into(slots);
-    if (!discovery.addresses.empty()) {
-      discovery.method = "registry";
-      std::sort(discovery.addresses.begin(), discovery.addresses.end());
-      return discovery;
-    }
-    discovery.rejected = nlohmann::json::array();
-  } else if (!options.force_scan) {
-    discovery.registry_note = "library has no ncclComms/nNcclComms symbols";
+    if (!scanning.empty()) scan(scanning, options.progress);
+    drop_overlapping();
+    drop_end_magic_echoes();
+    return results_;
   }
 
-  discovery.method = "scan";
-  discovery.skipped_regions = skipped_regions_of(target);
-  const StructLayout* comm_type = layout.find_struct("ncclComm");
-  std::vector<uint64_t> candidates;
-  if (comm_type != nullptr && comm_type->find("startMagic") != nullptr) {
-    discovery.bytes_scanned = scan_for_value(target, kNcclMagic, 8, 16, comm_type->find("startMagic")->offset,
-                                             options.progress, &candidates, &discovery.regions_scanned);
-  } else if (comm_type != nullptr) {
-    std::string why;
-    ObjectView probe(&target, &layout, comm_type, 0);
-    auto field = probe.resolve("config.magic", &why);
-    if (field)
-      discovery.bytes_scanned = scan_for_value(target, kNcclConfigMagic, 4, 16, field->offset,
-                                               options.progress, &candidates, &discovery.regions_scanned);
+ private:
+  // One scan per distinct key (usually one for all), then each candidate to its library.
+  void scan(const std::vector<size_t>& scanning, const ScanProgress& progress) {
+    std::map<size_t, ScanKey> keys;
+    std::map<ScanKey, ScanResult> scans;
+    for (size_t i : scanning)
+      if (auto key = scan_key_of(*libraries_[i].layout)) keys[i] = *key;
+    for (const auto& [library, key] : keys)
+      if (!scans.count(key)) scans[key] = scan_for(target_, key, progress);
+    nlohmann::json skipped = skipped_regions_of(target_);
+    std::set<uint64_t> candidates;
+    for (size_t i : scanning) {
+      results_[i].method = "scan";
+      results_[i].skipped_regions = skipped;
+      if (!keys.count(i)) continue;
+      const ScanResult& result = scans.at(keys.at(i));
+      results_[i].bytes_scanned = result.bytes_scanned;
+      results_[i].regions_scanned = result.regions_scanned;
+      results_[i].candidates = result.matches.size();
+      candidates.insert(result.matches.begin(), result.matches.end());
+    }
+    for (uint64_t address : candidates) {
+      if (from_registry_.count(address)) continue;
+      std::vector<size_t> examiners;
+      for (const auto& [library, key] : keys)
+        if (scans.at(key).matches.count(address)) examiners.push_back(library);
+      attribute(address, examiners);
+    }
   }
-  discovery.candidates = candidates.size();
-  validate_into(candidates);
-  std::sort(discovery.addresses.begin(), discovery.addresses.end());
-  drop_overlapping(comm_type, &discovery);
-  drop_end_magic_echoes(comm_type, &discovery);
-  return discovery;
+
+  void attribute(uint64_t address, const std::vector<size_t>& examiners) {
+    std::vector<size_t> accepting;
+    std::vector<std::pair<size_t, std::string>> refusals;
+    for (size_t i : examiners) {
+      std::string why = check_comm_candidate(target_, *libraries_[i].layout, address);
+      if (why.empty()) accepting.push_back(i);
+      else refusals.emplace_back(i, why);
+    }
+    if (accepting.empty()) {
+      for (const auto& [library, why] : refusals) push_rejected(&results_[library], address, why);
+      return;
+    }
+    std::string note;
+    size_t owner = choose_owner(address, accepting, &note);
+    results_[owner].addresses.push_back(address);
+    if (!note.empty()) results_[owner].attribution.push_back({{"address", hex(address)}, {"why", note}});
+  }
+
+  // Of the libraries whose layouts all accept the comm: the one whose image it points into most.
+  size_t choose_owner(uint64_t address, const std::vector<size_t>& accepting, std::string* note) {
+    if (accepting.size() == 1) return accepting[0];
+    uint64_t length = UINT64_MAX;
+    std::string names;
+    for (size_t i : accepting) {
+      length = std::min(length, comm_size(*libraries_[i].layout));
+      names += (names.empty() ? "" : ", ") + libraries_[i].name;
+    }
+    std::vector<uint64_t> counts = pointers_into_images(address, length, accepting);
+    size_t best = 0;
+    bool tie = false;
+    for (size_t i = 1; i < counts.size(); ++i) {
+      if (counts[i] > counts[best]) {
+        best = i;
+        tie = false;
+      } else if (counts[i] == counts[best]) {
+        tie = true;
+      }
+    }
+    *note = "the layouts of " + names + " all fit; " +
+            (tie ? "its pointers do not tell them apart (" + std::to_string(counts[best]) +
+                       " into each image): attributed to " + libraries_[accepting[best]].name
+                 : "attributed by its pointers: " + std::to_string(counts[best]) + " into the image of " +
+                       libraries_[accepting[best]].name);
+    return accepting[best];
+  }
+
+  // How many 8-byte words of [address, address + length) point into each library's image.
+  std::vector<uint64_t> pointers_into_images(uint64_t address, uint64_t length, const std::vector<size_t>& which) {
+    constexpr uint64_t kPage = 4096;
+    std::vector<uint64_t> counts(which.size()), words(kPage / 8);
+    for (uint64_t at = address; at < address + length; at += kPage) {
+      uint64_t bytes = std::min(kPage, address + length - at) & ~uint64_t{7};
+      ReadError error;
+      if (!target_.read(at, words.data(), bytes, &error)) continue;  // an unsaved page tells nothing
+      for (uint64_t word = 0; word < bytes / 8; ++word)
+        for (size_t i = 0; i < which.size(); ++i) counts[i] += points_into(libraries_[which[i]], words[word]);
+    }
+    return counts;
+  }
+
+  // Real comms never overlap: a valid-looking candidate inside an accepted comm is repeated
+  // memory (hostile or torn), and decoding each would multiply the work. A registry's are kept.
+  void drop_overlapping() {
+    std::vector<std::pair<uint64_t, size_t>> comms;  // address, library
+    for (size_t i = 0; i < results_.size(); ++i)
+      for (uint64_t address : results_[i].addresses) comms.emplace_back(address, i);
+    std::sort(comms.begin(), comms.end());
+    std::vector<std::vector<uint64_t>> kept(results_.size());
+    uint64_t last = 0, last_end = 0;
+    for (const auto& [address, library] : comms) {
+      if (address < last_end && !from_registry_.count(address)) {
+        push_rejected(&results_[library], address, "inside comm " + hex(last));
+        continue;
+      }
+      kept[library].push_back(address);
+      last = address;
+      last_end = address + comm_size(*libraries_[library].layout);
+    }
+    for (size_t i = 0; i < results_.size(); ++i) results_[i].addresses = kept[i];
+  }
+
+  // A comm whose size is a multiple of 16 has its endMagic 16-aligned too: that second hit is
+  // part of a found comm (of any library), not a rejected candidate.
+  void drop_end_magic_echoes() {
+    std::set<uint64_t> echoes;  // a set: hostile memory can hold 10^5 candidates
+    for (size_t i = 0; i < results_.size(); ++i) {
+      const StructLayout* comm_type = libraries_[i].layout->find_struct("ncclComm");
+      const MemberLayout* end_magic = comm_type ? comm_type->find("endMagic") : nullptr;
+      if (end_magic == nullptr) continue;
+      for (uint64_t comm : results_[i].addresses) echoes.insert(comm + end_magic->offset);
+    }
+    for (Discovery& discovery : results_) {
+      nlohmann::json kept = nlohmann::json::array();
+      for (const auto& rejected : discovery.rejected) {
+        uint64_t address = 0;
+        parse_u64(rejected["address"].get<std::string>(), &address);
+        if (!echoes.count(address)) kept.push_back(rejected);
+      }
+      discovery.rejected = kept;
+    }
+  }
+
+  Target& target_;
+  const std::vector<LibraryForDiscovery>& libraries_;
+  std::vector<Discovery> results_;
+  std::set<uint64_t> from_registry_;
+};
+
+}  // namespace
+
+std::vector<Discovery> discover_communicators_of_libraries(Target& target,
+                                                           const std::vector<LibraryForDiscovery>& libraries,
+                                                           const DiscoveryOptions& options) {
+  return LibraryDiscoveries(target, libraries).run(options);
+}
+
+Discovery discover_communicators(Target& target, const LayoutProfile& layout,
+                                 const DiscoveryOptions& options) {
+  LibraryForDiscovery library;
+  library.layout = &layout;
+  library.load_bias = options.load_bias;
+  return discover_communicators_of_libraries(target, {library}, options).front();
 }
 
 }  // namespace nsc

@@ -37,10 +37,29 @@ struct Discovery {
   // Regions a scan passed over although they could hold a comm (too large to be
   // an allocator arena): [{"start","size","reason"}], so the user sees them.
   nlohmann::json skipped_regions = nlohmann::json::array();
+  // Comms whose library was not told apart by size (several layouts fit): [{"address","why"}].
+  nlohmann::json attribution = nlohmann::json::array();
 };
 
 Discovery discover_communicators(Target& target, const LayoutProfile& layout,
                                  const DiscoveryOptions& options);
+
+// One libnccl of a process that maps several (issue 17): each has its own layout and symbols.
+struct LibraryForDiscovery {
+  std::string name;                 // its path in the target, for notes
+  const LayoutProfile* layout = nullptr;
+  uint64_t load_bias = 0;           // places its registry symbols
+  std::vector<MappedFile> image;    // its mappings: a comm holding pointers into them is its own
+};
+
+// One Discovery per library, in order. Each library's registry first; then one scan shared by
+// the others. A candidate goes to the library whose layout accepts it; when several accept it
+// (equal sizes), to the one whose image the comm points into most, else the first, with a
+// note in `attribution`. A candidate no layout accepts is in the `rejected` of every library
+// that examined it, each with its own reason. options.load_bias is not used (each has its own).
+std::vector<Discovery> discover_communicators_of_libraries(Target& target,
+                                                           const std::vector<LibraryForDiscovery>& libraries,
+                                                           const DiscoveryOptions& options);
 
 // Regions a heap-allocated comm can live in: readable, writable, private, saved.
 bool is_scannable_region(const MemoryRegion& region);

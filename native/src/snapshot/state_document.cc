@@ -2,11 +2,15 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <memory>
+#include <optional>
 
 #include "cuda/recorder_decoder.h"
+#include "layout/elf_file.h"
 #include "layout/header_profile.h"
 #include "layout/profile_store.h"
 #include "nccl/comm_decoder.h"
@@ -73,32 +77,6 @@ json build_id_mismatch(const ResolvedLibrary& library) {
   return library.build_id_of_file != library.build_id_in_target;
 }
 
-// A candidate that passed the first magic test and failed the others (endMagic flipped,
-// rank out of range) is a communicator found but rejected as corrupt: an error, so that
-// nobody reads "holds no communicator" as "never created one". Echoes inside an accepted
-// comm are not.
-// A header-built profile whose sizes no communicator confirmed is refused (bad input), with
-// both sizes: decoding with it would print wrong values as real ones.
-void refuse_header_profile_that_does_not_fit(const LayoutProfile& layout, const Discovery& discovery) {
-  if (!is_header_profile(layout) || !discovery.addresses.empty()) return;
-  for (const json& rejected : discovery.rejected) {
-    std::string why = rejected.value("why", "");
-    if (why.rfind("sizeof check failed", 0) == 0)
-      throw BadInput("layout " + valid_utf8(layout.source) + " refused for " + valid_utf8(layout.library) +
-                     ": " + valid_utf8(why));
-  }
-}
-
-void report_corrupt_candidates(const Discovery& discovery, json* errors) {
-  for (const json& rejected : discovery.rejected) {
-    std::string why = rejected.value("why", "");
-    if (why.rfind("inside comm ", 0) == 0) continue;
-    errors->push_back({{"kind", "discovery"},
-                       {"subject", "communicator candidate " + rejected.value("address", std::string("?"))},
-                       {"reason", "found but rejected as corrupt: " + why}});
-  }
-}
-
 // Prints scan progress on stderr once a scan has run for more than a second.
 ScanProgress progress_printer(bool enabled) {
   if (!enabled) return {};
@@ -121,7 +99,254 @@ json discovery_json(const Discovery& discovery) {
   if (!discovery.registry_note.empty()) out["registry_note"] = discovery.registry_note;
   // Regions too large to scan (e.g. multi-TiB reservations): said, so an empty answer is explained.
   if (!discovery.skipped_regions.empty()) out["skipped_regions"] = discovery.skipped_regions;
+  // Several libnccl with layouts of one size: which one a comm was given to, and why.
+  if (!discovery.attribution.empty()) out["attribution"] = discovery.attribution;
   return out;
+}
+
+// One libnccl of the target and what was made of it (issue 17: a process may map several).
+struct NcclLibrary {
+  ResolvedLibrary resolved;
+  std::optional<LayoutProfile> layout;  // none: `unavailable` says why
+  std::string unavailable;              // "" when its communicators are decoded
+  Discovery discovery;
+  bool decoded() const { return layout.has_value() && unavailable.empty(); }
+};
+
+// The layout of one library, or the one-line reason there is none.
+void load_layout(Target& target, const StateRequest& request, NcclLibrary* library) {
+  const ResolvedLibrary& resolved = library->resolved;
+  std::string why;
+  try {
+    LayoutProfile layout = load_layout_for_library(resolved.local_path, resolved.build_id_in_target,
+                                                   request.profile_path, &why);
+    if (layout.find_struct("ncclComm") == nullptr) {
+      library->unavailable = valid_utf8(layout.source) + ": layout has no struct ncclComm (not a libnccl build?)";
+      return;
+    }
+    library->layout = std::move(layout);
+  } catch (const BadInput& error) {
+    std::string message = error.what();
+    if (!resolved.local_file_missing.empty()) message += "; " + resolved.local_file_missing;
+    // A cut-off core loses the library's build-id with its memory: say why it is unknown.
+    for (const std::string& warning : target.warnings()) message += "; " + warning;
+    library->unavailable = message;
+  }
+}
+
+// Every mapped libnccl with its own layout. Throws NoNcclLibrary when none is mapped.
+std::vector<NcclLibrary> load_nccl_libraries(Target& target, const StateRequest& request,
+                                             const LibrarySearch& search) {
+  std::vector<NcclLibrary> libraries;
+  for (ResolvedLibrary& resolved : resolve_nccl_libraries(target, search)) {
+    libraries.emplace_back();
+    libraries.back().resolved = std::move(resolved);
+    load_layout(target, request, &libraries.back());
+  }
+  return libraries;
+}
+
+// Each library's communicators: its registry, or one scan shared by all, told apart by layout.
+void discover_in_libraries(Target& target, const StateRequest& request, std::vector<NcclLibrary>* libraries) {
+  std::vector<LibraryForDiscovery> inputs;
+  std::vector<NcclLibrary*> with_layout;
+  for (NcclLibrary& library : *libraries) {
+    if (!library.layout) continue;
+    LibraryForDiscovery input;
+    input.name = library.resolved.path_in_target;
+    input.layout = &*library.layout;
+    input.load_bias = library.resolved.load_bias;
+    for (const MappedFile& file : target.mapped_files())
+      if (file.path == input.name) input.image.push_back(file);
+    inputs.push_back(std::move(input));
+    with_layout.push_back(&library);
+  }
+  DiscoveryOptions options;
+  options.progress = progress_printer(request.progress);
+  std::vector<Discovery> found = discover_communicators_of_libraries(target, inputs, options);
+  for (size_t i = 0; i < found.size(); ++i) with_layout[i]->discovery = std::move(found[i]);
+}
+
+// A header-built profile whose sizes no communicator confirmed is refused, with both sizes:
+// decoding with it would print wrong values as real ones. "" when it is kept.
+std::string header_profile_refusal(const LayoutProfile& layout, const Discovery& discovery) {
+  if (!is_header_profile(layout) || !discovery.addresses.empty()) return "";
+  for (const json& rejected : discovery.rejected) {
+    std::string why = rejected.value("why", "");
+    if (why.rfind("sizeof check failed", 0) == 0)
+      return "layout " + valid_utf8(layout.source) + " refused for " + valid_utf8(layout.library) + ": " +
+             valid_utf8(why);
+  }
+  return "";
+}
+
+// One library: a refused profile is bad input. Several: that library's communicators are
+// unavailable and the others are still decoded, unless a library without any layout is mapped
+// (the candidates that fit no size are then more likely its comms). None decoded: bad input.
+void refuse_what_cannot_decode(std::vector<NcclLibrary>* libraries) {
+  bool one_has_no_layout = std::any_of(libraries->begin(), libraries->end(),
+                                       [](const NcclLibrary& library) { return !library.layout; });
+  for (NcclLibrary& library : *libraries) {
+    if (!library.layout) continue;
+    std::string refusal = header_profile_refusal(*library.layout, library.discovery);
+    if (refusal.empty()) continue;
+    if (libraries->size() == 1) throw BadInput(refusal);
+    if (!one_has_no_layout) library.unavailable = refusal;
+  }
+  for (const NcclLibrary& library : *libraries)
+    if (library.decoded()) return;
+  throw BadInput(libraries->front().unavailable);
+}
+
+// The library the single-library fields of `nccl` describe: the first with communicators.
+const NcclLibrary& primary_library(const std::vector<NcclLibrary>& libraries) {
+  for (const NcclLibrary& library : libraries)
+    if (library.decoded() && !library.discovery.addresses.empty()) return library;
+  for (const NcclLibrary& library : libraries)
+    if (library.decoded()) return library;
+  return libraries.front();
+}
+
+std::string version_of(const NcclLibrary& library) {
+  if (library.layout) return library.layout->nccl_version;
+  if (library.resolved.local_path.empty()) return "";
+  try {  // no layout: the library's own "NCCL version" string, when its file is here
+    return nccl_version_number(nccl_version_string(library.resolved.local_path).value_or(""));
+  } catch (const BadInput&) {
+    return "";
+  }
+}
+
+json library_json(const NcclLibrary& library) {
+  const ResolvedLibrary& resolved = library.resolved;
+  std::string version = version_of(library);
+  return {{"version", version.empty() ? json(nullptr) : json(valid_utf8(version))},
+          {"library", valid_utf8(resolved.path_in_target)},
+          {"local_file", valid_utf8(resolved.local_path)},
+          {"build_id", resolved.build_id_in_target.empty() ? json(resolved.build_id_of_file)
+                                                           : json(resolved.build_id_in_target)},
+          {"layout_source", library.layout ? json(valid_utf8(library.layout->source)) : json(nullptr)},
+          {"build_id_mismatch", build_id_mismatch(resolved)}};
+}
+
+// nccl.libraries[]: every mapped libnccl and its communicator count (null: unavailable). What
+// identifies a library only: scan figures (which differ between a core and its slice) are in
+// discovery.libraries.
+json libraries_json(const std::vector<NcclLibrary>& libraries) {
+  json out = json::array();
+  for (size_t index = 0; index < libraries.size(); ++index) {
+    const NcclLibrary& library = libraries[index];
+    json entry = library_json(library);
+    entry["index"] = index;
+    entry["communicators"] = library.decoded() ? json(library.discovery.addresses.size()) : json(nullptr);
+    entry["unavailable"] = library.decoded() ? json(nullptr) : json(valid_utf8(library.unavailable));
+    out.push_back(entry);
+  }
+  return out;
+}
+
+// The primary library's discovery; with several libnccl, each one's in "libraries" (null for
+// a library without a layout: nothing was looked for).
+json document_discovery_json(const NcclLibrary& primary, const std::vector<NcclLibrary>& libraries) {
+  json out = discovery_json(primary.discovery);
+  if (libraries.size() < 2) return out;
+  out["libraries"] = json::array();
+  for (size_t index = 0; index < libraries.size(); ++index) {
+    const NcclLibrary& library = libraries[index];
+    json entry = library.layout ? discovery_json(library.discovery) : json(nullptr);
+    out["libraries"].push_back({{"index", index}, {"library", valid_utf8(library.resolved.path_in_target)},
+                                {"discovery", entry}});
+  }
+  return out;
+}
+
+// A communicator's "library": which libnccl it belongs to (an index into nccl.libraries).
+json library_reference(const NcclLibrary& library, size_t index) {
+  json full = library_json(library);
+  return {{"index", index}, {"path", full["library"]}, {"version", full["version"]},
+          {"build_id", full["build_id"]}, {"layout_source", full["layout_source"]}};
+}
+
+// Warnings (a local file set aside for its build-id, a library without a layout) and errors
+// (a library used unchecked or against its build-id).
+void report_library_problems(const std::vector<NcclLibrary>& libraries, json* errors, json* warnings) {
+  for (const NcclLibrary& library : libraries) {
+    const ResolvedLibrary& resolved = library.resolved;
+    std::string subject = valid_utf8(resolved.path_in_target);
+    if (!resolved.warning.empty())
+      errors->push_back({{"kind", "library"}, {"subject", resolved.path_in_target}, {"reason", resolved.warning}});
+    if (library.decoded() && resolved.local_file_missing.rfind("build-id mismatch", 0) == 0)  // a profile decoded
+      warnings->push_back({{"kind", "library"}, {"subject", subject},
+                           {"reason", valid_utf8(resolved.local_file_missing) + "; decoded with " +
+                                          valid_utf8(library.layout->source)}});
+    if (!library.decoded())
+      warnings->push_back({{"kind", "library"}, {"subject", subject},
+                           {"reason", "communicators of " + subject + " unavailable: " + valid_utf8(library.unavailable)}});
+  }
+}
+
+// Candidates no decoded library accepted, by address: each examining library's reason. Echoes
+// inside an accepted comm are not candidates.
+std::map<uint64_t, std::vector<std::string>> unmatched_candidates(const std::vector<NcclLibrary>& libraries) {
+  std::map<uint64_t, std::vector<std::string>> unmatched;
+  for (const NcclLibrary& library : libraries) {
+    if (!library.decoded()) continue;
+    for (const json& rejected : library.discovery.rejected) {
+      std::string why = rejected.value("why", "");
+      uint64_t address = 0;
+      if (why.rfind("inside comm ", 0) == 0 || !parse_u64(rejected.value("address", ""), &address)) continue;
+      std::string prefix = libraries.size() > 1 ? valid_utf8(library.resolved.path_in_target) + ": " : "";
+      unmatched[address].push_back(prefix + why);
+    }
+  }
+  return unmatched;
+}
+
+// A candidate that passed the first magic test and failed the others (endMagic flipped, rank out
+// of range) is a communicator found but rejected as corrupt: an error, so that nobody reads
+// "holds no communicator" as "never created one". With a libnccl left undecoded such candidates
+// are most likely its communicators: one error says so instead.
+void report_unmatched_candidates(const std::vector<NcclLibrary>& libraries, json* errors) {
+  auto unmatched = unmatched_candidates(libraries);
+  if (unmatched.empty()) return;
+  bool any_undecoded = false;
+  for (const NcclLibrary& library : libraries) {
+    if (library.decoded()) continue;
+    any_undecoded = true;
+    std::string subject = valid_utf8(library.resolved.path_in_target);
+    errors->push_back({{"kind", "library"}, {"subject", subject},
+                       {"reason", std::to_string(unmatched.size()) +
+                                      " communicator candidate(s) fit no decoded libnccl's layout: most likely "
+                                      "communicators of " + subject + ", unavailable (no usable layout)"}});
+  }
+  if (any_undecoded) return;
+  for (const auto& [address, reasons] : unmatched) {
+    std::string why;
+    for (const std::string& reason : reasons) why += (why.empty() ? "" : "; ") + reason;
+    errors->push_back({{"kind", "discovery"}, {"subject", "communicator candidate " + hex(address)},
+                       {"reason", "found but rejected as corrupt: " + why}});
+  }
+}
+
+// Every decoded library's communicators, each naming its library.
+json decode_all_communicators(Target& target, const StateRequest& request,
+                              const std::vector<NcclLibrary>& libraries, json* errors) {
+  json communicators = json::array();
+  std::unique_ptr<Target> device;
+  if (request.read_device_memory)
+    device = std::make_unique<CallbackTarget>("device memory", target.pid(), request.read_device_memory,
+                                              std::vector<MemoryRegion>{}, "");
+  for (size_t index = 0; index < libraries.size(); ++index) {
+    const NcclLibrary& library = libraries[index];
+    if (!library.decoded()) continue;
+    for (uint64_t address : library.discovery.addresses) {
+      json comm = decode_communicator(target, *library.layout, address, errors);
+      comm["library"] = library_reference(library, index);
+      if (device) comm["device"] = decode_device_connections(target, *device, *library.layout, address, comm);
+      communicators.push_back(std::move(comm));
+    }
+  }
+  return communicators;
 }
 
 // Stack problems (a library not found here, a build-id mismatch) limit symbols, not
@@ -238,9 +463,9 @@ json build_state_document(const StateRequest& request) {
   search.solib_search_path = request.solib_search_path;
   search.force_mismatch = request.force_mismatch;
   search.mismatch_leaves_no_file = true;  // a profile with the target's build-id still decodes
-  ResolvedLibrary library;
+  std::vector<NcclLibrary> libraries;
   try {
-    library = resolve_nccl_library(*target, search);
+    libraries = load_nccl_libraries(*target, request, search);
   } catch (const NoNcclLibrary& error) {
     // Still a document: a rank that never loaded NCCL (a start-up hang) has a launcher rank
     // and stacks; its NCCL sections are null, the reason in errors[].
@@ -257,62 +482,24 @@ json build_state_document(const StateRequest& request) {
     document["errors"] = errors;
     return document;
   }
+  discover_in_libraries(*target, request, &libraries);
+  refuse_what_cannot_decode(&libraries);
 
-  std::string why;
-  LayoutProfile layout;
-  try {
-    layout = load_layout_for_library(library.local_path, library.build_id_in_target,
-                                     request.profile_path, &why);
-  } catch (const BadInput& error) {
-    std::string message = error.what();
-    if (!library.local_file_missing.empty()) message += "; " + library.local_file_missing;
-    // A cut-off core loses the library's build-id with its memory: say why it is unknown.
-    for (const std::string& warning : target->warnings()) message += "; " + warning;
-    throw BadInput(message);
-  }
-  if (layout.find_struct("ncclComm") == nullptr)
-    throw BadInput(valid_utf8(layout.source) + ": layout has no struct ncclComm (not a libnccl build?)");
-  document["nccl"] = {{"version", layout.nccl_version.empty() ? json(nullptr) : json(layout.nccl_version)},
-                      {"library", valid_utf8(library.path_in_target)},
-                      {"local_file", valid_utf8(library.local_path)},
-                      {"build_id", library.build_id_in_target.empty() ? json(library.build_id_of_file)
-                                                                      : json(library.build_id_in_target)},
-                      {"layout_source", valid_utf8(layout.source)},
-                      {"build_id_mismatch", build_id_mismatch(library)}};
-  if (!library.warning.empty())
-    errors.push_back({{"kind", "library"}, {"subject", library.path_in_target}, {"reason", library.warning}});
-
-  DiscoveryOptions discovery_options;
-  discovery_options.load_bias = library.load_bias;
-  discovery_options.progress = progress_printer(request.progress);
-  Discovery discovery = discover_communicators(*target, layout, discovery_options);
-  document["discovery"] = discovery_json(discovery);
-  refuse_header_profile_that_does_not_fit(layout, discovery);
-  report_corrupt_candidates(discovery, &errors);
-
-  json communicators = json::array();
-  std::unique_ptr<Target> device;
-  if (request.read_device_memory)
-    device = std::make_unique<CallbackTarget>("device memory", target->pid(), request.read_device_memory,
-                                              std::vector<MemoryRegion>{}, "");
-  for (uint64_t address : discovery.addresses) {
-    communicators.push_back(decode_communicator(*target, layout, address, &errors));
-    if (device)
-      communicators.back()["device"] =
-          decode_device_connections(*target, *device, layout, address, communicators.back());
-  }
-  document["communicators"] = communicators;
+  // The single-library fields describe the primary library; nccl.libraries lists them all.
+  const NcclLibrary& primary = primary_library(libraries);
+  document["nccl"] = library_json(primary);
+  document["nccl"]["libraries"] = libraries_json(libraries);
+  document["discovery"] = document_discovery_json(primary, libraries);
+  json warnings = json::array();
+  report_library_problems(libraries, &errors, &warnings);
+  report_unmatched_candidates(libraries, &errors);
+  document["communicators"] = decode_all_communicators(*target, request, libraries, &errors);
   document["recorder"] = decode_recorder(*target, &errors);  // flight recorder rings, when loaded
 
   // Python stacks are read before any unwinding, while a --freeze still holds.
   PythonStacks python = read_python_stacks(*target, python_search(request, search));
   add_torch(*target, python, request, search, &document, &errors);
 
-  json warnings = json::array();
-  if (library.local_file_missing.rfind("build-id mismatch", 0) == 0)  // a file set aside; a profile decoded
-    warnings.push_back({{"kind", "library"}, {"subject", valid_utf8(library.path_in_target)},
-                        {"reason", valid_utf8(library.local_file_missing) + "; decoded with " +
-                                       valid_utf8(layout.source)}});
   add_threads(*target, request, &document, std::move(warnings));
   add_python(python, &document, &errors);
   document["errors"] = errors;

@@ -36,6 +36,23 @@ void render_launcher(const json& launcher, std::ostringstream& out) {
   out << "\n";
 }
 
+// Several libnccl mapped (issue 17): one line each; with one, the nccl/layout lines say it all.
+void render_libraries(const json& libraries, std::ostringstream& out) {
+  if (!libraries.is_array() || libraries.size() < 2) return;
+  out << "libraries  " << libraries.size() << " libnccl mapped; each communicator says its own\n";
+  for (const json& library : libraries) {
+    out << "  lib " << cell_text(field(library, "index")) << "    " << cell_text(field(library, "version")) << "  "
+        << escape_for_terminal(cell_text(field(library, "library"))) << "  build-id "
+        << cell_text(field(library, "build_id")) << "  ";
+    if (field(library, "unavailable").is_string())
+      out << "communicators unavailable: " << escape_for_terminal(field(library, "unavailable").get<std::string>());
+    else
+      out << cell_text(field(library, "communicators")) << " communicator(s), layout "
+          << escape_for_terminal(cell_text(field(library, "layout_source")));
+    out << "\n";
+  }
+}
+
 void render_header(const json& document, std::ostringstream& out) {
   const json& target = field(document, "target");
   out << "target     ";
@@ -55,6 +72,7 @@ void render_header(const json& document, std::ostringstream& out) {
         << "layout     " << escape_for_terminal(cell_text(field(nccl, "layout_source"))) << "\n";
     if (field(nccl, "build_id_mismatch") == true)
       out << "WARNING    libnccl build-id differs from the target's: decoded anyway (--force-mismatch)\n";
+    render_libraries(field(nccl, "libraries"), out);
   }
   const json& discovery = field(document, "discovery");
   if (discovery.is_object()) {
@@ -159,13 +177,22 @@ void render_notes(const json& comm, std::ostringstream& out) {
     out << "  WARNING    " << escape_for_terminal(cell_text(warning)) << "\n";
 }
 
-void render_comm(const json& comm, std::ostringstream& out) {
+// "  library    lib 1  2.30.7  /opt/nccl/lib/libnccl.so.2", only when several libnccl are mapped.
+void render_comm_library(const json& comm, bool several_libraries, std::ostringstream& out) {
+  const json& library = field(comm, "library");
+  if (!several_libraries || !library.is_object()) return;
+  out << "  library    lib " << cell_text(field(library, "index")) << "  " << cell_text(field(library, "version"))
+      << "  " << escape_for_terminal(cell_text(field(library, "path"))) << "\n";
+}
+
+void render_comm(const json& comm, bool several_libraries, std::ostringstream& out) {
   out << "\ncomm " << cell_text(field(comm, "address")) << "  hash " << cell_text(field(comm, "comm_hash"))
       << "  rank " << rank_pair(comm, "rank", "nranks") << "  cuda " << cell_text(field(comm, "cuda_dev"))
       << " (nvml " << cell_text(field(comm, "nvml_dev")) << ", bus " << cell_text(field(comm, "bus_id"))
       << ")  node " << rank_pair(comm, "node", "nnodes") << "  local "
       << rank_pair(comm, "local_rank", "local_ranks") << "  channels " << cell_text(field(comm, "nchannels"))
       << "\n";
+  render_comm_library(comm, several_libraries, out);
   render_counters(comm, out);
   render_channels(comm, out);
   render_proxy_ops(comm, out);
@@ -298,7 +325,9 @@ std::string cell_text(const nlohmann::json& value) {
 std::string render_state_text(const nlohmann::json& document) {
   std::ostringstream out;
   render_header(document, out);
-  for (const json& comm : field(document, "communicators")) render_comm(comm, out);
+  const json& libraries = field(field(document, "nccl"), "libraries");
+  bool several_libraries = libraries.is_array() && libraries.size() > 1;
+  for (const json& comm : field(document, "communicators")) render_comm(comm, several_libraries, out);
   render_threads(document, out);
   const json& errors = field(document, "errors");
   if (errors.is_array() && !errors.empty()) {

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <optional>
+#include <set>
 #include <utility>
 
 #include "target/build_ids.h"
@@ -138,6 +139,16 @@ ResolvedLibrary resolve_nccl_library(Target& target, const LibrarySearch& option
   for (const MappedFile& file : target.mapped_files())
     if (is_nccl_library_path(file.path)) return resolve_mapped_library(target, file.path, options);
   throw NoNcclLibrary(target.describe() + ": no NCCL library mapped");
+}
+
+std::vector<ResolvedLibrary> resolve_nccl_libraries(Target& target, const LibrarySearch& options) {
+  std::vector<ResolvedLibrary> libraries;
+  std::set<std::string> seen;
+  for (const MappedFile& file : target.mapped_files())
+    if (is_nccl_library_path(file.path) && seen.insert(file.path).second)
+      libraries.push_back(resolve_mapped_library(target, file.path, options));
+  if (libraries.empty()) throw NoNcclLibrary(target.describe() + ": no NCCL library mapped");
+  return libraries;
 }
 
 }  // namespace nsc

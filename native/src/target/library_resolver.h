@@ -40,6 +40,10 @@ bool is_nccl_library_path(const std::string& path);
 // a build-id mismatch naming both ids and the file. No local file is not an error
 // (local_path "", local_file_missing says why): a profile by build-id may do.
 ResolvedLibrary resolve_nccl_library(Target& target, const LibrarySearch& options);
+// Every distinct libnccl the target maps (by path), in mapping order, each resolved and
+// checked by its own build-id (issue 17: a preloaded one beside the one the program dlopens).
+// Throws NoNcclLibrary when there is none; otherwise as resolve_nccl_library.
+std::vector<ResolvedLibrary> resolve_nccl_libraries(Target& target, const LibrarySearch& options);
 // What resolve_nccl_library throws when the target maps no libnccl at all.
 class NoNcclLibrary : public BadInput {
  public:

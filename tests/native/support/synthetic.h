@@ -28,6 +28,17 @@ class SyntheticTarget : public Target {
               [](const MemoryRegion& a, const MemoryRegion& b) { return a.start < b.start; });
     return blocks_[address].bytes.data();
   }
+  // Adds a read-only block the target maps from `path` at file offset 0 (a library's image).
+  uint8_t* add_file_block(uint64_t address, size_t size, const std::string& path) {
+    uint8_t* bytes = add_block(address, size);
+    for (MemoryRegion& region : regions_)
+      if (region.start == address) {
+        region.writable = false;
+        region.path = path;
+      }
+    files_.push_back(MappedFile{address, address + size, 0, path});
+    return bytes;
+  }
   template <typename T>
   void put(uint64_t address, T value) {
     ReadError error;
