@@ -9,6 +9,9 @@
 #   NCCLSCOPE_ASAN_BUILD   build directory (default: <repo>/build-asan; the clang
 #                          fuzz build is sanitized too and can serve)
 #   NCCLSCOPE_JOBS         build parallelism (default 2)
+#   NCCLSCOPE_PLAIN_CORE   a plain build's native/libncclscope_core.a: the fixtures link it
+#                          instead of a plain copy of the core compiled here
+#   NCCLSCOPE_TEST_JOBS    tests run at once (default 2)
 #   NCCLSCOPE_MIN_FREE_GB  free space on the build's file system below which the
 #                          run is stopped (default 2)
 #
@@ -35,7 +38,11 @@ build=$(realpath -m "${NCCLSCOPE_ASAN_BUILD:-$src/build-asan}")
 jobs=${NCCLSCOPE_JOBS:-2}
 min_free_gb=${NCCLSCOPE_MIN_FREE_GB:-2}
 
-cmake -S "$src" -B "$build" -G Ninja -DNCCLSCOPE_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
+# NCCLSCOPE_PLAIN_CORE: a plain build's native/libncclscope_core.a for the fixtures (else compiled here).
+plain_core=()
+[ -n "${NCCLSCOPE_PLAIN_CORE:-}" ] && [ -f "$NCCLSCOPE_PLAIN_CORE" ] &&
+  plain_core=(-DNCCLSCOPE_PLAIN_CORE_LIBRARY="$(realpath "$NCCLSCOPE_PLAIN_CORE")")
+cmake -S "$src" -B "$build" -G Ninja -DNCCLSCOPE_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo "${plain_core[@]}" > /dev/null
 # Keep going past a target that does not build: its tests show as "Not Run".
 cmake --build "$build" -j"$jobs" -- -k 0 || echo "asan-tests: some targets failed to build; running the rest"
 
@@ -88,7 +95,7 @@ export NCCLSCOPE_KILL_DELAYS=${NCCLSCOPE_KILL_DELAYS:-0 30} NCCLSCOPE_KILL_STACK
 run_ctest() {  # run_ctest LOG ctest-args...: in its own process group, watched
   local log=$1; shift
   set -m
-  ctest --test-dir "$build" --output-on-failure --timeout 900 "$@" > "$log" 2>&1 &
+  ctest --test-dir "$build" --output-on-failure --timeout 900 -j "${NCCLSCOPE_TEST_JOBS:-2}" "$@" > "$log" 2>&1 &
   local pid=$!
   set +m
   watch_disk "$pid" &

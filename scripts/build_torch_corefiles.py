@@ -19,6 +19,12 @@ import sys
 # What triage must say, from the program's own ground truth (tests/scenarios/torch_multigroup.py).
 EXPECTED_TRIAGE = {
     "tpdp-fewer-steps": {"verdict": "hang", "culprit_ranks": [3], "suspect_ranks": []},
+    # TORCH_NCCL_ENABLE_TIMING=1: the watchdog saw rank 2's dp all_reduce #4 enqueued but not
+    # started, behind its tp all_reduce #4 (started, never completed).
+    "tpdp-fewer-steps-timing": {"verdict": "hang", "culprit_ranks": [3], "suspect_ranks": [],
+                                "kind": "queued-behind", "collective": "all_reduce"},
+    # TORCH_FR_BUFFER_SIZE=0: no recorder entries, no process-group names; NCCL alone decides.
+    "tpdp-fr-off": {"verdict": "hang", "culprit_ranks": [3], "suspect_ranks": []},
     "ppdp-skip-send": {"verdict": "hang", "culprit_ranks": [3], "suspect_ranks": [],
                        "kind": "p2p-unmatched", "collective": "Recv"},
     "ppdp-microbatches": {"verdict": "hang", "culprit_ranks": [3], "suspect_ranks": [],

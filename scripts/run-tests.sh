@@ -20,6 +20,7 @@ if [ "${NCCLSCOPE_FUZZ_SMOKE:-1}" = 1 ]; then
   ctest --test-dir "$fuzz_dir" --output-on-failure -R '^fuzz\.' --timeout 300 || status=$?
 fi
 if [ "${NCCLSCOPE_ASAN_SUITE:-1}" = 1 ]; then
-  NCCLSCOPE_ASAN_BUILD=${NCCLSCOPE_ASAN_BUILD:-build-asan} bash scripts/asan-tests.sh "$@" || status=$?
+  NCCLSCOPE_PLAIN_CORE=$build_dir/native/libncclscope_core.a \
+    NCCLSCOPE_ASAN_BUILD=${NCCLSCOPE_ASAN_BUILD:-build-asan} bash scripts/asan-tests.sh "$@" || status=$?
 fi
 exit $status

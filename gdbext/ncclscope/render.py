@@ -254,6 +254,15 @@ def comm_library_text(comm):
     return "lib %s" % Field(library).text("index") if isinstance(library, dict) else "lib ?"
 
 
+def process_group_text(comm, document):
+    """"pg 'dp0' (3)": the PyTorch process group joined to this communicator, "" if none."""
+    groups = (document.get("torch") or {}).get("process_groups") or []
+    for group in groups if isinstance(groups, list) else []:
+        if isinstance(group, dict) and group.get("communicator") and group.get("communicator") == comm.get("address"):
+            return "pg '%s' (%s)" % (escape_for_terminal(str(group.get("desc"))), escape_for_terminal(str(group.get("name"))))
+    return ""
+
+
 def render_state(document, args=None):
     lines = [target_line(document)]
     several_libraries = len(nccl_libraries(document)) > 1
@@ -271,6 +280,9 @@ def render_state(document, args=None):
                "dev " + device, launched_text(comm), "health " + health_text(comm)]
         if several_libraries:
             row.insert(1, comm_library_text(comm))
+        pg = process_group_text(comm, document)
+        if pg:
+            row.append(pg)
         rows.append(row)
     lines.extend(table(rows))
     summary = "%d communicator%s" % (len(communicators), "" if len(communicators) == 1 else "s")

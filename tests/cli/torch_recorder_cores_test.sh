@@ -15,11 +15,18 @@ check_rank() {  # name rank core pickle
   local name=$1 rank=$2 core=$3 pickle=$4
   pairs=$((pairs + 1))
   "$cli" state --core "$core" --json > "$work/state.json" 2> "$work/state.err"
-  check "$name rank $rank: state read the recorder" python3 -c "
+  if python3 -c "import pickle, sys; sys.exit(0 if pickle.load(open(sys.argv[1], 'rb'))['entries'] else 1)" "$pickle"; then
+    check "$name rank $rank: state read the recorder" python3 -c "
 import json, sys
 torch = json.load(open(sys.argv[1])).get('torch') or {}
 sys.exit(0 if torch and not torch.get('unavailable') and torch.get('entries') else 1)" "$work/state.json"
-  check "$name rank $rank: entries equal PyTorch's dump" python3 "$compare" "$pickle" "$work/state.json" --allow-later-state
+    check "$name rank $rank: entries equal PyTorch's dump" python3 "$compare" "$pickle" "$work/state.json" --allow-later-state
+  else  # TORCH_FR_BUFFER_SIZE=0: PyTorch dumped no entry; the state says the recorder is off
+    check "$name rank $rank: recorder off, no entries, as PyTorch's dump" python3 -c "
+import json, sys
+torch = json.load(open(sys.argv[1])).get('torch') or {}
+sys.exit(0 if torch.get('enabled') is False and torch.get('entries') == [] and not torch.get('unavailable') else 1)" "$work/state.json"
+  fi
 }
 if [ -n "${NCCLSCOPE_TORCH_FR_COREFILES:-}" ]; then
   for scenario in "$NCCLSCOPE_TORCH_FR_COREFILES"/*/; do

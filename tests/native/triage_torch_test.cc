@@ -126,3 +126,40 @@ BOOST_AUTO_TEST_CASE(sax_and_document_summaries_agree) {
     BOOST_TEST(!dom.torch.is_null());
   }
 }
+
+namespace {
+
+// Rank 0 enqueued all_reduce #4 on dp1 (recorder pg id 2) and on tp1 (pg id 1); the watchdog's
+// pg status says which the GPU started (last_started -1: TORCH_NCCL_ENABLE_TIMING off).
+std::vector<json> two_groups_on_rank0(int64_t dp_started, int64_t tp_started) {
+  std::vector<json> documents = no_hang(2);
+  json dp = entry(4, "3", "dp1", 65536, "scheduled", 161), tp = entry(4, "2", "tp1", 65536, "scheduled", 160);
+  dp["pg_id"] = 2;
+  tp["pg_id"] = 1;
+  documents[0]["torch"] = torch_section(0, {tp, dp});
+  documents[0]["torch"]["pg_status"] = {
+      {{"pg_id", 1}, {"last_enqueued_collective", 4}, {"last_started_collective", tp_started}, {"last_completed_collective", 3}},
+      {{"pg_id", 2}, {"last_enqueued_collective", 4}, {"last_started_collective", dp_started}, {"last_completed_collective", 3}}};
+  return documents;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(collective_enqueued_not_started_is_queued_behind_the_started_one) {
+  json report = nsc::triage_documents(as_inputs(two_groups_on_rank0(3, 4)), {});
+  const json* finding = finding_of(report, "queued-behind");
+  BOOST_REQUIRE(finding != nullptr);
+  BOOST_TEST((*finding)["seq"] == 4);
+  BOOST_TEST((*finding)["waiting_ranks"] == json::array({0}));
+  BOOST_TEST((*finding)["explains_hang"] == false);
+  std::string evidence = (*finding)["evidence"].dump();
+  BOOST_TEST(evidence.find("has not started it (last started #3)") != std::string::npos);
+  BOOST_TEST(evidence.find("behind all_reduce #4 [65536] Float from train_step (train.py:160) on pg tp1") !=
+             std::string::npos);
+  BOOST_TEST(evidence.find("scheduled") == std::string::npos);  // the recorder's own state is stale
+}
+
+BOOST_AUTO_TEST_CASE(without_recorder_timing_nothing_is_said_about_started) {
+  json report = nsc::triage_documents(as_inputs(two_groups_on_rank0(-1, -1)), {});
+  BOOST_TEST(finding_of(report, "queued-behind") == nullptr);
+}

@@ -185,7 +185,18 @@ void render_comm_library(const json& comm, bool several_libraries, std::ostrings
       << "  " << escape_for_terminal(cell_text(field(library, "path"))) << "\n";
 }
 
-void render_comm(const json& comm, bool several_libraries, std::ostringstream& out) {
+// "  pg         'dp0' (name 3), ranks 0,2": the PyTorch process group joined to this communicator.
+void render_comm_process_group(const json& comm, const json& document, std::ostringstream& out) {
+  for (const json& group : field(field(document, "torch"), "process_groups")) {
+    if (!field(group, "communicator").is_string() || field(group, "communicator") != field(comm, "address")) continue;
+    std::string ranks;
+    for (const json& rank : field(group, "ranks")) ranks += (ranks.empty() ? "" : ",") + rank.dump();
+    out << "  pg         '" << escape_for_terminal(cell_text(field(group, "desc"))) << "' (name "
+        << escape_for_terminal(cell_text(field(group, "name"))) << "), ranks " << ranks << "\n";
+  }
+}
+
+void render_comm(const json& comm, const json& document, bool several_libraries, std::ostringstream& out) {
   out << "\ncomm " << cell_text(field(comm, "address")) << "  hash " << cell_text(field(comm, "comm_hash"))
       << "  rank " << rank_pair(comm, "rank", "nranks") << "  cuda " << cell_text(field(comm, "cuda_dev"))
       << " (nvml " << cell_text(field(comm, "nvml_dev")) << ", bus " << cell_text(field(comm, "bus_id"))
@@ -193,6 +204,7 @@ void render_comm(const json& comm, bool several_libraries, std::ostringstream& o
       << rank_pair(comm, "local_rank", "local_ranks") << "  channels " << cell_text(field(comm, "nchannels"))
       << "\n";
   render_comm_library(comm, several_libraries, out);
+  render_comm_process_group(comm, document, out);
   render_counters(comm, out);
   render_channels(comm, out);
   render_proxy_ops(comm, out);
@@ -327,7 +339,7 @@ std::string render_state_text(const nlohmann::json& document) {
   render_header(document, out);
   const json& libraries = field(field(document, "nccl"), "libraries");
   bool several_libraries = libraries.is_array() && libraries.size() > 1;
-  for (const json& comm : field(document, "communicators")) render_comm(comm, several_libraries, out);
+  for (const json& comm : field(document, "communicators")) render_comm(comm, document, several_libraries, out);
   render_threads(document, out);
   const json& errors = field(document, "errors");
   if (errors.is_array() && !errors.empty()) {

@@ -94,6 +94,7 @@ json sanitize_entry(const json& entry) {
     }
   const json* is_p2p = field(entry, "is_p2p");
   return {{"process_group", pg},
+          {"pg_id", uint_or_null(entry, "pg_id")},
           {"collective_seq_id", uint_or_null(entry, "collective_seq_id")},
           {"p2p_seq_id", uint_or_null(entry, "p2p_seq_id")},
           {"profiling_name", text_or_null(entry, "profiling_name")},
@@ -133,13 +134,27 @@ std::string user_frame(const json& entry) {
   return "";
 }
 
-std::string entry_text(const json& entry) {
+// "all_reduce #4 [65536] Float (scheduled) from f (x.py:3)"; without the state when the caller
+// knows better than the entry (the recorder updates it only in a dump's copy).
+std::string entry_text(const json& entry, bool with_state = true) {
   const json& seq = entry["is_p2p"].get<bool>() ? entry["p2p_seq_id"] : entry["collective_seq_id"];
   std::string text = op_name(entry) + " #" + seq.dump() + " " + sizes_text(entry["input_sizes"]);
   for (const json& dtype : entry["input_dtypes"]) text += " " + dtype.get<std::string>();
-  text += " (" + (entry["state"].is_string() ? entry["state"].get<std::string>() : std::string("state unknown")) + ")";
+  if (with_state)
+    text += " (" + (entry["state"].is_string() ? entry["state"].get<std::string>() : std::string("state unknown")) + ")";
   std::string frame = user_frame(entry);
   return frame.empty() ? text : text + " from " + frame;
+}
+
+// One watchdog record of ProcessGroupNCCL's progress (all_pg_status_): -1 = none yet.
+json sanitize_pg_status(const json& status) {
+  json out = {{"pg_id", uint_or_null(status, "pg_id")}};
+  for (const char* key : {"last_enqueued_collective", "last_started_collective", "last_completed_collective"}) {
+    const json* value = field(status, key);
+    out[key] = value && value->is_number_integer() && value->get<int64_t>() >= -1 ? json(value->get<int64_t>())
+                                                                                  : json(nullptr);
+  }
+  return out;
 }
 
 // The process group a member's recorder joined to this member's communicator; null if none.
@@ -191,6 +206,7 @@ class TorchJoin {
       find_mismatches(g);
       add_last_records(g);
     }
+    for (size_t p = 0; p < job_.processes.size(); ++p) find_queued(p);
   }
 
  private:
@@ -295,6 +311,75 @@ class TorchJoin {
     }
   }
 
+  // With TORCH_NCCL_ENABLE_TIMING=1 the watchdog records, per process group, the last
+  // collective whose start event the GPU reached. A group with a collective enqueued but not
+  // started, beside a group of the same rank whose collective started and never completed:
+  // the first waits on this GPU behind the second (PyTorch orders them through the compute
+  // stream). Without timing last_started stays -1 and nothing is said.
+  void find_queued(size_t p) {
+    const json& torch = job_.processes[p].torch;
+    if (!torch.is_object() || !torch["pg_status"].is_array()) return;
+    std::vector<const json*> queued, running;
+    for (const json& status : torch["pg_status"]) {
+      const json &enqueued = status["last_enqueued_collective"], &started = status["last_started_collective"],
+                 &completed = status["last_completed_collective"];
+      if (!enqueued.is_number() || !started.is_number() || !completed.is_number() || started.get<int64_t>() < 0)
+        continue;
+      if (enqueued.get<int64_t>() > started.get<int64_t>()) queued.push_back(&status);
+      else if (started.get<int64_t>() > completed.get<int64_t>()) running.push_back(&status);
+    }
+    for (const json* status : queued) add_queued(p, *status, running);
+  }
+
+  void add_queued(size_t p, const json& status, const std::vector<const json*>& running) {
+    const json* entry = entry_of(p, status["pg_id"], status["last_enqueued_collective"]);
+    if (entry == nullptr || !(*entry)["process_group"][0].is_string()) return;
+    const std::string pg_name = (*entry)["process_group"][0].get<std::string>();
+    for (size_t g = 0; g < job_.comms.size(); ++g) {
+      const CommGroup& group = job_.comms[g];
+      if (group.pg_name != pg_name) continue;
+      const Member* member = member_in(group, p);
+      if (member == nullptr) continue;
+      Finding finding{"queued-behind", op_name(*entry)};
+      finding.seq = status["last_enqueued_collective"].get<int64_t>();
+      finding.waiting = {member->rank};
+      std::string who = job_.process_label(p);
+      finding.evidence.push_back("PyTorch's watchdog (TORCH_NCCL_ENABLE_TIMING): " + who + " enqueued " +
+                                 entry_text(*entry, false) + " on pg " + group.pg_desc +
+                                 " but the GPU has not started it (last started #" +
+                                 status["last_started_collective"].dump() + ")");
+      json behind = json::array();
+      for (const json* other : running) {
+        const json* started = entry_of(p, (*other)["pg_id"], (*other)["last_started_collective"]);
+        if (started == nullptr) continue;
+        finding.evidence.push_back("it is queued on this GPU behind " + entry_text(*started, false) + " on pg " +
+                                   text_of((*started)["process_group"][1]) +
+                                   ", which started and has not completed");
+        behind.push_back({{"pg", (*started)["process_group"]}, {"seq", (*other)["last_started_collective"]}});
+      }
+      finding.extra["source"] = "pytorch-watchdog";
+      finding.extra["behind"] = behind;
+      job_.findings[g].push_back(std::move(finding));
+      return;
+    }
+  }
+
+  // The process's recorder entry of collective `seq` on the group with recorder id `pg_id`.
+  const json* entry_of(size_t p, const json& pg_id, const json& seq) const {
+    const json& torch = job_.processes[p].torch;
+    for (const json& entry : torch["entries"])
+      if (!entry["is_p2p"].get<bool>() && entry["pg_id"] == pg_id && entry["collective_seq_id"] == seq) return &entry;
+    return nullptr;
+  }
+
+  static const Member* member_in(const CommGroup& group, size_t process) {
+    for (const Member& member : group.members)
+      if (static_cast<size_t>(member.process) == process) return &member;
+    return nullptr;
+  }
+
+  static std::string text_of(const json& value) { return value.is_string() ? value.get<std::string>() : "?"; }
+
   Job& job_;
 };
 
@@ -311,8 +396,12 @@ json sanitize_torch_section(const json& section) {
     for (size_t i = skip; i < list->size(); ++i)
       if ((*list)[i].is_object()) entries.push_back(sanitize_entry((*list)[i]));
   }
+  json statuses = json::array();
+  if (const json* list = field(section, "pg_status"); list && list->is_array())
+    for (const json& status : *list)
+      if (statuses.size() < kMaxGroups && status.is_object()) statuses.push_back(sanitize_pg_status(status));
   if (groups.empty() && entries.empty()) return nullptr;
-  return {{"process_groups", groups}, {"entries", entries}};
+  return {{"process_groups", groups}, {"entries", entries}, {"pg_status", statuses}};
 }
 
 void join_torch_records(Job* job) { TorchJoin(job).run(); }
