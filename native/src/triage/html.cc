@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "triage/graph_groups.h"
+#include "triage/process_view.h"
 #include "triage/rank_set.h"
 #include "triage/triage.h"
 #include "util/strings.h"
@@ -48,6 +49,17 @@ std::string html(std::string_view untrusted) {
 }
 
 std::string html_of(const json& value, const std::string& fallback = "") { return html(text_of(value, fallback)); }
+
+// A count or an index: any non-negative JSON integer (signed or unsigned), else 0 / not valid.
+bool as_index(const json& value, size_t* out) {
+  if (!value.is_number_integer() || value.get<int64_t>() < 0) return false;
+  *out = static_cast<size_t>(value.get<int64_t>());
+  return true;
+}
+size_t count_of(const json& value) {
+  size_t count = 0;
+  return as_index(value, &count) ? count : 0;
+}
 
 // At most `limit` characters (UTF-8 aware) for a box in the SVG; the full text is its <title>.
 std::string shorten(const std::string& text, size_t limit) {
@@ -197,7 +209,8 @@ void render_svg(const json& graph, std::ostringstream& page) {
   size_t rows = 0;
   for (const auto& column : layout.order) rows = std::max(rows, column.size());
   int width = kMargin * 2 + static_cast<int>(layout.order.size()) * (kBoxWidth + kColumnGap) - kColumnGap;
-  int height = kMargin * 2 + static_cast<int>(rows) * (kBoxHeight + kRowGap) - kRowGap + 30;
+  // 30 above for the legend; one row gap below for the arcs of cycle edges.
+  int height = kMargin * 2 + static_cast<int>(rows) * (kBoxHeight + kRowGap) + 30;
   std::vector<int> x(count), y(count);
   for (size_t l = 0; l < layout.order.size(); ++l)
     for (size_t i = 0; i < layout.order[l].size(); ++i) {
@@ -274,7 +287,13 @@ std::string counters_text(const json& counters, bool* unknown) {
   std::string text;
   *unknown = false;
   if (!counters.is_object()) return "";
-  for (const auto& [name, value] : counters.items()) {
+  // NCCL's order (ncclFunc_t), then any name a later schema adds.
+  std::vector<std::string> names(triage::kCollectiveNames, triage::kCollectiveNames + triage::kNumCollectives);
+  for (const auto& [name, value] : counters.items())
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  for (const std::string& name : names) {
+    if (!counters.contains(name)) continue;
+    const json& value = counters[name];
     if (value.is_null()) *unknown = true;
     else if (value.is_number_integer() && value.get<int64_t>() != 0)
       text += (text.empty() ? "" : ", ") + name + " " + std::to_string(value.get<int64_t>());
@@ -406,8 +425,7 @@ void render_tree(const json& node, int depth, std::ostringstream& page) {
     current = &child;
   }
   std::string set = text_of(node["rank_set"]);
-  size_t threads = node["threads"].is_number_unsigned() ? node["threads"].get<size_t>() : 0;
-  size_t nranks = node["nranks"].is_number_unsigned() ? node["nranks"].get<size_t>() : 0;
+  size_t threads = count_of(field(node, "threads")), nranks = count_of(field(node, "nranks"));
   std::string who = set.empty() ? "no rank" : (nranks == 1 ? "rank " : "ranks ") + set;
   std::string head = "<span class=\"who\">" + html(who) + "</span> (" + std::to_string(threads) + " thread" +
                      (threads == 1 ? "" : "s") + "): <span class=\"frames\">" + html(frames) + "</span>";
@@ -474,9 +492,10 @@ std::string render_triage_html(const nlohmann::json& report) {
   render_svg(field(report, "graph"), page);
   for (const json& reason : field(field(report, "graph"), "blame")) {
     std::vector<std::string> labels;
+    size_t index = 0;
     for (const json& id : field(reason, "nodes"))
-      if (id.is_number_unsigned() && id.get<size_t>() < report["graph"]["nodes"].size())
-        labels.push_back(text_of(report["graph"]["nodes"][id.get<size_t>()]["label"]));
+      if (as_index(id, &index) && index < report["graph"]["nodes"].size())
+        labels.push_back(text_of(report["graph"]["nodes"][index]["label"]));
     std::string who;
     for (const std::string& label : labels) who += (who.empty() ? "" : ", ") + label;
     page << "<p>" << html(text_of(reason["kind"]) == "skipped" || text_of(reason["kind"]) == "skipped-in-cycle" ? "culprit"
