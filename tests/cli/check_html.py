@@ -189,7 +189,7 @@ def main(argv):
         if not details:
             failures.append("no <details> for the stack tree")
         nested = [path for _, path in details if path.count("details") >= 1]
-        if count_branches(tree) > 1 and not nested:
+        if count_drawn_branches(tree, 0) > 1 and not nested:
             failures.append("the stack tree's <details> are not nested")
         summaries = elements("summary")
         if len(summaries) != len(details):
@@ -197,7 +197,7 @@ def main(argv):
         if len(details) != count_drawn_branches(tree, 0):
             failures.append("%d <details>, %d tree nodes with children" % (len(details), count_drawn_branches(tree, 0)))
         page_text = text_under("stacks")
-        for frame in leaf_frames(tree):
+        for frame in map(terminal_escaped, leaf_frames(tree)):
             if frame and frame not in page_text:
                 failures.append("frame %r of the stack tree not on the page" % frame)
 
@@ -212,8 +212,21 @@ def main(argv):
     return 1 if failures else 0
 
 
-def count_branches(node):
-    return 1 + sum(count_branches(c) for c in node.get("children", [])) if node.get("children") else 0
+def terminal_escaped(text):
+    """What escape_for_terminal (native/src/util/strings.cc) prints: backslash doubled, C0/DEL
+    controls and the lead byte of a C1 control as \\xNN (a C1 then shows as \\xc2\\x9b)."""
+    out = []
+    for char in text:
+        code = ord(char)
+        if char == "\\":
+            out.append("\\\\")
+        elif code < 0x20 or code == 0x7F:
+            out.append("\\x%02x" % code)
+        elif 0x80 <= code <= 0x9F:
+            out.append("\\xc2\\x%02x" % (0x80 | (code & 0x3F)))
+        else:
+            out.append(char)
+    return "".join(out)
 
 
 def collapse(node):

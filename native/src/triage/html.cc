@@ -94,7 +94,7 @@ h1{font-size:1.4em;margin:0 0 .3em} h2{font-size:1.15em;margin:1.4em 0 .4em;bord
 .verdict-incomplete{background:#fff2cc} .verdict-error{background:#cccccc}
 .summary{font-size:1.05em;line-height:1.4} .error{color:#a00}
 table{border-collapse:collapse;font-size:.9em} td,th{border:1px solid #bbb;padding:.2em .5em;text-align:left;vertical-align:top}
-th{background:#f3f3f3} td.differs{background:#f4cccc} td.none{color:#999} td.unknown{background:#eee}
+th{background:#f3f3f3} td.culprit{background:#f4cccc} td.differs{background:#f9cb9c} td.none{color:#999} td.unknown{background:#eee}
 code,.frames{font-family:Menlo,Consolas,monospace;font-size:.88em}
 details{margin-left:1.2em} summary{cursor:pointer} .leaf{margin-left:2.4em}
 .who{font-weight:bold} .finding{margin:.4em 0} .kind{font-family:monospace;background:#eef;padding:0 .3em}
@@ -218,7 +218,8 @@ void render_svg(const json& graph, std::ostringstream& page) {
       y[layout.order[l][i]] = kMargin + 30 + static_cast<int>(i) * (kBoxHeight + kRowGap);
     }
   page << "<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"wait-graph\" width=\"" << width << "\" height=\"" << height
-       << "\" viewBox=\"0 0 " << width << " " << height << "\" role=\"img\">\n"
+       << "\" viewBox=\"0 0 " << width << " " << height
+       << "\" style=\"max-width:100%;height:auto\" role=\"img\">\n"
        << "<title>wait-for graph</title>\n"
        << "<defs><marker id=\"arrow\" viewBox=\"0 0 10 10\" refX=\"10\" refY=\"5\" markerWidth=\"8\" markerHeight=\"8\" "
           "orient=\"auto-start-reverse\"><path d=\"M0,0 L10,5 L0,10 z\" fill=\"#555\"/></marker>"
@@ -346,6 +347,7 @@ void render_counter_table(const json& report, std::ostringstream& page) {
   std::vector<std::map<std::string, std::pair<int, std::string>>> cells(comms.size());
   std::vector<std::map<std::string, bool>> unknown(comms.size());
   std::vector<std::string> norm(comms.size());
+  std::vector<std::set<int>> culprits(comms.size());  // comm ranks a finding blames
   for (size_t c = 0; c < comms.size(); ++c) {
     const json& inputs = field(comms[c], "inputs");
     const json& ranks = field(comms[c], "ranks_seen");
@@ -359,12 +361,12 @@ void render_counter_table(const json& report, std::ostringstream& page) {
       unknown[c][text_of(inputs[i])] = missing_value || text.empty();
       ++votes[text];
     }
-    size_t best = 0;
+    // The norm is what a strict majority launched; a tie (2 ranks) has none.
     for (const auto& [text, n] : votes)
-      if (n > best) {
-        best = n;
-        norm[c] = text;
-      }
+      if (2 * n > inputs.size()) norm[c] = text;
+    for (const json& finding : field(comms[c], "findings"))
+      for (const json& rank : field(finding, "culprit_comm_ranks"))
+        if (rank.is_number_integer()) culprits[c].insert(rank.get<int>());
   }
   constexpr size_t kMaxRows = 4096;
   for (size_t r = 0; r < ordered.size() && r < kMaxRows; ++r) {
@@ -377,7 +379,9 @@ void render_counter_table(const json& report, std::ostringstream& page) {
         continue;
       }
       const auto& [rank, text] = found->second;
-      std::string cls = unknown[c][row.input] ? "unknown" : text != norm[c] ? "differs" : "";
+      std::string cls = culprits[c].count(rank) ? "culprit"
+                        : unknown[c][row.input]  ? "unknown"
+                        : !norm[c].empty() && text != norm[c] ? "differs" : "";
       page << "<td" << (cls.empty() ? "" : " class=\"" + cls + "\"") << ">";
       if (!row.has_world || rank != row.world) page << "comm rank " << rank << ": ";
       page << html(text.empty() ? "not in the document" : text) << "</td>";
@@ -388,8 +392,8 @@ void render_counter_table(const json& report, std::ostringstream& page) {
   if (ordered.size() > kMaxRows)
     page << "<p>" << ordered.size() - kMaxRows << " more ranks (--json has them all).</p>\n";
   page << "<p>Collectives each rank launched on each communicator (NCCL's seqNumber: launches, not "
-          "completions). A red cell differs from most ranks of its communicator; grey: a counter the "
-          "input could not read.</p>\n";
+          "completions). Red: a rank a finding blames on that communicator; orange: counters that differ "
+          "from what most of its ranks launched; grey: a counter the input could not read.</p>\n";
 }
 
 // ---- findings, stacks, inputs ----
