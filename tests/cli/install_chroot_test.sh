@@ -58,7 +58,9 @@ in_chroot tar -C "$inside" -xzf "$inside/$(basename "$tarball")"
 node_prefix=$(cd "$job" && ls -d ncclscope-*/ | head -n 1); node_prefix=$inside/${node_prefix%/}
 in_chroot "$node_prefix/bin/ncclscope" --version > "$work/version.txt" 2>&1; rc=$?
 check "chroot: bin/ncclscope runs (exit $rc: $(head -c 80 "$work/version.txt"))" test "$rc" = 0
-in_chroot "$node_prefix/bin/ncclscope" triage "$inside"/cores/*.core "${exe_args[@]}" \
+cores=()
+for core in "$job"/cores/*.core; do cores+=("$inside/cores/$(basename "$core")"); done
+in_chroot "$node_prefix/bin/ncclscope" triage "${cores[@]}" "${exe_args[@]}" \
   --solib-search-path "$inside/lib" --json > "$work/triage.json" 2> "$work/triage.err"; rc=$?
 check "chroot: triage of skip-collective (exit $rc)" test "$rc" -le 1
 [ "$rc" -le 1 ] || head -n 5 "$work/triage.err"
@@ -69,9 +71,9 @@ report = json.load(open(sys.argv[1]))
 print("  verdict", report["verdict"], "culprits", report["culprit_ranks"])
 sys.exit(0 if report["verdict"] == "hang" and report["culprit_ranks"] == [1] else 1)
 PY
-in_chroot "$node_prefix/bin/ncclscope" triage "$inside"/cores/*.core "${exe_args[@]}" --solib-search-path "$inside/lib" \
+in_chroot "$node_prefix/bin/ncclscope" triage "${cores[@]}" "${exe_args[@]}" --solib-search-path "$inside/lib" \
   --html "$inside/page.html" > "$work/triage.txt" 2>&1
 check "chroot: the text report names the culprit" grep -q 'Culprit: rank 1' "$work/triage.txt"
-check "chroot: --html writes the page" grep -q 'verdict-hang' "$job/page.html"
+check "chroot: --html writes the page of the hang" grep -q 'class="verdict verdict-hang">hang<' "$job/page.html"
 echo "$failures failure(s)"
 [ "$failures" = 0 ]
