@@ -68,9 +68,10 @@ print("  layout_source:", source)
 sys.exit(0 if os.path.realpath(source.split(":", 1)[1]).startswith(os.path.realpath(sys.argv[2]) + "/share/ncclscope/profiles/") else 1)' \
   "$work/state.json" "$prefix"
 
-# gdb: the installed extension finds the installed library (not the build's).
+# gdb (NCCLSCOPE_TEST_GDB: scripts/asan-tests.sh preloads the sanitizer runtime an instrumented
+# library needs): the installed extension finds the installed library (not the build's).
 if command -v gdb > /dev/null && gdb -nx -batch -ex 'python import gdb' > /dev/null 2>&1; then
-  env -u LD_LIBRARY_PATH -u NCCLSCOPE_LIB -u NCCLSCOPE_GDBEXT timeout 120 gdb -nx -batch \
+  env -u LD_LIBRARY_PATH -u NCCLSCOPE_LIB -u NCCLSCOPE_GDBEXT timeout 120 ${NCCLSCOPE_TEST_GDB:-gdb} -nx -batch \
     -ex "source $prefix/share/ncclscope/gdb/ncclscope-gdb.py" \
     -ex 'python import ncclscope.library as l; p = l.find_library(); print("library:", p, l.NativeLibrary(p).version())' \
     -ex 'help nccl-state' > "$work/gdb.out" 2>&1

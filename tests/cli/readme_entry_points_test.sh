@@ -35,7 +35,7 @@ executable=$(sed -n 's/^ *"executable": *"\([^"]*\)".*/\1/p' "$scenario/expected
 xz -dc "$src/corefiles/$executable" > "$work/program" && chmod +x "$work/program"
 mkdir -p "$work/lib"
 for packed in "$src"/corefiles/lib/*.tar.xz; do tar -C "$work/lib" -xJf "$packed" --transform 's|.*/||'; done
-env -u NCCLSCOPE_LIB -u NCCLSCOPE_GDBEXT timeout 120 gdb -nx -batch \
+env -u NCCLSCOPE_LIB -u NCCLSCOPE_GDBEXT timeout 120 ${NCCLSCOPE_TEST_GDB:-gdb} -nx -batch \
   -iex "source $src/gdbext/ncclscope-gdb.py" -iex "set solib-search-path $work/lib" \
   -ex 'python import ncclscope.library as l; print("library:", l.find_library())' \
   -ex 'nccl-state' "$work/program" "$work/rank0.core" > "$work/gdb.out" 2>&1
