@@ -146,9 +146,9 @@ def main(argv):
         if len(nodes) <= 64 and len(boxes) != len(nodes):
             failures.append("%d node boxes in the SVG, %d nodes in the graph" % (len(boxes), len(nodes)))
         rects = elements("rect")
-        if len(rects) < min(len(nodes), 64):
+        if len(nodes) <= 64 and len(rects) < len(nodes):
             failures.append("%d <rect> in the SVG for %d nodes" % (len(rects), len(nodes)))
-        for node in nodes[:64]:
+        for node in nodes if len(nodes) <= 64 else []:  # above, alike ranks share a box
             label = node.get("label") or ""
             if label and label[:20] not in text_under("wait-graph"):
                 failures.append("node label %r not drawn in the SVG" % label)
@@ -168,15 +168,16 @@ def main(argv):
         if len(table) != 1:
             failures.append("no <table id=launched>")
         headers = [d for d, path, ids, _ in parser.text if "launched" in ids and "th" in path]
-        for comm in comms:
+        for comm in comms if "launched-cut" not in parser.ids else [c for c in comms if c.get("is_world")]:
             if not any(comm["comm_hash"] in h for h in headers):
                 failures.append("communicator %s has no column" % comm["comm_hash"])
         inputs = {name for comm in comms for name in comm.get("inputs", [])}
         row_count = parser.rows.count("launched")
-        if row_count != len(inputs) + 1:
+        cut = "launched-cut" in parser.ids
+        if row_count != len(inputs) + 1 and not (cut and 1 < row_count <= len(inputs)):
             failures.append("%d rows in the launched table, %d inputs + 1 header" % (row_count, len(inputs)))
         table_text = text_under("launched")
-        for comm in comms:
+        for comm in comms if not cut else []:
             for counters in comm.get("seq_launched", []):
                 for name, value in (counters or {}).items():
                     if isinstance(value, int) and value and "%s %d" % (name, value) not in table_text:
@@ -185,14 +186,14 @@ def main(argv):
     # The stack prefix tree: nested <details>, one per tree node with children (depth-capped).
     tree = (report.get("stack_classes") or {}).get("tree")
     if tree:
-        details = elements("details")
+        details = elements("details", **{"class": "tree"})
         if not details:
             failures.append("no <details> for the stack tree")
         nested = [path for _, path in details if path.count("details") >= 1]
         if count_drawn_branches(tree, 0) > 1 and not nested:
             failures.append("the stack tree's <details> are not nested")
-        summaries = elements("summary")
-        if len(summaries) != len(details):
+        summaries = [a for a, path in elements("summary") if path and path[-1] == "details"]
+        if len(summaries) != len(elements("details")):
             failures.append("%d <summary> for %d <details>" % (len(summaries), len(details)))
         if len(details) != count_drawn_branches(tree, 0):
             failures.append("%d <details>, %d tree nodes with children" % (len(details), count_drawn_branches(tree, 0)))

@@ -334,20 +334,12 @@ void render_counter_table(const json& report, std::ostringstream& page) {
     if (a->has_world != b->has_world) return a->has_world;
     return a->has_world && a->world != b->world ? a->world < b->world : a->input < b->input;
   });
-  page << "<table id=\"launched\">\n<tr><th>rank</th><th>input</th>";
-  for (const json& comm : comms) {
-    std::string head = text_of(comm["comm_hash"]);
-    if (field(comm, "is_world") == true) head += " (world)";
-    const json& pg = field(comm, "process_group");
-    if (pg.is_object()) head += " pg " + text_of(pg["desc"]) + " " + text_of(pg["name"]);
-    page << "<th>" << html(head) << "</th>";
-  }
-  page << "</tr>\n";
-  // Per communicator: input -> (its own rank, counters text); the most common text is the norm.
+  // Per communicator: input -> (its own rank, counters text); a strict majority's text is the norm.
   std::vector<std::map<std::string, std::pair<int, std::string>>> cells(comms.size());
   std::vector<std::map<std::string, bool>> unknown(comms.size());
   std::vector<std::string> norm(comms.size());
   std::vector<std::set<int>> culprits(comms.size());  // comm ranks a finding blames
+  std::vector<bool> telling(comms.size(), false);     // a finding that explains or blames
   for (size_t c = 0; c < comms.size(); ++c) {
     const json& inputs = field(comms[c], "inputs");
     const json& ranks = field(comms[c], "ranks_seen");
@@ -361,36 +353,83 @@ void render_counter_table(const json& report, std::ostringstream& page) {
       unknown[c][text_of(inputs[i])] = missing_value || text.empty();
       ++votes[text];
     }
-    // The norm is what a strict majority launched; a tie (2 ranks) has none.
     for (const auto& [text, n] : votes)
-      if (2 * n > inputs.size()) norm[c] = text;
-    for (const json& finding : field(comms[c], "findings"))
+      if (2 * n > inputs.size()) norm[c] = text;  // a tie (2 ranks) has none
+    for (const json& finding : field(comms[c], "findings")) {
       for (const json& rank : field(finding, "culprit_comm_ranks"))
         if (rank.is_number_integer()) culprits[c].insert(rank.get<int>());
+      telling[c] = telling[c] || field(finding, "explains_hang") == true || !field(finding, "culprit_comm_ranks").empty();
+    }
   }
-  constexpr size_t kMaxRows = 4096;
-  for (size_t r = 0; r < ordered.size() && r < kMaxRows; ++r) {
-    const Row& row = *ordered[r];
-    page << "<tr><td>" << (row.has_world ? std::to_string(row.world) : "?") << "</td><td>" << html(row.input) << "</td>";
-    for (size_t c = 0; c < comms.size(); ++c) {
-      auto found = cells[c].find(row.input);
-      if (found == cells[c].end()) {
+  auto cell_class = [&](size_t c, const std::string& input) -> std::string {
+    auto found = cells[c].find(input);
+    if (found == cells[c].end()) return "none";
+    const auto& [rank, text] = found->second;
+    if (culprits[c].count(rank)) return "culprit";
+    if (unknown[c][input]) return "unknown";
+    return !norm[c].empty() && text != norm[c] ? "differs" : "";
+  };
+  // Thousands of ranks in hundreds of communicators (TP x PP x DP): the world and the
+  // communicators with a telling finding first, then the rest in order, up to kMaxColumns;
+  // rows whose cells stand out first, then the others in rank order, up to kMaxRows.
+  constexpr size_t kMaxColumns = 24, kMaxRows = 512;
+  std::vector<size_t> columns;
+  for (int pass = 0; pass < 3; ++pass)
+    for (size_t c = 0; c < comms.size() && columns.size() < kMaxColumns; ++c) {
+      bool world = field(comms[c], "is_world") == true;
+      bool take = pass == 0 ? world : pass == 1 ? !world && telling[c] : !world && !telling[c];
+      if (take) columns.push_back(c);
+    }
+  std::sort(columns.begin(), columns.end());
+  std::vector<const Row*> shown;
+  std::vector<bool> picked(ordered.size(), false);
+  for (int pass = 0; pass < 2; ++pass)
+    for (size_t r = 0; r < ordered.size() && shown.size() < kMaxRows; ++r) {
+      if (picked[r]) continue;
+      bool stands_out = false;
+      for (size_t c : columns) {
+        std::string cls = cell_class(c, ordered[r]->input);
+        stands_out = stands_out || (!cls.empty() && cls != "none");
+      }
+      if (pass == 1 || stands_out) {
+        picked[r] = true;
+        shown.push_back(ordered[r]);
+      }
+    }
+  std::vector<const Row*> display;
+  for (size_t r = 0; r < ordered.size(); ++r)
+    if (picked[r]) display.push_back(ordered[r]);
+  page << "<table id=\"launched\">\n<tr><th>rank</th><th>input</th>";
+  for (size_t c : columns) {
+    const json& comm = comms[c];
+    std::string head = text_of(comm["comm_hash"]);
+    if (field(comm, "is_world") == true) head += " (world)";
+    const json& pg = field(comm, "process_group");
+    if (pg.is_object()) head += " pg " + text_of(pg["desc"]) + " " + text_of(pg["name"]);
+    page << "<th>" << html(head) << "</th>";
+  }
+  page << "</tr>\n";
+  for (const Row* row : display) {
+    page << "<tr><td>" << (row->has_world ? std::to_string(row->world) : "?") << "</td><td>" << html(row->input) << "</td>";
+    for (size_t c : columns) {
+      std::string cls = cell_class(c, row->input);
+      if (cls == "none") {
         page << "<td class=\"none\">not a member</td>";
         continue;
       }
-      const auto& [rank, text] = found->second;
-      std::string cls = culprits[c].count(rank) ? "culprit"
-                        : unknown[c][row.input]  ? "unknown"
-                        : !norm[c].empty() && text != norm[c] ? "differs" : "";
+      const auto& [rank, text] = cells[c].find(row->input)->second;
       page << "<td" << (cls.empty() ? "" : " class=\"" + cls + "\"") << ">";
-      if (!row.has_world || rank != row.world) page << "comm rank " << rank << ": ";
+      if (!row->has_world || rank != row->world) page << "comm rank " << rank << ": ";
       page << html(text.empty() ? "not in the document" : text) << "</td>";
     }
     page << "</tr>\n";
   }
   page << "</table>\n";
-  if (ordered.size() > kMaxRows)
-    page << "<p>" << ordered.size() - kMaxRows << " more ranks (--json has them all).</p>\n";
+  if (columns.size() < comms.size() || display.size() < ordered.size())
+    page << "<p id=\"launched-cut\">Shown: " << display.size() << " of " << ordered.size() << " ranks (those whose cells "
+         << "stand out first), " << columns.size() << " of " << comms.size()
+         << " communicators (the world's and those with a finding that explains the hang or blames a rank first); "
+            "--json has them all.</p>\n";
   page << "<p>Collectives each rank launched on each communicator (NCCL's seqNumber: launches, not "
           "completions). Red: a rank a finding blames on that communicator; orange: counters that differ "
           "from what most of its ranks launched; grey: a counter the input could not read.</p>\n";
@@ -398,8 +437,23 @@ void render_counter_table(const json& report, std::ostringstream& page) {
 
 // ---- findings, stacks, inputs ----
 
+// A communicator whose findings neither explain the hang nor name a rank (no-hang-evident,
+// in-flight-consistent, counters-unavailable...): one line each, folded when there are many.
+bool quiet_communicator(const json& comm) {
+  for (const json& finding : field(comm, "findings"))
+    if (field(finding, "explains_hang") == true || !field(finding, "culprit_ranks").empty() ||
+        !field(finding, "waiting_ranks").empty())
+      return false;
+  return field(comm, "warnings").empty() && field(comm, "missing_ranks").empty();
+}
+
 void render_findings(const json& report, std::ostringstream& page) {
+  std::vector<const json*> quiet;
+  for (const json& comm : field(report, "communicators"))
+    if (quiet_communicator(comm)) quiet.push_back(&comm);
+  bool fold = quiet.size() > 8;
   for (const json& comm : field(report, "communicators")) {
+    if (fold && quiet_communicator(comm)) continue;
     std::string nranks = comm["nranks"].is_number_integer() ? std::to_string(comm["nranks"].get<int>()) : "?";
     page << "<h3><code>" << html_of(comm["comm_hash"]) << "</code>" << (field(comm, "is_world") == true ? " (world)" : "")
          << ": " << html(nranks) << " ranks, inputs hold " << html(ranks_text(comm["ranks_seen"])) << ", missing "
@@ -416,6 +470,16 @@ void render_findings(const json& report, std::ostringstream& page) {
       page << "</ul></div>\n";
     }
   }
+  if (!fold) return;
+  page << "<details id=\"quiet-communicators\"><summary>" << quiet.size()
+       << " more communicators where no rank waits (their findings, one line each)</summary>\n<ul>";
+  for (const json* comm : quiet) {
+    std::string kinds;
+    for (const json& finding : field(*comm, "findings")) kinds += (kinds.empty() ? "" : ", ") + text_of(finding["kind"]);
+    page << "<li><code>" << html_of((*comm)["comm_hash"]) << "</code>: ranks " << html(ranks_text((*comm)["ranks_seen"]))
+         << ": " << html(kinds.empty() ? std::string("no finding") : kinds) << "</li>";
+  }
+  page << "</ul></details>\n";
 }
 
 void render_tree(const json& node, int depth, std::ostringstream& page) {
@@ -438,7 +502,7 @@ void render_tree(const json& node, int depth, std::ostringstream& page) {
     page << "<div class=\"leaf\">" << head << "</div>\n";
     return;
   }
-  page << "<details" << (depth < 2 ? " open" : "") << "><summary>" << head << "</summary>\n";
+  page << "<details class=\"tree\"" << (depth < 2 ? " open" : "") << "><summary>" << head << "</summary>\n";
   for (const json& child : children) render_tree(child, depth + 1, page);
   page << "</details>\n";
 }
