@@ -63,7 +63,25 @@ else
   echo "note: corefiles/skip-collective absent: the corpus page is not checked"
 fi
 
-# 3. A page that cannot be written: one line, exit 2.
+# 3. A large job (1,024 ranks, TP x PP x DP: hundreds of communicators): the page stays small,
+#    keeps its structure, and says which rows and columns of the counter table it left out.
+if python3 "$src/bench/gen_snapshots.py" --ranks 1024 --out "$work/big" --scenario tp-pp-dp > /dev/null 2>&1; then
+  "$cli" triage "$work/big" --json --html "$work/big.html" > "$work/big.json" 2> /dev/null; rc=$?
+  check "1,024 ranks: --html (exit $rc)" test "$rc" -le 1
+  check "1,024 ranks: page under 2 MB ($(stat -c %s "$work/big.html") bytes)" test "$(stat -c %s "$work/big.html")" -lt 2000000
+  check "1,024 ranks: page structure" python3 "$checker" "$work/big.html" "$work/big.json"
+  check "1,024 ranks: the cut is said" grep -q '<p id="launched-cut">Shown: 512 of 1024 ranks' "$work/big.html"
+  check "1,024 ranks: the culprit's row is among those shown" python3 - "$work/big.html" "$work/big.json" <<'PY'
+import json, re, sys
+page, report = open(sys.argv[1]).read(), json.load(open(sys.argv[2]))
+table = page[page.index('<table id="launched">'):]
+shown = {int(r) for r in re.findall(r"<tr><td>(\d+)</td>", table[:table.index("</table>")])}
+print("  culprits", report["culprit_ranks"], "shown rows", len(shown))
+sys.exit(0 if report["culprit_ranks"] and set(report["culprit_ranks"]) <= shown else 1)
+PY
+fi
+
+# 4. A page that cannot be written: one line, exit 2.
 "$cli" triage "$work/snap" --html "$work/no/such/dir/page.html" > /dev/null 2> "$work/bad.err"; rc=$?
 check "unwritable --html: exit 2 (got $rc)" test "$rc" = 2
 check "unwritable --html: one line naming the file" grep -qx "ncclscope triage: $work/no/such/dir/page.html: cannot write" "$work/bad.err"
