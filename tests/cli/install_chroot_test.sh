@@ -13,6 +13,9 @@ for built in "$cli" "$build/lib/libncclscope.so" "$build/lib/libncclscope-record
   [ -f "$built" ] || { echo "skip: $built not built"; exit 77; }
 done
 command -v cpack > /dev/null || { echo "skip: no cpack"; exit 77; }
+# A sanitized build (scripts/asan-tests.sh) needs libasan/libubsan, which a node does not have.
+grep -q '^NCCLSCOPE_SANITIZE:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null &&
+  { echo "skip: $build is a sanitizer build (its runtime is not on a node)"; exit 77; }
 [ -f "$src/corefiles/skip-collective/rank0.core.xz" ] || { echo "skip: no corefiles/skip-collective"; exit 77; }
 root=${NCCLSCOPE_BOOKWORM_CHROOT:-$cache_root/ncclscope/bookworm-chroot}
 if [ ! -x "$root/bin/sh" ]; then
