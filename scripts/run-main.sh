@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# The main job on the embedded default: triage of a real hung 2-rank NCCL job
-# from the real core dumps shipped in corefiles/ (no GPU, no CUDA needed).
+# The main job on the embedded default: builds every entry point (the CLI, libncclscope.so
+# for `source gdbext/ncclscope-gdb.py` in gdb/cuda-gdb and the auto-load script, the flight
+# recorder), then triages a real hung 2-rank NCCL job from the real core dumps shipped in
+# corefiles/ (no GPU, no CUDA needed).
 # Usage: scripts/run-main.sh [SCENARIO] [extra triage options]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh build
 build_log=$(mktemp)
-if ! bash scripts/build.sh ncclscope_cli > "$build_log" 2>&1; then
+# Every entry point: the CLI, the C API library the gdb extension (and its auto-load script)
+# loads, the flight recorder a job loads.
+if ! bash scripts/build.sh ncclscope_cli ncclscope ncclscope_recorder > "$build_log" 2>&1; then
   tail -n 40 "$build_log" >&2
   echo "run-main: build failed (full log: $build_log)" >&2
   exit 2

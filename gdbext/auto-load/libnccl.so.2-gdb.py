@@ -3,7 +3,8 @@
 # (e.g. /usr/share/gdb/auto-load/usr/local/cuda-13.0/lib/libnccl.so.2-gdb.py) or
 # next to the library, and the directory is allowed by `add-auto-load-safe-path`.
 # It loads the ncclscope package from NCCLSCOPE_GDBEXT (the gdbext/ directory),
-# then from the installed location, then from the source tree it came from.
+# then from beside the real path of this file (an install or the source tree:
+# symlink it into gdb's auto-load directory), then from the usual install prefixes.
 import os
 import sys
 
@@ -15,11 +16,13 @@ def _ncclscope_candidates():
     candidates = []
     if os.environ.get("NCCLSCOPE_GDBEXT"):
         candidates.append(os.environ["NCCLSCOPE_GDBEXT"])
-    candidates.append("/usr/local/share/ncclscope/gdb")
-    candidates.append("/usr/share/ncclscope/gdb")
     if here:
-        # Source tree: gdbext/auto-load/libnccl.so.2-gdb.py -> gdbext/
+        # Where it was installed or symlinked from: <prefix>/share/ncclscope/gdb/auto-load/
+        # or the source tree's gdbext/auto-load/ -> the directory holding ncclscope/.
         candidates.append(os.path.dirname(os.path.dirname(os.path.realpath(here))))
+    candidates.append("/usr/local/share/ncclscope/gdb")
+    candidates.append("/opt/ncclscope/share/ncclscope/gdb")  # the .deb
+    candidates.append("/usr/share/ncclscope/gdb")
     return candidates
 
 

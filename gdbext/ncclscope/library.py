@@ -85,8 +85,9 @@ def find_library(environ=None, package_dir=_PACKAGE_DIR):
     found = ctypes.util.find_library("ncclscope")
     if found:
         return found
-    raise LibraryNotFound("%s not found: set NCCLSCOPE_LIB to its path or build the `ncclscope` "
-                          "target (looked in %s)" % (LIBRARY_NAME, ", ".join(candidates[:3])))
+    raise LibraryNotFound("%s not found: run `bash scripts/run-main.sh` in the source tree (it builds "
+                          "build/lib/%s), install ncclscope, or set NCCLSCOPE_LIB to its path (looked in %s)"
+                          % (LIBRARY_NAME, LIBRARY_NAME, ", ".join(candidates[:3])))
 
 
 class NativeLibrary:

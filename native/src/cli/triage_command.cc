@@ -34,6 +34,7 @@ const char kUsage[] =
     "  --json                    print the ncclscope.triage/1 document\n"
     "  --dot FILE                write the wait-for graph as Graphviz DOT\n"
     "  --svg FILE                render the graph to SVG with Graphviz `dot`\n"
+    "  --html FILE               write one self-contained HTML page (verdict, graph, counters, stacks)\n"
     "  --jobs N                  inputs decoded in parallel (default: one per CPU)\n"
     "  --exe PATH                the ranks' executable (for cores; default: from the core)\n"
     "  --sysroot DIR             like gdb's `set sysroot` (for cores)\n"
@@ -44,7 +45,7 @@ const char kUsage[] =
 struct TriageArgs {
   triage::LoadRequest load;
   bool json = false;
-  std::string dot_path, svg_path;
+  std::string dot_path, svg_path, html_path;
 };
 
 // The last of an option given under two names (--jobs / -j, --exe / --executable).
@@ -55,12 +56,13 @@ std::string last_value(const ParsedOptions& options, const char* name, const cha
 
 TriageArgs parse_args(const std::vector<std::string>& args) {
   ParsedOptions options = parse_options(
-      args, {"--dot", "--svg", "--pid", "--jobs", "-j", "--sysroot", "--exe", "--executable",
+      args, {"--dot", "--svg", "--html", "--pid", "--jobs", "-j", "--sysroot", "--exe", "--executable",
              "--solib-search-path", "--profile-path"}, {"--json"});
   TriageArgs parsed;
   parsed.json = options.has("--json");
   parsed.dot_path = options.value("--dot");
   parsed.svg_path = options.value("--svg");
+  parsed.html_path = options.value("--html");
   for (const std::string& pid : options.all("--pid")) parsed.load.pids.push_back(parse_pid(pid));
   std::string jobs = last_value(options, "--jobs", "-j");
   if (!jobs.empty()) {
@@ -169,6 +171,9 @@ int run_triage_command(const std::vector<std::string>& args) {
     if (!parsed.dot_path.empty()) write_text_file(parsed.dot_path, dot);
     if (!parsed.svg_path.empty()) render_svg(dot, parsed.svg_path);
   }
+  // The page says an error verdict too (what was unusable and why).
+  if (!parsed.html_path.empty() && !write_text_file(parsed.html_path, render_triage_html(report)))
+    exit_code = kExitBadInput;  // the page was asked for and is not there
   return exit_code;
 }
 

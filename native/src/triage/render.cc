@@ -4,6 +4,7 @@
 #include <set>
 #include <sstream>
 
+#include "triage/graph_groups.h"
 #include "triage/rank_set.h"
 #include "triage/triage.h"
 #include "util/strings.h"
@@ -272,31 +273,11 @@ std::string render_triage_dot(const nlohmann::json& report, const TriageOptions&
   const json& graph = report["graph"];
   const json& nodes = graph["nodes"];
   const json& edges = graph["edges"];
-  std::set<int> in_cycle;
-  for (const json& cycle : graph["cycles"])
-    for (const json& id : cycle) in_cycle.insert(id.get<int>());
   // Group alike nodes (same role, activity and edges) once there are too many to draw.
-  std::vector<std::vector<int>> out_of(nodes.size()), in_of(nodes.size());
-  for (size_t e = 0; e < edges.size(); ++e) {
-    for (const json& id : edges[e]["from"]) out_of[id.get<size_t>()].push_back(static_cast<int>(e));
-    for (const json& id : edges[e]["to"]) in_of[id.get<size_t>()].push_back(static_cast<int>(e));
-  }
-  bool grouping = nodes.size() > options.graph_group_threshold;
-  std::map<std::string, int> group_of_signature;
-  std::vector<int> group_of_node(nodes.size());
-  std::vector<std::vector<int>> members;
-  for (size_t n = 0; n < nodes.size(); ++n) {
-    std::string signature = std::to_string(n);
-    if (grouping && nodes[n]["kind"] == "process" && nodes[n]["world_rank"].is_number_integer()) {
-      signature = text_of(nodes[n]["role"]) + "|" + text_of(nodes[n]["doing"]) + "|" + (in_cycle.count(n) ? "c" : "");
-      for (int e : out_of[n]) signature += "|o" + std::to_string(e);
-      for (int e : in_of[n]) signature += "|i" + std::to_string(e);
-    }
-    auto [it, inserted] = group_of_signature.emplace(signature, static_cast<int>(members.size()));
-    if (inserted) members.emplace_back();
-    members[it->second].push_back(static_cast<int>(n));
-    group_of_node[n] = it->second;
-  }
+  triage::GraphGroups groups = triage::group_graph_nodes(graph, options.graph_group_threshold);
+  const std::set<int>& in_cycle = groups.in_cycle;
+  const std::vector<int>& group_of_node = groups.group_of_node;
+  const std::vector<std::vector<int>>& members = groups.members;
   std::ostringstream dot;
   dot << "digraph ncclscope_triage {\n"
       << "  graph [rankdir=LR, fontname=\"Helvetica\", label=" << dot_quote("ncclscope triage: " + text_of(report["verdict"]))
@@ -306,15 +287,7 @@ std::string render_triage_dot(const nlohmann::json& report, const TriageOptions&
   for (size_t g = 0; g < members.size(); ++g) {
     const json& first = nodes[members[g].front()];
     std::string role = text_of(first["role"]);
-    std::string label;
-    if (members[g].size() == 1) {
-      label = text_of(first["label"]);
-    } else {
-      std::vector<int> ranks;
-      for (int n : members[g]) ranks.push_back(nodes[n]["world_rank"].get<int>());
-      label = triage::ranks_phrase(ranks) + " (" + std::to_string(ranks.size()) + ")";
-    }
-    label = escape_for_terminal(label);
+    std::string label = escape_for_terminal(groups.label(nodes, g));
     std::string doing = text_of(first["doing"]);
     if (!doing.empty()) label += "\n" + escape_for_terminal(doing);
     std::string fill = role == "culprit" ? "#f4cccc" : role == "waiting" ? "#fff2cc"

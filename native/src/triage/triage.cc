@@ -67,8 +67,14 @@ json startup_json(const Finding& finding) {
 json communicator_json(const Job& job, size_t g) {
   const CommGroup& group = job.comms[g];
   json ranks_seen = json::array(), world_ranks = json::array(), inputs = json::array();
+  json seq_launched = json::array();  // parallel to ranks_seen: the HTML page's counter table
   for (const triage::Member& member : group.members) {
     ranks_seen.push_back(member.rank);
+    json counters = json::object();
+    const triage::CommView& view = job.comm_of(member);
+    for (int c = 0; c < triage::kNumCollectives; ++c)
+      counters[triage::kCollectiveNames[c]] = view.seq_launched[c] ? json(*view.seq_launched[c]) : json(nullptr);
+    seq_launched.push_back(counters);
     const auto& world = job.world_rank[member.process];
     world_ranks.push_back(world ? json(*world) : json(nullptr));
     inputs.push_back(job.processes[member.process].input_name);
@@ -83,6 +89,7 @@ json communicator_json(const Job& job, size_t g) {
           {"ranks_seen", ranks_seen},
           {"world_ranks", world_ranks},
           {"inputs", inputs},
+          {"seq_launched", seq_launched},
           {"missing_ranks", group.missing_ranks},
           {"duplicate_inputs", group.duplicates},
           {"warnings", group.warnings},

@@ -48,6 +48,8 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
 // Renderers are pure functions of the triage document.
 std::string render_triage_text(const nlohmann::json& report);
 std::string render_triage_dot(const nlohmann::json& report, const TriageOptions& options);
+// One self-contained HTML page (inline SVG graph, no script, no external resource): html.cc.
+std::string render_triage_html(const nlohmann::json& report);
 
 // 0 ok (any verdict), 1 partial (some inputs unusable or damaged: status "partial"), 2 nothing
 // usable / error verdict.

@@ -1,0 +1,585 @@
+// The `ncclscope.triage/1` document as one self-contained HTML page (`triage --html FILE`):
+// the verdict, the wait-for graph as inline SVG laid out here (layered, no Graphviz), a ranks x
+// communicators table of launched collectives, findings, and the stack prefix tree as
+// collapsible <details>. No script, no external resource; every string from the document
+// (much of it read from target memory) is escaped.
+#include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "triage/graph_groups.h"
+#include "triage/process_view.h"
+#include "triage/rank_set.h"
+#include "triage/triage.h"
+#include "util/strings.h"
+
+namespace nsc {
+namespace {
+
+using nlohmann::json;
+
+const json& field(const json& object, const char* key) {
+  static const json kNull;
+  if (!object.is_object()) return kNull;
+  auto found = object.find(key);
+  return found == object.end() ? kNull : *found;
+}
+
+std::string text_of(const json& value, const std::string& fallback = "") {
+  return value.is_string() ? value.get<std::string>() : fallback;
+}
+
+// Control bytes and invalid UTF-8 as \xNN (escape_for_terminal), then the HTML specials.
+std::string html(std::string_view untrusted) {
+  std::string printable = escape_for_terminal(untrusted);
+  std::string out;
+  out.reserve(printable.size());
+  for (char c : printable) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string html_of(const json& value, const std::string& fallback = "") { return html(text_of(value, fallback)); }
+
+// A count or an index: any non-negative JSON integer (signed or unsigned), else 0 / not valid.
+bool as_index(const json& value, size_t* out) {
+  if (!value.is_number_integer() || value.get<int64_t>() < 0) return false;
+  *out = static_cast<size_t>(value.get<int64_t>());
+  return true;
+}
+size_t count_of(const json& value) {
+  size_t count = 0;
+  return as_index(value, &count) ? count : 0;
+}
+
+// At most `limit` characters (UTF-8 aware) for a box in the SVG; the full text is its <title>.
+std::string shorten(const std::string& text, size_t limit) {
+  std::vector<size_t> starts;  // byte offset of each character
+  for (size_t i = 0; i < text.size(); ++i)
+    if ((static_cast<unsigned char>(text[i]) & 0xc0) != 0x80) starts.push_back(i);
+  if (starts.size() <= limit) return text;
+  return text.substr(0, starts[limit - 1]) + "\u2026";
+}
+
+std::string ranks_text(const json& ranks) {
+  std::vector<int> values;
+  for (const json& rank : ranks)
+    if (rank.is_number_integer()) values.push_back(rank.get<int>());
+  return triage::ranks_phrase(values);
+}
+
+std::string role_fill(const std::string& role) {
+  if (role == "culprit") return "#f4cccc";
+  if (role == "suspect") return "#f9cb9c";
+  if (role == "waiting") return "#fff2cc";
+  if (role == "absent") return "#eeeeee";
+  if (role == "waited-on") return "#d9ead3";
+  return "#ffffff";
+}
+
+const char kStyle[] = R"css(
+body{font-family:Helvetica,Arial,sans-serif;margin:1.5em;color:#222;max-width:90em}
+h1{font-size:1.4em;margin:0 0 .3em} h2{font-size:1.15em;margin:1.4em 0 .4em;border-bottom:1px solid #ccc}
+.verdict{display:inline-block;padding:.2em .7em;border-radius:.3em;font-weight:bold;font-size:1.2em}
+.verdict-hang{background:#f4cccc} .verdict-mismatch{background:#f9cb9c} .verdict-no-hang{background:#d9ead3}
+.verdict-incomplete{background:#fff2cc} .verdict-error{background:#cccccc}
+.summary{font-size:1.05em;line-height:1.4} .error{color:#a00}
+table{border-collapse:collapse;font-size:.9em} td,th{border:1px solid #bbb;padding:.2em .5em;text-align:left;vertical-align:top}
+th{background:#f3f3f3} td.culprit{background:#f4cccc} td.differs{background:#f9cb9c} td.none{color:#999} td.unknown{background:#eee}
+code,.frames{font-family:Menlo,Consolas,monospace;font-size:.88em}
+details{margin-left:1.2em} summary{cursor:pointer} .leaf{margin-left:2.4em}
+.who{font-weight:bold} .finding{margin:.4em 0} .kind{font-family:monospace;background:#eef;padding:0 .3em}
+svg text{font-family:Helvetica,Arial,sans-serif}
+)css";
+
+// ---- the wait-for graph as SVG: layered left (waiting) to right (waited on) ----
+
+struct Layout {
+  std::vector<int> layer;               // per drawn node
+  std::vector<std::vector<int>> order;  // per layer: drawn nodes top to bottom
+};
+
+// Longest-path layering over the drawn graph with the edges that close a cycle left out
+// (found by a depth-first search); within a layer, nodes sorted by their predecessors' rows.
+Layout layer_graph(size_t count, const std::set<std::pair<int, int>>& arcs) {
+  std::vector<std::vector<int>> out(count);
+  for (const auto& [a, b] : arcs)
+    if (a != b) out[a].push_back(b);
+  std::vector<int> state(count, 0);  // 0 new, 1 on the stack, 2 done
+  std::set<std::pair<int, int>> back;
+  for (size_t root = 0; root < count; ++root) {
+    if (state[root] != 0) continue;
+    std::vector<std::pair<int, size_t>> stack = {{static_cast<int>(root), 0}};
+    state[root] = 1;
+    while (!stack.empty()) {
+      auto& [node, next] = stack.back();
+      if (next < out[node].size()) {
+        int child = out[node][next++];
+        if (state[child] == 1) back.insert({node, child});
+        else if (state[child] == 0) {
+          state[child] = 1;
+          stack.push_back({child, 0});
+        }
+      } else {
+        state[node] = 2;
+        stack.pop_back();
+      }
+    }
+  }
+  // Longest path from the sources: a node one layer right of everything that waits on it.
+  std::vector<int> indegree(count, 0);
+  std::vector<std::vector<int>> forward(count);
+  for (const auto& [a, b] : arcs)
+    if (a != b && !back.count({a, b})) {
+      forward[a].push_back(b);
+      ++indegree[b];
+    }
+  Layout layout;
+  layout.layer.assign(count, 0);
+  std::vector<int> ready;
+  for (size_t n = 0; n < count; ++n)
+    if (indegree[n] == 0) ready.push_back(static_cast<int>(n));
+  for (size_t i = 0; i < ready.size(); ++i)
+    for (int child : forward[ready[i]]) {
+      layout.layer[child] = std::max(layout.layer[child], layout.layer[ready[i]] + 1);
+      if (--indegree[child] == 0) ready.push_back(child);
+    }
+  int layers = count == 0 ? 0 : *std::max_element(layout.layer.begin(), layout.layer.end()) + 1;
+  layout.order.resize(layers);
+  std::vector<double> row(count, 0);
+  for (int l = 0; l < layers; ++l) {
+    std::vector<std::pair<double, int>> keyed;
+    for (size_t n = 0; n < count; ++n) {
+      if (layout.layer[n] != l) continue;
+      double sum = 0;
+      int seen = 0;
+      for (const auto& [a, b] : arcs)
+        if (b == static_cast<int>(n) && a != b && layout.layer[a] < l) {
+          sum += row[a];
+          ++seen;
+        }
+      keyed.push_back({seen ? sum / seen : static_cast<double>(n) * 1e-6, static_cast<int>(n)});
+    }
+    std::stable_sort(keyed.begin(), keyed.end());
+    for (size_t i = 0; i < keyed.size(); ++i) {
+      row[keyed[i].second] = static_cast<double>(i);
+      layout.order[l].push_back(keyed[i].second);
+    }
+  }
+  return layout;
+}
+
+void render_svg(const json& graph, std::ostringstream& page) {
+  const json& nodes = field(graph, "nodes");
+  const json& edges = field(graph, "edges");
+  if (!nodes.is_array() || nodes.empty()) {
+    page << "<p>No graph: no usable input.</p>\n";
+    return;
+  }
+  triage::GraphGroups groups = triage::group_graph_nodes(graph, 64);
+  size_t count = groups.members.size();
+  // Drawn arcs (group a waits on group b) and their labels.
+  std::map<std::pair<int, int>, std::vector<std::string>> arc_labels;
+  std::map<std::pair<int, int>, bool> arc_p2p, arc_cyclic;
+  for (const json& edge : edges) {
+    std::string label = text_of(edge["label"]);
+    for (const json& from : edge["from"])
+      for (const json& to : edge["to"]) {
+        std::pair<int, int> arc{groups.group_of_node[from.get<size_t>()], groups.group_of_node[to.get<size_t>()]};
+        auto& labels = arc_labels[arc];
+        if (std::find(labels.begin(), labels.end(), label) == labels.end()) labels.push_back(label);
+        arc_p2p[arc] = arc_p2p[arc] || edge["kind"] == "p2p";
+        arc_cyclic[arc] = arc_cyclic[arc] ||
+                          (groups.in_cycle.count(from.get<int>()) && groups.in_cycle.count(to.get<int>()));
+      }
+  }
+  std::set<std::pair<int, int>> arcs;
+  for (const auto& [arc, labels] : arc_labels) arcs.insert(arc);
+  Layout layout = layer_graph(count, arcs);
+  constexpr int kBoxWidth = 250, kBoxHeight = 54, kColumnGap = 130, kRowGap = 34, kMargin = 20;
+  size_t rows = 0;
+  for (const auto& column : layout.order) rows = std::max(rows, column.size());
+  int width = kMargin * 2 + static_cast<int>(layout.order.size()) * (kBoxWidth + kColumnGap) - kColumnGap;
+  // 30 above for the legend; one row gap below for the arcs of cycle edges.
+  int height = kMargin * 2 + static_cast<int>(rows) * (kBoxHeight + kRowGap) + 30;
+  std::vector<int> x(count), y(count);
+  for (size_t l = 0; l < layout.order.size(); ++l)
+    for (size_t i = 0; i < layout.order[l].size(); ++i) {
+      x[layout.order[l][i]] = kMargin + static_cast<int>(l) * (kBoxWidth + kColumnGap);
+      y[layout.order[l][i]] = kMargin + 30 + static_cast<int>(i) * (kBoxHeight + kRowGap);
+    }
+  page << "<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"wait-graph\" width=\"" << width << "\" height=\"" << height
+       << "\" viewBox=\"0 0 " << width << " " << height
+       << "\" style=\"max-width:100%;height:auto\" role=\"img\">\n"
+       << "<title>wait-for graph</title>\n"
+       << "<defs><marker id=\"arrow\" viewBox=\"0 0 10 10\" refX=\"10\" refY=\"5\" markerWidth=\"8\" markerHeight=\"8\" "
+          "orient=\"auto-start-reverse\"><path d=\"M0,0 L10,5 L0,10 z\" fill=\"#555\"/></marker>"
+          "<marker id=\"arrow-cycle\" viewBox=\"0 0 10 10\" refX=\"10\" refY=\"5\" markerWidth=\"8\" markerHeight=\"8\" "
+          "orient=\"auto-start-reverse\"><path d=\"M0,0 L10,5 L0,10 z\" fill=\"#cc0000\"/></marker></defs>\n"
+       << "<text x=\"" << kMargin << "\" y=\"" << kMargin + 8 << "\" font-size=\"12\" fill=\"#555\">"
+       << "an arrow A \u2192 B: A waits on B</text>\n";
+  // Edges first, boxes over them.
+  for (const auto& [arc, labels] : arc_labels) {
+    auto [a, b] = arc;
+    bool cyclic = arc_cyclic[arc];
+    std::string color = cyclic ? "#cc0000" : "#555";
+    std::string marker = cyclic ? "url(#arrow-cycle)" : "url(#arrow)";
+    std::string label;
+    for (size_t i = 0; i < labels.size() && i < 3; ++i) label += (label.empty() ? "" : ", ") + labels[i];
+    if (labels.size() > 3) label += ", +" + std::to_string(labels.size() - 3);
+    std::ostringstream path;
+    int label_x = 0, label_y = 0;
+    if (a == b) {  // a group waiting on itself (alike ranks wait on each other)
+      int cx = x[a] + kBoxWidth / 2, top = y[a];
+      path << "M" << cx - 30 << "," << top << " C" << cx - 30 << "," << top - 28 << " " << cx + 30 << ","
+           << top - 28 << " " << cx + 30 << "," << top;
+      label_x = cx;
+      label_y = top - 24;
+    } else if (layout.layer[a] < layout.layer[b]) {
+      int x1 = x[a] + kBoxWidth, y1 = y[a] + kBoxHeight / 2, x2 = x[b], y2 = y[b] + kBoxHeight / 2;
+      path << "M" << x1 << "," << y1 << " C" << x1 + kColumnGap / 2 << "," << y1 << " " << x2 - kColumnGap / 2 << ","
+           << y2 << " " << x2 << "," << y2;
+      label_x = (x1 + x2) / 2;
+      label_y = (y1 + y2) / 2 - 4;
+    } else {  // back or same-layer edge (a cycle): around below the boxes
+      int x1 = x[a] + kBoxWidth / 2, y1 = y[a] + kBoxHeight, x2 = x[b] + kBoxWidth / 2, y2 = y[b] + kBoxHeight;
+      int dip = std::max(y1, y2) + kRowGap - 6;
+      path << "M" << x1 << "," << y1 << " C" << x1 << "," << dip << " " << x2 << "," << dip << " " << x2 << "," << y2;
+      label_x = (x1 + x2) / 2;
+      label_y = dip - 2;
+    }
+    page << "<g class=\"edge\"><path d=\"" << path.str() << "\" fill=\"none\" stroke=\"" << color
+         << "\" stroke-width=\"" << (cyclic ? 2 : 1.3) << "\"" << (arc_p2p[arc] ? " stroke-dasharray=\"6,4\"" : "")
+         << " marker-end=\"" << marker << "\"/><text x=\"" << label_x << "\" y=\"" << label_y
+         << "\" font-size=\"11\" text-anchor=\"middle\" fill=\"" << color << "\">" << html(shorten(label, 40))
+         << "</text></g>\n";
+  }
+  for (size_t g = 0; g < count; ++g) {
+    const json& first = nodes[groups.members[g].front()];
+    std::string role = text_of(first["role"]);
+    std::string label = groups.label(nodes, g), doing = text_of(first["doing"]);
+    bool cyclic = groups.in_cycle.count(groups.members[g].front()) > 0;
+    page << "<g class=\"node role-" << html(role) << "\"><title>" << html(label + " [" + role + "]: " + doing)
+         << "</title><rect x=\"" << x[g] << "\" y=\"" << y[g] << "\" width=\"" << kBoxWidth << "\" height=\""
+         << kBoxHeight << "\" rx=\"8\" fill=\"" << role_fill(role) << "\" stroke=\"" << (cyclic ? "#cc0000" : "#666")
+         << "\" stroke-width=\"" << (cyclic ? 2 : 1) << "\"" << (role == "absent" ? " stroke-dasharray=\"5,3\"" : "")
+         << "/><text x=\"" << x[g] + 8 << "\" y=\"" << y[g] + 20 << "\" font-size=\"13\" font-weight=\"bold\">"
+         << html(shorten(label + (role.empty() ? "" : " \u00b7 " + role), 34)) << "</text><text x=\"" << x[g] + 8
+         << "\" y=\"" << y[g] + 40 << "\" font-size=\"11\">" << html(shorten(doing, 40)) << "</text></g>\n";
+  }
+  page << "</svg>\n";
+  if (groups.members.size() < nodes.size())
+    page << "<p>" << nodes.size() << " nodes drawn as " << count
+         << " boxes: ranks in the same situation (role, activity, edges) share one.</p>\n";
+}
+
+// ---- ranks x communicators: launched collectives ----
+
+std::string counters_text(const json& counters, bool* unknown) {
+  std::string text;
+  *unknown = false;
+  if (!counters.is_object()) return "";
+  // NCCL's order (ncclFunc_t), then any name a later schema adds.
+  std::vector<std::string> names(triage::kCollectiveNames, triage::kCollectiveNames + triage::kNumCollectives);
+  for (const auto& [name, value] : counters.items())
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  for (const std::string& name : names) {
+    if (!counters.contains(name)) continue;
+    const json& value = counters[name];
+    if (value.is_null()) *unknown = true;
+    else if (value.is_number_integer() && value.get<int64_t>() != 0)
+      text += (text.empty() ? "" : ", ") + name + " " + std::to_string(value.get<int64_t>());
+  }
+  if (*unknown) text += (text.empty() ? "" : ", ") + std::string("some unavailable");
+  return text.empty() ? "none" : text;
+}
+
+void render_counter_table(const json& report, std::ostringstream& page) {
+  const json& comms = field(report, "communicators");
+  if (!comms.is_array() || comms.empty()) {
+    page << "<p>No communicator was decoded.</p>\n";
+    return;
+  }
+  // Rows: processes by world rank (else input name); columns: communicators.
+  struct Row {
+    bool has_world = false;
+    int world = 0;
+    std::string input;
+  };
+  std::map<std::string, Row> rows;  // keyed by input name
+  for (const json& comm : comms) {
+    const json& inputs = field(comm, "inputs");
+    const json& world = field(comm, "world_ranks");
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      Row& row = rows[text_of(inputs[i])];
+      row.input = text_of(inputs[i]);
+      if (i < world.size() && world[i].is_number_integer()) {
+        row.has_world = true;
+        row.world = world[i].get<int>();
+      }
+    }
+  }
+  std::vector<const Row*> ordered;
+  for (const auto& [name, row] : rows) ordered.push_back(&row);
+  std::stable_sort(ordered.begin(), ordered.end(), [](const Row* a, const Row* b) {
+    if (a->has_world != b->has_world) return a->has_world;
+    return a->has_world && a->world != b->world ? a->world < b->world : a->input < b->input;
+  });
+  // Per communicator: input -> (its own rank, counters text); a strict majority's text is the norm.
+  std::vector<std::map<std::string, std::pair<int, std::string>>> cells(comms.size());
+  std::vector<std::map<std::string, bool>> unknown(comms.size());
+  std::vector<std::string> norm(comms.size());
+  std::vector<std::set<int>> culprits(comms.size());  // comm ranks a finding blames
+  std::vector<bool> telling(comms.size(), false);     // a finding that explains or blames
+  for (size_t c = 0; c < comms.size(); ++c) {
+    const json& inputs = field(comms[c], "inputs");
+    const json& ranks = field(comms[c], "ranks_seen");
+    const json& launched = field(comms[c], "seq_launched");
+    std::map<std::string, size_t> votes;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      bool missing_value = false;
+      std::string text = i < launched.size() ? counters_text(launched[i], &missing_value) : "";
+      int rank = i < ranks.size() && ranks[i].is_number_integer() ? ranks[i].get<int>() : -1;
+      cells[c][text_of(inputs[i])] = {rank, text};
+      unknown[c][text_of(inputs[i])] = missing_value || text.empty();
+      ++votes[text];
+    }
+    for (const auto& [text, n] : votes)
+      if (2 * n > inputs.size()) norm[c] = text;  // a tie (2 ranks) has none
+    for (const json& finding : field(comms[c], "findings")) {
+      for (const json& rank : field(finding, "culprit_comm_ranks"))
+        if (rank.is_number_integer()) culprits[c].insert(rank.get<int>());
+      telling[c] = telling[c] || field(finding, "explains_hang") == true || !field(finding, "culprit_comm_ranks").empty();
+    }
+  }
+  auto cell_class = [&](size_t c, const std::string& input) -> std::string {
+    auto found = cells[c].find(input);
+    if (found == cells[c].end()) return "none";
+    const auto& [rank, text] = found->second;
+    if (culprits[c].count(rank)) return "culprit";
+    if (unknown[c][input]) return "unknown";
+    return !norm[c].empty() && text != norm[c] ? "differs" : "";
+  };
+  // Thousands of ranks in hundreds of communicators (TP x PP x DP): the world and the
+  // communicators with a telling finding first, then the rest in order, up to kMaxColumns;
+  // rows whose cells stand out first, then the others in rank order, up to kMaxRows.
+  constexpr size_t kMaxColumns = 24, kMaxRows = 512;
+  std::vector<size_t> columns;
+  for (int pass = 0; pass < 3; ++pass)
+    for (size_t c = 0; c < comms.size() && columns.size() < kMaxColumns; ++c) {
+      bool world = field(comms[c], "is_world") == true;
+      bool take = pass == 0 ? world : pass == 1 ? !world && telling[c] : !world && !telling[c];
+      if (take) columns.push_back(c);
+    }
+  std::sort(columns.begin(), columns.end());
+  std::vector<const Row*> shown;
+  std::vector<bool> picked(ordered.size(), false);
+  for (int pass = 0; pass < 2; ++pass)
+    for (size_t r = 0; r < ordered.size() && shown.size() < kMaxRows; ++r) {
+      if (picked[r]) continue;
+      bool stands_out = false;
+      for (size_t c : columns) {
+        std::string cls = cell_class(c, ordered[r]->input);
+        stands_out = stands_out || (!cls.empty() && cls != "none");
+      }
+      if (pass == 1 || stands_out) {
+        picked[r] = true;
+        shown.push_back(ordered[r]);
+      }
+    }
+  std::vector<const Row*> display;
+  for (size_t r = 0; r < ordered.size(); ++r)
+    if (picked[r]) display.push_back(ordered[r]);
+  page << "<table id=\"launched\">\n<tr><th>rank</th><th>input</th>";
+  for (size_t c : columns) {
+    const json& comm = comms[c];
+    std::string head = text_of(comm["comm_hash"]);
+    if (field(comm, "is_world") == true) head += " (world)";
+    const json& pg = field(comm, "process_group");
+    if (pg.is_object()) head += " pg " + text_of(pg["desc"]) + " " + text_of(pg["name"]);
+    page << "<th>" << html(head) << "</th>";
+  }
+  page << "</tr>\n";
+  for (const Row* row : display) {
+    page << "<tr><td>" << (row->has_world ? std::to_string(row->world) : "?") << "</td><td>" << html(row->input) << "</td>";
+    for (size_t c : columns) {
+      std::string cls = cell_class(c, row->input);
+      if (cls == "none") {
+        page << "<td class=\"none\">not a member</td>";
+        continue;
+      }
+      const auto& [rank, text] = cells[c].find(row->input)->second;
+      page << "<td" << (cls.empty() ? "" : " class=\"" + cls + "\"") << ">";
+      if (!row->has_world || rank != row->world) page << "comm rank " << rank << ": ";
+      page << html(text.empty() ? "not in the document" : text) << "</td>";
+    }
+    page << "</tr>\n";
+  }
+  page << "</table>\n";
+  if (columns.size() < comms.size() || display.size() < ordered.size())
+    page << "<p id=\"launched-cut\">Shown: " << display.size() << " of " << ordered.size() << " ranks (those whose cells "
+         << "stand out first), " << columns.size() << " of " << comms.size()
+         << " communicators (the world's and those with a finding that explains the hang or blames a rank first); "
+            "--json has them all.</p>\n";
+  page << "<p>Collectives each rank launched on each communicator (NCCL's seqNumber: launches, not "
+          "completions). Red: a rank a finding blames on that communicator; orange: counters that differ "
+          "from what most of its ranks launched; grey: a counter the input could not read.</p>\n";
+}
+
+// ---- findings, stacks, inputs ----
+
+// A communicator whose findings neither explain the hang nor name a rank (no-hang-evident,
+// in-flight-consistent, counters-unavailable...): one line each, folded when there are many.
+bool quiet_communicator(const json& comm) {
+  for (const json& finding : field(comm, "findings"))
+    if (field(finding, "explains_hang") == true || !field(finding, "culprit_ranks").empty() ||
+        !field(finding, "waiting_ranks").empty())
+      return false;
+  return field(comm, "warnings").empty() && field(comm, "missing_ranks").empty();
+}
+
+void render_findings(const json& report, std::ostringstream& page) {
+  std::vector<const json*> quiet;
+  for (const json& comm : field(report, "communicators"))
+    if (quiet_communicator(comm)) quiet.push_back(&comm);
+  bool fold = quiet.size() > 8;
+  for (const json& comm : field(report, "communicators")) {
+    if (fold && quiet_communicator(comm)) continue;
+    std::string nranks = comm["nranks"].is_number_integer() ? std::to_string(comm["nranks"].get<int>()) : "?";
+    page << "<h3><code>" << html_of(comm["comm_hash"]) << "</code>" << (field(comm, "is_world") == true ? " (world)" : "")
+         << ": " << html(nranks) << " ranks, inputs hold " << html(ranks_text(comm["ranks_seen"])) << ", missing "
+         << html(comm["missing_ranks"].empty() ? std::string("none") : ranks_text(comm["missing_ranks"])) << "</h3>\n";
+    for (const json& warning : field(comm, "warnings")) page << "<p class=\"error\">warning: " << html_of(warning) << "</p>\n";
+    for (const json& finding : field(comm, "findings")) {
+      page << "<div class=\"finding\"><span class=\"kind\">" << html_of(finding["kind"]) << "</span> ";
+      if (finding["collective"].is_string()) page << html_of(finding["collective"]);
+      if (finding["seq"].is_number_integer()) page << " #" << finding["seq"].get<int64_t>();
+      if (!field(finding, "waiting_ranks").empty()) page << "; waiting: " << html(ranks_text(finding["waiting_ranks"]));
+      if (!field(finding, "culprit_ranks").empty()) page << "; culprit: " << html(ranks_text(finding["culprit_ranks"]));
+      page << "<ul>";
+      for (const json& evidence : field(finding, "evidence")) page << "<li>" << html_of(evidence) << "</li>";
+      page << "</ul></div>\n";
+    }
+  }
+  if (!fold) return;
+  page << "<details id=\"quiet-communicators\"><summary>" << quiet.size()
+       << " more communicators where no rank waits (their findings, one line each)</summary>\n<ul>";
+  for (const json* comm : quiet) {
+    std::string kinds;
+    for (const json& finding : field(*comm, "findings")) kinds += (kinds.empty() ? "" : ", ") + text_of(finding["kind"]);
+    page << "<li><code>" << html_of((*comm)["comm_hash"]) << "</code>: ranks " << html(ranks_text((*comm)["ranks_seen"]))
+         << ": " << html(kinds.empty() ? std::string("no finding") : kinds) << "</li>";
+  }
+  page << "</ul></details>\n";
+}
+
+void render_tree(const json& node, int depth, std::ostringstream& page) {
+  // A chain of single children with the same ranks and thread count reads as one line.
+  std::string frames = text_of(node["frame"]);
+  const json* current = &node;
+  while (field(*current, "children").size() == 1) {
+    const json& child = (*current)["children"][0];
+    if (child["rank_set"] != (*current)["rank_set"] || child["threads"] != (*current)["threads"]) break;
+    frames += " > " + text_of(child["frame"]);
+    current = &child;
+  }
+  std::string set = text_of(node["rank_set"]);
+  size_t threads = count_of(field(node, "threads")), nranks = count_of(field(node, "nranks"));
+  std::string who = set.empty() ? "no rank" : (nranks == 1 ? "rank " : "ranks ") + set;
+  std::string head = "<span class=\"who\">" + html(who) + "</span> (" + std::to_string(threads) + " thread" +
+                     (threads == 1 ? "" : "s") + "): <span class=\"frames\">" + html(frames) + "</span>";
+  const json& children = field(*current, "children");
+  if (children.empty() || depth >= 40) {
+    page << "<div class=\"leaf\">" << head << "</div>\n";
+    return;
+  }
+  page << "<details class=\"tree\"" << (depth < 2 ? " open" : "") << "><summary>" << head << "</summary>\n";
+  for (const json& child : children) render_tree(child, depth + 1, page);
+  page << "</details>\n";
+}
+
+void render_stacks(const json& report, std::ostringstream& page) {
+  const json& classes = field(report, "stack_classes");
+  page << "<h3>Each rank's application thread</h3>\n<ul>";
+  for (const json& entry : field(classes, "principal")) {
+    std::string who = entry["ranks"].empty() ? "" : ranks_text(entry["ranks"]);
+    for (const json& input : field(entry, "inputs")) who += (who.empty() ? "" : ", ") + text_of(input);
+    page << "<li><span class=\"who\">" << html(who) << "</span>: " << html_of(entry["description"]) << "</li>";
+  }
+  page << "</ul>\n<h3>All threads (prefix tree, outermost frame first)</h3>\n";
+  if (field(classes, "tree").is_object()) render_tree(classes["tree"], 0, page);
+}
+
+void render_inputs(const json& report, std::ostringstream& page) {
+  page << "<table id=\"inputs\">\n<tr><th>input</th><th>kind</th><th>status</th><th>world rank</th><th>pid</th>"
+          "<th>host</th><th>NCCL</th><th>problems</th></tr>\n";
+  for (const json& input : field(report, "inputs")) {
+    auto cell = [&](const char* key) {
+      const json& value = field(input, key);
+      return value.is_string() ? html(value.get<std::string>()) : value.is_number() ? value.dump() : std::string();
+    };
+    std::string problems;
+    for (const json& problem : field(input, "problems")) problems += (problems.empty() ? "" : "; ") + text_of(problem);
+    if (field(input, "error").is_string()) problems += (problems.empty() ? "" : "; ") + text_of(input["error"]);
+    page << "<tr><td>" << cell("name") << "</td><td>" << cell("kind") << "</td><td>" << cell("status") << "</td><td>"
+         << cell("world_rank") << "</td><td>" << cell("pid") << "</td><td>" << cell("hostname") << "</td><td>"
+         << cell("nccl_version") << "</td><td>" << html(problems) << "</td></tr>\n";
+  }
+  page << "</table>\n";
+}
+
+}  // namespace
+
+std::string render_triage_html(const nlohmann::json& report) {
+  std::string verdict = text_of(field(report, "verdict"), "error");
+  std::ostringstream page;
+  page << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+       << "<meta name=\"generator\" content=\"ncclscope " << html_of(field(field(report, "tool"), "version"))
+       << "\">\n<title>ncclscope triage: " << html(verdict) << "</title>\n<style>" << kStyle << "</style>\n</head>\n<body>\n"
+       << "<h1>ncclscope triage</h1>\n<p><span id=\"verdict\" class=\"verdict verdict-" << html(verdict) << "\">"
+       << html(verdict) << "</span></p>\n<p id=\"summary\" class=\"summary\">" << html_of(field(report, "summary"))
+       << "</p>\n";
+  const json& culprits = field(report, "culprit_ranks");
+  const json& suspects = field(report, "suspect_ranks");
+  if (culprits.is_array() && !culprits.empty())
+    page << "<p id=\"culprits\">Culprit " << html(ranks_text(culprits)) << "</p>\n";
+  if (suspects.is_array() && !suspects.empty())
+    page << "<p id=\"suspects\">Suspect " << html(ranks_text(suspects)) << "</p>\n";
+  for (const json& error : field(report, "errors"))
+    page << "<p class=\"error\">error: " << html_of(field(error, "message")) << "</p>\n";
+  page << "<section id=\"graph\">\n<h2>Wait-for graph</h2>\n";
+  render_svg(field(report, "graph"), page);
+  for (const json& reason : field(field(report, "graph"), "blame")) {
+    std::vector<std::string> labels;
+    size_t index = 0;
+    for (const json& id : field(reason, "nodes"))
+      if (as_index(id, &index) && index < report["graph"]["nodes"].size())
+        labels.push_back(text_of(report["graph"]["nodes"][index]["label"]));
+    std::string who;
+    for (const std::string& label : labels) who += (who.empty() ? "" : ", ") + label;
+    page << "<p>" << html(text_of(reason["kind"]) == "skipped" || text_of(reason["kind"]) == "skipped-in-cycle" ? "culprit"
+                                                                                                                : "suspect")
+         << " " << html(who) << ": " << html_of(reason["rule"]) << "</p>\n";
+  }
+  page << "</section>\n<section id=\"counters\">\n<h2>Launched collectives (ranks \u00d7 communicators)</h2>\n";
+  render_counter_table(report, page);
+  page << "</section>\n<section id=\"findings\">\n<h2>Findings</h2>\n";
+  render_findings(report, page);
+  page << "</section>\n<section id=\"stacks\">\n<h2>Stacks</h2>\n";
+  render_stacks(report, page);
+  page << "</section>\n<section id=\"input-list\">\n<h2>Inputs</h2>\n";
+  render_inputs(report, page);
+  page << "</section>\n</body>\n</html>\n";
+  return page.str();
+}
+
+}  // namespace nsc
