@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """corefiles/<scenario>/ from one library's capture of scripts/device-nccl-versions.sh (issue 17).
 
-  scripts/build_version_corefiles.py PACK_DIR SCENARIO [--stripped]
+  scripts/build_version_corefiles.py PACK_DIR SCENARIO [--stripped] [--executable bin/NAME.xz]
 
 PACK_DIR is one library's folder of nccl-versions.tar.xz (pack/hang-v2.29.7, pack/system): the
 slices, `state --json` of each FULL core decoded on the GPU machine with that build's own DWARF
@@ -11,7 +11,9 @@ program's own record (comm address, rank, nranks, collectives launched); a disag
 --stripped: the library has no DWARF (the machine's system libnccl): its copy without code
 (libnccl.so.2.min: build-id, .rodata, .dynsym) goes with the cores, the layout is the header
 profile, and the expected values come from the full core decoded with that header profile,
-checked against the ground truth alone.
+checked against the ground truth alone. The min copy goes with every scenario's cores (the
+stripped path of tests/cli/layout_headers_test.sh decodes each through it and the header profile).
+--executable: the carried scenario binary the capture ran (corefiles/bin/, named by its sha1 prefix).
 """
 import argparse
 import json
@@ -22,7 +24,7 @@ import subprocess
 import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-EXECUTABLE = "bin/nccl_hang_scenarios.c397d96595a2.xz"  # the carried scenario binary
+EXECUTABLE = "bin/nccl_hang_scenarios.c397d96595a2.xz"  # the carried scenario binary of the first captures
 COMPARED = ["comm_hash", "rank", "nranks", "cuda_dev", "coll_op_count", "seq_launched"]
 
 
@@ -34,8 +36,11 @@ def ground_truth(path):
 def library_facts(pack):
     text = open(os.path.join(pack, "library.txt")).read()
     build_id = re.search(r"Build ID: ([0-9a-f]+)", text).group(1)
-    version = re.search(r"NCCL version ([0-9.]+)", text).group(1)
-    return build_id, version
+    found = re.search(r"NCCL version ([0-9]+\.[0-9]+\.[0-9]+)", text)
+    if found is None:  # 2.30.7 prints no version string: the profile extraction's log names it
+        found = re.search(r"NCCL ([0-9]+\.[0-9]+\.[0-9]+), build-id " + build_id,
+                          open(os.path.join(pack, "extract.log")).read())
+    return build_id, found.group(1)
 
 
 def expected_comms(state, truth, subject):
@@ -48,6 +53,10 @@ def expected_comms(state, truth, subject):
         for key in ("rank", "nranks"):
             if comm[key] != known[key]:
                 sys.exit(f"{subject}: {key} {comm[key]} != ground truth {known[key]}")
+        if "seq_launched" in comm.get("unavailable", {}):  # before 2.23: no seqNumber[], the op count
+            if comm["coll_op_count"] != sum(known["launched"].values()):
+                sys.exit(f"{subject}: coll_op_count {comm['coll_op_count']} != launched {known['launched']}")
+            known = dict(known, launched={})
         for func, count in known["launched"].items():
             if comm["seq_launched"].get(func) != count:
                 sys.exit(f"{subject}: seq_launched {func} {comm['seq_launched'].get(func)} != launched {count}")
@@ -65,7 +74,9 @@ def main():
     parser.add_argument("pack")
     parser.add_argument("scenario")
     parser.add_argument("--stripped", action="store_true")
+    parser.add_argument("--executable", default=EXECUTABLE)
     args = parser.parse_args()
+    executable = args.executable
     build_id, version = library_facts(args.pack)
     out = os.path.join(REPO, "corefiles", args.scenario)
     os.makedirs(out, exist_ok=True)
@@ -94,15 +105,15 @@ def main():
                  "ground truth" % version) if args.stripped else
                 ("NCCL %s built from its tag on the GPU machine; expected values: `state --json` of the "
                  "full core with that build's DWARF, checked against the program's ground truth" % version),
-        "executable": EXECUTABLE, "executable_sha1_12": EXECUTABLE.split(".")[1],
+        "executable": executable, "executable_sha1_12": executable.split(".")[-2],
         "expected_culprit_rank": skip["expected_culprit_rank"], "hang_collective": skip["hang_collective"],
         "verified_with": "the build's DWARF on the GPU machine + the program's ground truth" if not args.stripped
                          else "the program's ground truth (no DWARF exists for this build)",
         "triage": skip["triage"], "ranks": ranks,
     }
+    with open(os.path.join(out, "libnccl.so.2.min.xz"), "wb") as sink:
+        subprocess.run(["xz", "-9e", "-c", os.path.join(args.pack, "libnccl.so.2.min")], stdout=sink, check=True)
     if args.stripped:
-        with open(os.path.join(out, "libnccl.so.2.min.xz"), "wb") as sink:
-            subprocess.run(["xz", "-9e", "-c", os.path.join(args.pack, "libnccl.so.2.min")], stdout=sink, check=True)
         expected["libnccl"] = "libnccl.so.2.min.xz"
     else:
         shutil.copy(os.path.join(args.pack, "build-profile.json"),

@@ -164,15 +164,28 @@ check "directory: the dangling link is listed as unusable" json_check "$work/dir
 check "directory: the real inputs are still used" json_check "$work/dir.json" \
   'len([i for i in d["inputs"] if i["status"] in ("ok", "partial")]) == 2'
 
-# --- 9. a --profile-path profile with the target's build-id beats a mismatching solib file
+# --- 9. a --profile-path profile with the target's build-id beats a mismatching solib file.
+# A file of the target's build-id among the candidates is preferred (issue 17), so the real
+# mismatch needs a core whose recorded library is nowhere here: NCCL 2.27.7's, built on the GPU
+# machine under /tmp/nccl-versions (its build-id profile, from that build's DWARF, is the right one).
 mkdir -p "$work/wronglib" "$work/rightprofiles"
 cp "$build/fixtures/fakelib/libnccl.so.2" "$work/wronglib/libnccl.so.2"  # another build-id
-cp "$profile" "$work/rightprofiles/"
-"$cli" state --core "$work/rank0.core" --solib-search-path "$work/wronglib" --profile-path "$work/rightprofiles" \
-  --json > "$work/solib.json" 2> "$work/solib.err"; rc=$?
+other=$src/corefiles/skip-collective-nccl2.27.7
+other_id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["libnccl_build_id"])' "$other/expected.json")
+cp "$src/native/profiles/$other_id.json" "$work/rightprofiles/"
+xz -dc "$other/rank0.core.xz" > "$work/other.core"
+NCCLSCOPE_NO_SHIPPED_PROFILES=1 "$cli" state --core "$work/other.core" --solib-search-path "$work/wronglib" \
+  --profile-path "$work/rightprofiles" --json > "$work/solib.json" 2> "$work/solib.err"; rc=$?
 check "mismatching solib file + matching --profile-path: decoded (exit $rc)" test "$rc" -le 1
 check "... with the profile, and the set-aside file said" json_check "$work/solib.json" \
   'd["nccl"]["layout_source"].startswith("profile:") and len(d["communicators"]) >= 1 and any(w["kind"] == "library" and "build-id mismatch" in w["reason"] for w in d["warnings"])'
+# 9b. The same wrong file first, a directory holding the real 2.28.9 after it: the matching one.
+if [ -r "$real_lib" ]; then
+  "$cli" state --core "$work/rank0.core" --no-stacks --solib-search-path "$work/wronglib:$(dirname "$real_lib")" --json \
+    > "$work/prefer.json" 2> /dev/null
+  check "wrong file first, the target's build-id in the next directory: that one, no mismatch" json_check \
+    "$work/prefer.json" 'd["nccl"]["local_file"] == "'"$real_lib"'" and d["nccl"]["build_id_mismatch"] is False and not any("build-id mismatch" in w["reason"] for w in d["warnings"])'
+fi
 
 # --- 10. --no-stacks is labelled as such
 "$cli" state --core "$work/rank0.core" --no-stacks > "$work/nostacks.txt" 2>&1

@@ -110,7 +110,7 @@ PY
     version_cores=$((version_cores + 1))
   done
 done
-check "real cores of other NCCL versions decoded through the stripped path ($version_cores)" test "$version_cores" -ge 6
+check "real cores of other NCCL versions decoded through the stripped path ($version_cores)" test "$version_cores" -ge 12
 
 # 3. Sizes that do not fit: ncclComm 8 bytes larger, endMagic 8 bytes later. Refused, both sizes.
 python3 - "$headers_profile" "$work/bad/nccl-2.28.9.headers.json" <<'PY'

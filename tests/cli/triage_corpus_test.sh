@@ -84,6 +84,9 @@ expected = {
     "skip-collective-recorder": ("hang", [1], "missing-collective", "AllReduce", 4),
     "cross-stream-recorder": ("hang", [1], "missing-collective", "AllGather", 4),
     "mismatched-count-recorder": ("mismatch", [], "count-mismatch", "AllReduce", 4),
+    # NCCL 2.21.5 has no seqNumber[] (2.23 added it): launched counters are unavailable and triage
+    # says so instead of naming rank 1 (the program's culprit); coll_op_count is not compared yet.
+    "skip-collective-nccl2.21.5": ("incomplete", [], "counters-unavailable", None, None),
 }
 if scenario not in expected:
     truths = [json.load(open(p)) for p in glob.glob(os.path.join(directory, "*ground_truth.json"))]

@@ -49,14 +49,24 @@ std::string mismatch_text(const ResolvedLibrary& library) {
          basename_of(library.path_in_target) + " has build-id " + library.build_id_in_target;
 }
 
-// The first candidate that exists wins, as in gdb; then its build-id is checked.
+// Among the candidates that exist, the first whose build-id is the target's wins (two libraries
+// of one basename in different directories, issue 17: each finds its own file); without one, the
+// first that exists, as in gdb, and its build-id mismatch is reported below.
 void choose_local_file(const Target& target, const LibrarySearch& options,
                        ResolvedLibrary* library) {
   for (const std::string& candidate : library->candidates_tried) {
     if (access(candidate.c_str(), R_OK) != 0) continue;
-    library->local_path = candidate;
-    library->build_id_of_file = build_id_of_file(candidate).value_or("");
-    break;
+    std::string id = build_id_of_file(candidate).value_or("");
+    if (library->local_path.empty()) {
+      library->local_path = candidate;
+      library->build_id_of_file = id;
+    }
+    if (library->build_id_in_target.empty()) break;  // nothing to match: the first, unchecked
+    if (!id.empty() && id == library->build_id_in_target) {
+      library->local_path = candidate;
+      library->build_id_of_file = id;
+      break;
+    }
   }
   if (library->local_path.empty()) {
     std::string tried;
