@@ -51,10 +51,14 @@ std::string mismatch_text(const ResolvedLibrary& library) {
 
 // Among the candidates that exist, the first whose build-id is the target's wins (two libraries
 // of one basename in different directories, issue 17: each finds its own file); without one, the
-// first that exists, as in gdb, and its build-id mismatch is reported below.
+// first that exists, as in gdb, and its build-id mismatch is reported below. The last candidate
+// (the path recorded in the target) is only a fallback: used when no earlier one exists.
 void choose_local_file(const Target& target, const LibrarySearch& options,
                        ResolvedLibrary* library) {
-  for (const std::string& candidate : library->candidates_tried) {
+  const std::vector<std::string>& candidates = library->candidates_tried;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const std::string& candidate = candidates[i];
+    if (i + 1 == candidates.size() && !library->local_path.empty()) break;
     if (access(candidate.c_str(), R_OK) != 0) continue;
     std::string id = build_id_of_file(candidate).value_or("");
     if (library->local_path.empty()) {
@@ -63,6 +67,9 @@ void choose_local_file(const Target& target, const LibrarySearch& options,
     }
     if (library->build_id_in_target.empty()) break;  // nothing to match: the first, unchecked
     if (!id.empty() && id == library->build_id_in_target) {
+      if (library->local_path != candidate)
+        library->warning = library->local_path + " set aside (build-id " + library->build_id_of_file +
+                           " is not the target's): used " + candidate + ", whose build-id matches";
       library->local_path = candidate;
       library->build_id_of_file = id;
       break;
