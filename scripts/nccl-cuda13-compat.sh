@@ -35,10 +35,14 @@ PINNED_VERSIONS="cuCtxCreate=11040 cuCtxDestroy=4000 cuCtxGetCurrent=4000 cuCtxG
   cuMulticastBindAddr=12010 cuMulticastBindMem=12010 cuMulticastCreate=12010
   cuMulticastGetGranularity=12010 cuMulticastUnbind=12010 cuPointerGetAttribute=4000"
 [ -f "$src/makefiles/common.mk" ] || { echo "nccl-cuda13-compat: $src is not an NCCL source tree" >&2; exit 2; }
-if grep -q 'PFN_##symbol##_v##version' "$src/src/include/cudawrap.h"; then
-  echo "nccl-cuda13-compat: $src already names versioned entry points (NCCL 2.27+): nothing to do" >&2
+minor=$(sed -n 's/^NCCL_MINOR *:= *//p' "$src/makefiles/version.mk")
+if [ "${minor:-0}" -ge 27 ]; then
+  echo "nccl-cuda13-compat: $src is NCCL 2.$minor: builds with CUDA 13 as it is" >&2
   exit 0
 fi
+# 2.18-2.20 already load versioned entry points (cuGetProcAddress, PFN_cuX_vN); 2.21-2.26 do not.
+unversioned=1
+grep -q 'PFN_##symbol##_v##version' "$src/src/include/cudawrap.h" && unversioned=0
 
 {
   echo '// Written by ncclscope scripts/nccl-cuda13-compat.sh: NCCL < 2.27 on CUDA 13.'
@@ -85,10 +89,10 @@ grep -q ncclscope_cuda13_compat "$src/makefiles/common.mk" ||
     "$(realpath "$shim")" "$(realpath "$shim")" >> "$src/makefiles/common.mk"
 # CUDA 13's headers need C++17.
 sed -i 's/-std=c++1[14]/-std=c++17/g' "$src/makefiles/common.mk"
-# Load each entry point at its pinned ABI version.
-sed -i 's/cudaGetDriverEntryPoint(#symbol, (void \*\*) (&pfn_##symbol), cudaEnableDefault/cudaGetDriverEntryPointByVersion(#symbol, (void **) (\&pfn_##symbol), ncclscope_pfn_version_##symbol, cudaEnableDefault/' \
+# Load each entry point at its pinned ABI version (2.21-2.26).
+[ $unversioned = 1 ] && sed -i 's/cudaGetDriverEntryPoint(#symbol, (void \*\*) (&pfn_##symbol), cudaEnableDefault/cudaGetDriverEntryPointByVersion(#symbol, (void **) (\&pfn_##symbol), ncclscope_pfn_version_##symbol, cudaEnableDefault/' \
   "$src/src/misc/cudawrap.cc"
-grep -q 'cudaGetDriverEntryPointByVersion(#symbol' "$src/src/misc/cudawrap.cc" ||
+[ $unversioned = 0 ] || grep -q 'cudaGetDriverEntryPointByVersion(#symbol' "$src/src/misc/cudawrap.cc" ||
   { echo "nccl-cuda13-compat: $src/src/misc/cudawrap.cc: LOAD_SYM not recognised" >&2; exit 3; }
 printf '// Emptied by ncclscope scripts/nccl-cuda13-compat.sh: CUDA 13 has these functions.\n' \
   > "$src/src/enhcompat.cc"
