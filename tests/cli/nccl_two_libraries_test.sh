@@ -57,7 +57,7 @@ check "two libraries live: each comm decoded with its own library's layout" chec
 check "two libraries text: the libraries listed" grep -q "^libraries  2 libnccl mapped" "$work/live.txt"
 check "two libraries text: each comm's library" grep -q "^  library    lib [01]  2.30.7  $lib_b" "$work/live.txt"
 if command -v gdb > /dev/null && [ -f "$build/lib/libncclscope.so" ]; then
-  NCCLSCOPE_LIB=$build/lib/libncclscope.so timeout 120 gdb -nx -batch -iex "source $src/gdbext/ncclscope-gdb.py" \
+  NCCLSCOPE_LIB=$build/lib/libncclscope.so timeout 120 ${NCCLSCOPE_TEST_GDB:-gdb} -nx -batch -iex "source $src/gdbext/ncclscope-gdb.py" \
     -p "$FIXTURE_PID" -ex nccl-state > "$work/gdb.txt" 2>&1
   check "two libraries gdb nccl-state: both libraries listed" grep -q "^2 libnccl mapped:" "$work/gdb.txt"
   check "two libraries gdb nccl-state: each comm's library" test "$(grep -c '^#[01]  lib [01]  0x' "$work/gdb.txt")" = 2
