@@ -60,6 +60,7 @@ done
   --solib-search-path "$work/lib-2.28.9:$work/lib-2.26.2" > "$work/triage.json" 2> "$work/triage.err"
 rc=$?
 check "triage exit $rc (0 or 1)" test "$rc" -le 1
+check "triage: both inputs read whole, no library set aside as a problem (exit 0)" test "$rc" -eq 0
 check "triage: rank 1 culprit on comm b, none on comm a" python3 - "$work/triage.json" \
   "$dir/rank0.ground_truth.json" "$work/state0.json" <<'PY'
 import json, sys

@@ -67,9 +67,6 @@ void choose_local_file(const Target& target, const LibrarySearch& options,
     }
     if (library->build_id_in_target.empty()) break;  // nothing to match: the first, unchecked
     if (!id.empty() && id == library->build_id_in_target) {
-      if (library->local_path != candidate)
-        library->warning = library->local_path + " set aside (build-id " + library->build_id_of_file +
-                           " is not the target's): used " + candidate + ", whose build-id matches";
       library->local_path = candidate;
       library->build_id_of_file = id;
       break;
