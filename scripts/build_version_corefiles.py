@@ -54,8 +54,11 @@ def expected_comms(state, truth, subject):
             if comm[key] != known[key]:
                 sys.exit(f"{subject}: {key} {comm[key]} != ground truth {known[key]}")
         if "seq_launched" in comm.get("unavailable", {}):  # before 2.23: no seqNumber[], the op count
-            if comm["coll_op_count"] != sum(known["launched"].values()):
-                sys.exit(f"{subject}: coll_op_count {comm['coll_op_count']} != launched {known['launched']}")
+            own = sum(known["launched"].values())
+            # splitShare: one ncclSharedResources (one count) for every comm of the process
+            process = sum(sum(c["launched"].values()) for c in truth["comms"])
+            if comm["coll_op_count"] not in (own, process):
+                sys.exit(f"{subject}: coll_op_count {comm['coll_op_count']} != launched {own} (or {process} shared)")
             known = dict(known, launched={})
         for func, count in known["launched"].items():
             if comm["seq_launched"].get(func) != count:
@@ -75,6 +78,10 @@ def main():
     parser.add_argument("scenario")
     parser.add_argument("--stripped", action="store_true")
     parser.add_argument("--executable", default=EXECUTABLE)
+    parser.add_argument("--reference", default="skip-collective",
+                        help="the corefiles/ scenario of the same mode whose culprit and triage this one shares")
+    parser.add_argument("--triage", help="JSON of the expected triage, when it differs from the reference's")
+    parser.add_argument("--note", default="", help="a sentence on what the capture shows")
     args = parser.parse_args()
     executable = args.executable
     build_id, version = library_facts(args.pack)
@@ -94,22 +101,23 @@ def main():
                  "layout_source_contains": "nccl-%s.headers.json" % version if args.stripped else build_id,
                  "comms": expected_comms(state, truth, subject)}
         ranks.append(entry)
-    skip = json.load(open(os.path.join(REPO, "corefiles", "skip-collective", "expected.json")))
+    skip = json.load(open(os.path.join(REPO, "corefiles", args.reference, "expected.json")))
     expected = {
         "scenario": args.scenario, "nccl_version": version, "libnccl_build_id": build_id,
-        "mode": "skip-collective",
+        "mode": skip["mode"],
         "capture": "1 H200, two ranks with their own NCCL_HOSTID (socket NET), coredump_filter 0x33, "
                    "sliced on the GPU machine (scripts/device-nccl-versions.sh)",
         "note": ("the machine's stripped system libnccl: layout from native/profiles/nccl-%s.headers.json; "
                  "expected values from the full core decoded with it, checked against the program's "
                  "ground truth" % version) if args.stripped else
                 ("NCCL %s built from its tag on the GPU machine; expected values: `state --json` of the "
-                 "full core with that build's DWARF, checked against the program's ground truth" % version),
+                 "full core with that build's DWARF, checked against the program's ground truth" % version)
+                + (" " + args.note if args.note else ""),
         "executable": executable, "executable_sha1_12": executable.split(".")[-2],
         "expected_culprit_rank": skip["expected_culprit_rank"], "hang_collective": skip["hang_collective"],
         "verified_with": "the build's DWARF on the GPU machine + the program's ground truth" if not args.stripped
                          else "the program's ground truth (no DWARF exists for this build)",
-        "triage": skip["triage"], "ranks": ranks,
+        "triage": json.loads(args.triage) if args.triage else skip["triage"], "ranks": ranks,
     }
     with open(os.path.join(out, "libnccl.so.2.min.xz"), "wb") as sink:
         subprocess.run(["xz", "-9e", "-c", os.path.join(args.pack, "libnccl.so.2.min")], stdout=sink, check=True)

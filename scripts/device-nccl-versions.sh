@@ -8,6 +8,8 @@
 # script: host code only, no decoded struct changes). TWO_LIBRARIES=VERSION also runs
 # nccl_two_libraries (carried beside it too): one process with the venv's libnccl and that
 # version's build dlopen'ed at once, one communicator each, a hang on the second.
+# EXTRA_HANGS="NAME:VERSION:MODE[:VAR=value] ..." runs more scenarios of nccl_hang_scenarios on a
+# version's build (e.g. split-share-v2.20.5:2.20.5:split-comm:NCCL_COMM_SPLIT_SHARE_RESOURCES=1).
 #
 # Carries .device-carry/lib/{libdw.so.1,libelf.so.1} and .device-carry/nccl-src/: this script,
 # nccl-vX.Y.Z-1.tar.xz (git archive of the tag), ncclscope (this branch's CLI, stripped),
@@ -64,12 +66,13 @@ build_version() {  # version -> $WORK/vV/lib/libnccl.so.2, build.rc, build.secon
     cp -L "$dir/nccl-v$v-1/build/lib/libnccl.so.2" "$dir/lib/libnccl.so.2"
 }
 
-start_rank() {  # dir rank libdir -> STARTED_PID (a child of this shell)
-  local dir=$1 rank=$2 libdir=$3
+start_rank() {  # dir rank libdir [mode [VAR=value]] -> STARTED_PID (a child of this shell)
+  local dir=$1 rank=$2 libdir=$3 mode=${4:-skip-collective} extra_env=${5:-}
   mkdir -p "$dir/rank$rank"
-  LD_LIBRARY_PATH=$libdir NCCL_HOSTID=rank$rank-host RANK=$rank WORLD_SIZE=2 \
+  # shellcheck disable=SC2086
+  env $extra_env LD_LIBRARY_PATH=$libdir NCCL_HOSTID=rank$rank-host RANK=$rank WORLD_SIZE=2 \
     bash -c 'echo 0x33 > /proc/self/coredump_filter && ulimit -c unlimited && cd "$0" && exec "$@"' \
-    "$dir/rank$rank" "$BIN" --rank "$rank" --nranks 2 --id-file "$dir/nccl.id" --mode skip-collective \
+    "$dir/rank$rank" "$BIN" --rank "$rank" --nranks 2 --id-file "$dir/nccl.id" --mode "$mode" \
     --device 0 > "$dir/rank$rank.log" 2>&1 &
   STARTED_PID=$!
 }
@@ -84,11 +87,11 @@ wait_gone() {  # pid seconds: a zombie or a missing pid means the dump is writte
   return 1
 }
 
-hang() {  # name libdir: one skip-collective hang, cores in $WORK/name/rankR.core
-  local name=$1 libdir=$2 dir=$WORK/$1 pid0 pid1 rank pid deadline
+hang() {  # name libdir [mode [VAR=value]]: one hang (skip-collective by default), cores in $WORK/name/rankR.core
+  local name=$1 libdir=$2 mode=${3:-skip-collective} extra_env=${4:-} dir=$WORK/$1 pid0 pid1 rank pid deadline
   rm -rf "$dir"; mkdir -p "$dir"
-  start_rank "$dir" 0 "$libdir"; pid0=$STARTED_PID
-  start_rank "$dir" 1 "$libdir"; pid1=$STARTED_PID
+  start_rank "$dir" 0 "$libdir" "$mode" "$extra_env"; pid0=$STARTED_PID
+  start_rank "$dir" 1 "$libdir" "$mode" "$extra_env"; pid1=$STARTED_PID
   deadline=$((SECONDS + HANG_TIMEOUT_S))
   while [ $SECONDS -lt $deadline ]; do
     local ready=1
@@ -210,22 +213,31 @@ main() {
     echo "$CORE_DIR/core.%p" > /proc/sys/kernel/core_pattern
   fi
   { nvidia-smi --query-gpu=name,driver_version --format=csv; nvcc --version | tail -2; nproc; } > "$WORK/pack/machine.txt" 2>&1
-  local v
-  for v in "${VERSIONS[@]}"; do build_version "$v" & done
+  local v extra name version mode extra_env
+  declare -A builder
+  for v in "${VERSIONS[@]}"; do build_version "$v" & builder[$v]=$!; done
   # The machine's own stripped libnccl, while the builds run: the header profile is all it has.
   if [ -f "$SYSTEM_NCCL" ]; then
     mkdir -p "$WORK/system-lib" && cp -L "$SYSTEM_NCCL" "$WORK/system-lib/libnccl.so.2"
     hang system "$WORK/system-lib"
   fi
-  wait
+  # Each version's hangs as soon as its build is done (list the fast builds first), while the
+  # slower ones still build. EXTRA_HANGS="NAME:VERSION:MODE[:VAR=value] ...": more scenarios.
   for v in "${VERSIONS[@]}"; do
+    wait "${builder[$v]}"
     log "v$v build rc=$(cat "$WORK/v$v/build.rc") in $(cat "$WORK/v$v/build.seconds") s"
     mkdir -p "$WORK/pack/v$v"; tail -40 "$WORK/v$v/build.log" > "$WORK/pack/v$v/build.log.tail"
     cp "$WORK/v$v/build.rc" "$WORK/v$v/build.seconds" "$WORK/v$v/compat.log" "$WORK/pack/v$v/"
-    [ -f "$WORK/v$v/lib/libnccl.so.2" ] && hang "hang-v$v" "$WORK/v$v/lib"
+    [ -f "$WORK/v$v/lib/libnccl.so.2" ] || continue
+    hang "hang-v$v" "$WORK/v$v/lib"
+    decode "hang-v$v" "$WORK/v$v/lib"
+    for extra in ${EXTRA_HANGS:-}; do
+      IFS=: read -r name version mode extra_env <<< "$extra"
+      [ "$version" = "$v" ] || continue
+      hang "$name" "$WORK/v$v/lib" "$mode" "$extra_env" && decode "$name" "$WORK/v$v/lib"
+    done
   done
   [ -n "${TWO_LIBRARIES:-}" ] && two_libraries "$TWO_LIBRARIES"
-  for v in "${VERSIONS[@]}"; do [ -d "$WORK/hang-v$v" ] && decode "hang-v$v" "$WORK/v$v/lib"; done
   [ -d "$WORK/system" ] && decode system "$WORK/system-lib"
   log "decoded; packing"
   ( cd "$WORK/pack" && for f in */rank?.state.*.json; do

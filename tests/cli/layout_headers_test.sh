@@ -73,12 +73,12 @@ PY
 done
 check "real 2.28.9 cores decoded through the stripped path ($decoded_cores)" test "$decoded_cores" -ge 2
 
-# 2b. Real hangs on other versions (corefiles/skip-collective-nccl*, scripts/device-nccl-versions.sh):
+# 2b. Real hangs on other versions (corefiles/*-ncclX.Y.Z*, scripts/device-nccl-versions.sh):
 # each build's cores through its library stripped of code and DWARF (build-id and .rodata kept)
 # and the header profile of its version alone decode to expected.json's values, which came from
 # the full cores decoded with the build's own DWARF on the GPU machine.
 version_cores=0
-for expected in "$src"/corefiles/skip-collective-nccl*/expected.json; do
+for expected in "$src"/corefiles/*-nccl[0-9]*/expected.json; do
   [ -f "$expected" ] || continue
   dir=$(dirname "$expected") name=$(basename "$(dirname "$expected")")
   version=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["nccl_version"])' "$expected")

@@ -26,7 +26,7 @@ constexpr uint64_t kComm = 0x10000040;       // 16-aligned, inside the heap bloc
 constexpr uint64_t kAbortFlag = 0x40000000;  // "cudaHostAlloc" memory
 constexpr uint64_t kName = 0x40000100;
 constexpr uint64_t kTask = 0x40001000;       // one queued AllReduce
-constexpr uint64_t kShared = 0x40002000;     // ncclSharedResources (NCCL 2.23 and older)
+constexpr uint64_t kShared = 0x40002000;     // ncclSharedResources (collOpCount: NCCL 2.23 and older)
 constexpr int kAllReduce = 4;                // ncclFunc_t: Broadcast, Reduce, AllGather, ReduceScatter, AllReduce
 
 bool file_exists(const std::string& path) {
@@ -63,14 +63,18 @@ void fill_comm(SyntheticTarget& target, const LayoutProfile& layout) {
   target.add_block(kHeap, comm->size + 0x100);
   target.add_block(kAbortFlag, 0x3000);
   auto put = [&](const std::string& path, uint64_t value) { put_field(target, layout, "ncclComm", kComm, path, value); };
-  put("startMagic", nsc::kNcclMagic);
-  put("endMagic", nsc::kNcclMagic);
+  if (has_field(layout, "ncclComm", "startMagic")) {  // NCCL 2.21+
+    put("startMagic", nsc::kNcclMagic);
+    put("endMagic", nsc::kNcclMagic);
+  }
   put("commHash", 0x2879453b282e94f9ull);
   put("rank", 1);
   put("nRanks", 2);
   put("cudaDev", 0);
   put("nChannels", 2);
   put("sharedRes", kShared);
+  put_field(target, layout, "ncclSharedResources", kShared, "refCount", 1);  // as commAlloc sets them
+  put_field(target, layout, "ncclSharedResources", kShared, "owner", kComm);
   if (has_field(layout, "ncclComm", "collOpCount")) put("collOpCount", 7);
   else put_field(target, layout, "ncclSharedResources", kShared, "collOpCount", 7);  // NCCL <= 2.23
   put("abortFlag", kAbortFlag);
@@ -90,8 +94,8 @@ void fill_comm(SyntheticTarget& target, const LayoutProfile& layout) {
                                      ? "collTaskQueue.head" : "collSorter.head")
                               : "collQueue.head";
   put(tasks + queue, kTask);
-  std::string task_type = planner ? "ncclTaskColl" : "ncclInfo";
-  put_field(target, layout, task_type, kTask, planner ? "func" : "coll", kAllReduce);
+  std::string task_type = !planner && has_field(layout, "ncclInfo", "next") ? "ncclInfo" : "ncclTaskColl";
+  put_field(target, layout, task_type, kTask, task_type == "ncclInfo" ? "coll" : "func", kAllReduce);
   put_field(target, layout, task_type, kTask, "count", 1024);
 }
 
@@ -103,6 +107,8 @@ struct Version {
 
 // What each tag's src/include/comm.h, device.h and nccl.h.in say (checked by hand there).
 const Version kVersions[] = {
+    {"2.18.6", 32, false, false, false, false},  // no NCCL_MAGIC: found by sharedRes->owner
+    {"2.20.5", 32, false, false, false, false},
     {"2.21.5", 32, false, false, false, false},
     {"2.26.2", 64, true, true, true, false},
     {"2.27.7", 64, true, true, true, false},
@@ -127,6 +133,7 @@ void check_version(const Version& version) {
     BOOST_TEST(discovery.method == "scan");
     BOOST_REQUIRE(discovery.addresses.size() == 1u);
     BOOST_TEST(discovery.addresses[0] == kComm);
+    BOOST_TEST(discovery.scan_anchor == (has_field(layout, "ncclComm", "startMagic") ? "startMagic" : "sharedRes->owner"));
 
     json errors = json::array();
     json comm = nsc::decode_communicator(target, layout, kComm, &errors);
@@ -185,4 +192,34 @@ BOOST_AUTO_TEST_CASE(header_profile_size_mismatch_names_both_sizes) {
   BOOST_TEST(why.find("sizeof check failed") == 0u, why);
   BOOST_TEST(why.find("sizeof(ncclComm) = " + std::to_string(comm->size)) != std::string::npos, why);
   BOOST_TEST(why.find("sizeof(ncclComm) = " + std::to_string(comm->size - 16) + ")") != std::string::npos, why);
+}
+
+// NCCL 2.18-2.20 (no NCCL_MAGIC): comms are found by their ncclSharedResources, whose owner
+// points back; a split comm sharing its parent's resources (splitShare) too; a sharedRes whose
+// owner does not point back, or whose refCount is not a count, is no comm.
+BOOST_AUTO_TEST_CASE(before_nccl_magic_comms_are_found_by_shared_resources_owner) {
+  LayoutProfile layout = nsc::read_layout_profile(profile_path("2.20.5"));
+  SyntheticTarget target;
+  fill_comm(target, layout);
+  const nsc::StructLayout* comm_type = layout.find_struct("ncclComm");
+  const uint64_t child = 0x20000000, decoy = 0x30000000, decoy_shared = 0x30008000;
+  for (uint64_t base : {child, decoy}) {
+    target.add_block(base, comm_type->size + 0x100);
+    put_field(target, layout, "ncclComm", base, "rank", 0);
+    put_field(target, layout, "ncclComm", base, "nRanks", 2);
+  }
+  put_field(target, layout, "ncclComm", child, "sharedRes", kShared);  // split with splitShare
+  put_field(target, layout, "ncclSharedResources", kShared, "refCount", 2);
+  target.add_block(decoy_shared, 0x1000);  // owner -> decoy, but decoy->sharedRes is elsewhere
+  put_field(target, layout, "ncclSharedResources", decoy_shared, "refCount", 1);
+  put_field(target, layout, "ncclSharedResources", decoy_shared, "owner", decoy);
+  put_field(target, layout, "ncclComm", decoy, "sharedRes", kShared + 0x100);
+  nsc::Discovery discovery = nsc::discover_communicators(target, layout, {});
+  BOOST_TEST(discovery.scan_anchor == "sharedRes->owner");
+  BOOST_TEST(discovery.addresses == (std::vector<uint64_t>{kComm, child}), discovery.rejected.dump());
+
+  put_field(target, layout, "ncclSharedResources", kShared, "refCount", 0);  // not a live count
+  discovery = nsc::discover_communicators(target, layout, {});
+  BOOST_TEST(discovery.addresses.empty());
+  BOOST_TEST(nsc::check_comm_candidate(target, layout, kComm) == "sharedRes->refCount is 0");
 }

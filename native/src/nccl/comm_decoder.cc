@@ -97,6 +97,8 @@ void decode_counters(const ObjectView& comm, FieldSink& out) {
     if (shared.ok()) out.put_count("coll_op_count", shared.value->unsigned_integer("collOpCount"));
     else out.put_count("coll_op_count", Fetched<uint64_t>::missing(shared.unavailable, shared.address));
     out.json()["coll_op_count_of"] = "ncclSharedResources";
+    // Split comms with splitShare share one: triage compares the count only where it is the comm's own.
+    out.json()["shared_resources"] = shared.ok() ? nlohmann::json(hex(shared.value->address())) : nullptr;
   }
   out.put_count("op_count", comm.unsigned_integer("opCount"));
 

@@ -20,6 +20,7 @@ namespace {
 constexpr uint64_t kChunkBytes = 4u << 20;   // live reads: 4 MiB at a time
 constexpr int64_t kMaxPlausibleRanks = 1 << 20;
 constexpr int64_t kMaxRegistryEntries = 1 << 16;
+constexpr int64_t kMaxSharedResourcesRefs = 1 << 16;  // comms sharing one ncclSharedResources
 
 // Scans one contiguous buffer that starts at target address `base`.
 void scan_buffer(const uint8_t* bytes, uint64_t length, uint64_t base, uint64_t value,
@@ -191,6 +192,27 @@ std::string header_profile_size_check(Target& target, const LayoutProfile& layou
 }
 }  // namespace
 
+namespace {
+// NCCL 2.18-2.20 have no NCCL_MAGIC. Their comm calloc's its ncclSharedResources and sets
+// sharedRes->owner = comm (v2.20.5 src/init.cc commAlloc); a split comm sharing resources
+// (splitShare) points at its parent's, whose owner is a comm pointing at them too.
+std::string check_shared_resources_owner(const ObjectView& comm, uint64_t address) {
+  auto shared = comm.deref("sharedRes");
+  if (!shared.ok()) return "sharedRes: " + shared.unavailable;
+  auto ref_count = shared.value->integer("refCount");
+  if (!ref_count.ok()) return "sharedRes->refCount: " + ref_count.unavailable;
+  if (*ref_count.value < 1 || *ref_count.value > kMaxSharedResourcesRefs)
+    return "sharedRes->refCount is " + std::to_string(*ref_count.value);
+  auto owner = shared.value->unsigned_integer("owner");
+  if (!owner.ok()) return "sharedRes->owner: " + owner.unavailable;
+  if (*owner.value == address) return "";
+  ObjectView owner_comm = ObjectView::of(*comm.target(), *comm.layout(), "ncclComm", *owner.value);
+  auto owners_shared = owner_comm.unsigned_integer("sharedRes");
+  if (owners_shared.ok() && *owners_shared.value == shared.value->address()) return "";
+  return "sharedRes->owner is " + hex(*owner.value) + ", neither this comm nor one sharing its resources";
+}
+}  // namespace
+
 std::string check_comm_candidate(Target& target, const LayoutProfile& layout, uint64_t address) {
   ObjectView comm = ObjectView::of(target, layout, "ncclComm", address);
   if (!comm.valid()) return "layout has no struct ncclComm";
@@ -205,9 +227,8 @@ std::string check_comm_candidate(Target& target, const LayoutProfile& layout, ui
       return "endMagic is " + hex(*end.value) + " (torn or freed comm)";
     }
   } else {
-    auto magic = comm.unsigned_integer("config.magic");
-    if (!magic.ok()) return "config.magic: " + magic.unavailable;
-    if (*magic.value != kNcclConfigMagic) return "config.magic is " + hex(*magic.value);
+    std::string why = check_shared_resources_owner(comm, address);
+    if (!why.empty()) return why;
   }
   auto rank = comm.integer("rank");
   auto nranks = comm.integer("nRanks");
@@ -250,24 +271,40 @@ bool discover_by_registry(Target& target, const LibraryForDiscovery& library, bo
   return true;
 }
 
-// What a scan looks for: startMagic (2.21+) or config.magic (2.18-2.20), at its offset.
+// What a scan looks for: startMagic (2.21+) at its offset, or (2.18-2.20, no NCCL_MAGIC) a
+// sharedRes->owner pointing back at a comm whose sharedRes points at it.
 struct ScanKey {
   uint64_t value = 0;
   unsigned size = 0;
   uint64_t phase = 0;
+  bool by_owner = false;             // the 2.18-2.20 anchor: offsets below
+  uint64_t shared_res_offset = 0;    // ncclComm.sharedRes
+  uint64_t owner_offset = 0;         // ncclSharedResources.owner
+  uint64_t ref_count_offset = 0;     // ncclSharedResources.refCount
   bool operator<(const ScanKey& other) const {
-    return std::tie(value, size, phase) < std::tie(other.value, other.size, other.phase);
+    return std::tie(value, size, phase, by_owner, shared_res_offset, owner_offset, ref_count_offset) <
+           std::tie(other.value, other.size, other.phase, other.by_owner, other.shared_res_offset,
+                    other.owner_offset, other.ref_count_offset);
   }
+  std::string anchor() const { return by_owner ? "sharedRes->owner" : "startMagic"; }
 };
 
 std::optional<ScanKey> scan_key_of(const LayoutProfile& layout) {
   const StructLayout* comm_type = layout.find_struct("ncclComm");
   if (comm_type == nullptr) return std::nullopt;
   if (const MemberLayout* start = comm_type->find("startMagic")) return ScanKey{kNcclMagic, 8, start->offset};
-  std::string why;
-  ObjectView probe(nullptr, &layout, comm_type, 0);
-  if (auto field = probe.resolve("config.magic", &why)) return ScanKey{kNcclConfigMagic, 4, field->offset};
-  return std::nullopt;
+  const StructLayout* shared_type = layout.find_struct("ncclSharedResources");
+  const MemberLayout* shared_res = comm_type->find("sharedRes");
+  if (shared_type == nullptr || shared_res == nullptr) return std::nullopt;
+  const MemberLayout* owner = shared_type->find("owner");
+  const MemberLayout* ref_count = shared_type->find("refCount");
+  if (owner == nullptr || ref_count == nullptr || ref_count->size != 4) return std::nullopt;
+  ScanKey key;
+  key.by_owner = true;
+  key.shared_res_offset = shared_res->offset;
+  key.owner_offset = owner->offset;
+  key.ref_count_offset = ref_count->offset;
+  return key;
 }
 
 struct ScanResult {
@@ -276,7 +313,95 @@ struct ScanResult {
   uint64_t regions_scanned = 0;
 };
 
+// Calls visit(bytes, available, base, positions) over every scannable region, directly or in
+// chunks: objects start in the first `positions` bytes and may extend `overlap` bytes past them
+// (to `available`). Returns the bytes examined.
+template <typename Visit>
+uint64_t visit_scannable(Target& target, uint64_t overlap, const ScanProgress& progress,
+                         uint64_t* regions_scanned, Visit visit) {
+  uint64_t total = 0, done = 0;
+  for (const MemoryRegion& region : target.regions())
+    if (is_scannable_region(region)) total += region.size();
+  std::vector<uint8_t> chunk;
+  for (const MemoryRegion& region : target.regions()) {
+    if (!is_scannable_region(region)) continue;
+    if (const uint8_t* bytes = target.scan_direct(region.start, region.size())) {
+      visit(bytes, region.size(), region.start, region.size());
+    } else {
+      for (uint64_t start = region.start; start < region.end; start += kChunkBytes) {
+        uint64_t readable = std::min<uint64_t>(kChunkBytes + overlap, region.end - start);
+        chunk.resize(readable);
+        ReadError error;
+        if (!target.scan_read(start, chunk.data(), readable, &error)) break;  // unreadable: skip region
+        visit(chunk.data(), readable, start, std::min<uint64_t>(kChunkBytes, readable));
+      }
+    }
+    done += region.size();
+    ++*regions_scanned;
+    if (progress) progress(done, total);
+  }
+  return done;
+}
+
+// The scannable region holding [address, address + length), or null.
+const MemoryRegion* scannable_region_of(const std::vector<const MemoryRegion*>& regions, uint64_t address,
+                                        uint64_t length) {
+  auto it = std::upper_bound(regions.begin(), regions.end(), address,
+                             [](uint64_t a, const MemoryRegion* region) { return a < region->start; });
+  if (it == regions.begin()) return nullptr;
+  const MemoryRegion* region = *std::prev(it);
+  return address + length <= region->end ? region : nullptr;
+}
+
+// 2.18-2.20: every 16-aligned S whose refCount is plausible and whose owner word C is a
+// 16-aligned address in scannable memory is a candidate; C is a comm when C->sharedRes == S.
+// Then the comms sharing a found S (splitShare children) by a second, exact-value pass.
+ScanResult scan_for_owner(Target& target, const ScanKey& key, const ScanProgress& progress) {
+  ScanResult result;
+  std::vector<const MemoryRegion*> regions;
+  for (const MemoryRegion& region : target.regions())
+    if (is_scannable_region(region)) regions.push_back(&region);
+  std::sort(regions.begin(), regions.end(), [](auto* a, auto* b) { return a->start < b->start; });
+  uint64_t span = std::max(key.owner_offset, key.ref_count_offset) + 8;
+  std::vector<std::pair<uint64_t, uint64_t>> pending;  // (comm C, its sharedRes S)
+  result.bytes_scanned = visit_scannable(
+      target, span, progress, &result.regions_scanned, [&](const uint8_t* bytes, uint64_t available, uint64_t base, uint64_t positions) {
+        for (uint64_t at = (base + 15) / 16 * 16 - base; at < positions && at + span <= available; at += 16) {
+          uint64_t comm;
+          int32_t ref_count;
+          std::memcpy(&comm, bytes + at + key.owner_offset, 8);
+          std::memcpy(&ref_count, bytes + at + key.ref_count_offset, 4);
+          if (ref_count < 1 || ref_count > kMaxSharedResourcesRefs || comm == 0 || comm % 16 != 0) continue;
+          if (scannable_region_of(regions, comm + key.shared_res_offset, 8) == nullptr) continue;
+          pending.emplace_back(comm, base + at);
+        }
+      });
+  std::sort(pending.begin(), pending.end());  // reads in address order: one page read serves many
+  std::set<uint64_t> owned;
+  for (const auto& [comm, shared] : pending) {
+    uint64_t word = 0;
+    ReadError error;
+    if (target.read(comm + key.shared_res_offset, &word, 8, &error) && word == shared) {
+      result.matches.insert(comm);
+      owned.insert(shared);
+    }
+  }
+  if (owned.empty()) return result;
+  uint64_t unused = 0;
+  uint64_t reach = key.shared_res_offset + 8;
+  visit_scannable(target, reach, {}, &unused, [&](const uint8_t* bytes, uint64_t available, uint64_t base,
+                                                  uint64_t positions) {
+    for (uint64_t at = (base + 15) / 16 * 16 - base; at < positions && at + reach <= available; at += 16) {
+      uint64_t word;
+      std::memcpy(&word, bytes + at + key.shared_res_offset, 8);
+      if (owned.count(word)) result.matches.insert(base + at);
+    }
+  });
+  return result;
+}
+
 ScanResult scan_for(Target& target, const ScanKey& key, const ScanProgress& progress) {
+  if (key.by_owner) return scan_for_owner(target, key, progress);
   ScanResult result;
   std::vector<uint64_t> matches;
   result.bytes_scanned =
@@ -331,6 +456,7 @@ class LibraryDiscoveries {
       results_[i].method = "scan";
       results_[i].skipped_regions = skipped;
       if (!keys.count(i)) continue;
+      results_[i].scan_anchor = keys.at(i).anchor();
       const ScanResult& result = scans.at(keys.at(i));
       results_[i].bytes_scanned = result.bytes_scanned;
       results_[i].regions_scanned = result.regions_scanned;

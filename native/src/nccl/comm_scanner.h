@@ -1,6 +1,7 @@
 // Finding every struct ncclComm in a process: through NCCL's own registry
 // (ncclComms/nNcclComms, when the library has symbols) or by scanning
-// writable private memory for NCCL_MAGIC and validating each candidate.
+// writable private memory for NCCL_MAGIC (2.21+) or, before it, for ncclSharedResources whose
+// owner comm points back at them (2.18-2.20), validating each candidate.
 #pragma once
 
 #include <cstdint>
@@ -16,7 +17,6 @@
 namespace nsc {
 
 constexpr uint64_t kNcclMagic = 0x0280028002800280ull;  // comm.h NCCL_MAGIC (2.21+)
-constexpr uint32_t kNcclConfigMagic = 0xcafebeef;       // ncclConfig_t.magic (2.18-2.20 route)
 
 using ScanProgress = std::function<void(uint64_t bytes_done, uint64_t bytes_total)>;
 
@@ -28,6 +28,7 @@ struct DiscoveryOptions {
 
 struct Discovery {
   std::string method;               // "registry" or "scan"
+  std::string scan_anchor;          // what the scan looked for: "startMagic" or "sharedRes->owner"
   std::vector<uint64_t> addresses;  // validated communicators, ascending
   uint64_t regions_scanned = 0;
   uint64_t bytes_scanned = 0;

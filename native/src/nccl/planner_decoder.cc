@@ -68,8 +68,11 @@ nlohmann::json describe_p2p_task(const ObjectView& task, const char* kind, int64
 
 void decode_planned_colls(const ObjectView& planner, FieldSink& out) {
   nlohmann::json& colls = out.json()["colls"] = nlohmann::json::array();
-  // ncclKernelPlanner's queues of ncclTaskColl; 2.21's ncclTasks queues ncclInfo instead.
-  const char* task_type = planner.type()->name == "ncclTasks" ? "ncclInfo" : "ncclTaskColl";
+  // ncclKernelPlanner's queues of ncclTaskColl; ncclTasks of 2.19-2.21 queue ncclInfo (linked by
+  // its `next`), those of 2.18 ncclTaskColl again.
+  const StructLayout* info = planner.layout()->find_struct("ncclInfo");
+  bool queues_info = planner.type()->name == "ncclTasks" && info != nullptr && info->find("next") != nullptr;
+  const char* task_type = queues_info ? "ncclInfo" : "ncclTaskColl";
   for (const char* queue : {"collSorter.head", "collTaskQueue.head", "collQueue.head"}) {
     auto head = planner.pointer(queue);
     if (!head.ok()) continue;  // field absent in this version: the other queue may exist

@@ -96,6 +96,7 @@ json discovery_json(const Discovery& discovery) {
               {"bytes_scanned", discovery.bytes_scanned},
               {"candidates", discovery.candidates},
               {"rejected", discovery.rejected}};
+  if (!discovery.scan_anchor.empty()) out["scan_anchor"] = discovery.scan_anchor;
   if (!discovery.registry_note.empty()) out["registry_note"] = discovery.registry_note;
   // Regions too large to scan (e.g. multi-TiB reservations): said, so an empty answer is explained.
   if (!discovery.skipped_regions.empty()) out["skipped_regions"] = discovery.skipped_regions;

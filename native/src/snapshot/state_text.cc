@@ -84,7 +84,8 @@ void render_header(const json& document, std::ostringstream& out) {
     if (field(discovery, "method") == "scan")
       out << ", " << cell_text(field(discovery, "regions_scanned")) << " regions, "
           << cell_text(field(discovery, "bytes_scanned")) << " bytes, "
-          << cell_text(field(discovery, "candidates")) << " candidates";
+          << cell_text(field(discovery, "candidates")) << " candidates"
+          << (field(discovery, "scan_anchor") == "sharedRes->owner" ? " (by sharedRes->owner: no NCCL_MAGIC before 2.21)" : "");
     out << "\n";
   }
 }

@@ -7,6 +7,7 @@
 
 #include "triage/analysis.h"
 #include "triage/rank_set.h"
+#include "util/strings.h"
 
 namespace nsc::triage {
 namespace {
@@ -175,7 +176,7 @@ class CommAnalyzer {
         if (comm_at(m).seq_launched[c]) values.insert(*comm_at(m).seq_launched[c]);
       if (values.size() > 1) differing.push_back(c);
     }
-    if (differing.empty()) return false;
+    if (differing.empty()) return find_total_difference();
     bool totals_equal = true;
     std::set<int64_t> totals;
     for (size_t m = 0; m < group_.members.size(); ++m) {
@@ -186,6 +187,73 @@ class CommAnalyzer {
     if (totals_equal && totals.size() == 1) report_mismatch(*totals.begin());
     else
       for (int c : differing) report_missing(c);
+    return true;
+  }
+
+  // --- collectives in total (NCCL before 2.23: no seqNumber[], only collOpCount) ----
+  bool has_type_counters(size_t m) const {
+    const CommView& comm = comm_at(m);
+    return std::any_of(comm.seq_launched.begin(), comm.seq_launched.end(), [](const auto& v) { return v.has_value(); });
+  }
+
+  // The other communicators of member m's process that share its ncclSharedResources, and so
+  // its collOpCount (splitShare). nullopt when that cannot be told (the address is unknown).
+  std::optional<std::set<uint64_t>> sharing_comms(size_t m) const {
+    const CommView& comm = comm_at(m);
+    std::set<uint64_t> sharing;
+    if (!comm.coll_op_count_shared_resources) return sharing;
+    if (comm.shared_resources.empty()) return std::nullopt;
+    for (const CommView& other : job_.processes[group_.members[m].process].comms)
+      if (&other != &comm && other.shared_resources == comm.shared_resources) sharing.insert(other.comm_hash);
+    return sharing;
+  }
+
+  // Only where no rank has per-type counters. Each rank's total counts this communicator, or the
+  // same set of communicators on every rank (resources shared by splitShare): a lower total is a
+  // rank behind, on this communicator or, when shared, on one of the set.
+  bool find_total_difference() {
+    std::map<int64_t, std::vector<int>> ranks_by_total;
+    std::optional<std::set<uint64_t>> shared_with;
+    for (size_t m = 0; m < group_.members.size(); ++m) {
+      auto sharing = sharing_comms(m);
+      if (has_type_counters(m) || !comm_at(m).coll_op_count || !sharing) return false;
+      if (shared_with && *shared_with != *sharing) return false;  // counts of different sets
+      shared_with = sharing;
+      ranks_by_total[*comm_at(m).coll_op_count].push_back(rank_at(m));
+    }
+    if (ranks_by_total.size() < 2) return false;
+    int64_t behind = ranks_by_total.begin()->first;
+    Finding finding{"missing-collective"};
+    finding.culprits = ranks_by_total.begin()->second;
+    for (auto it = std::next(ranks_by_total.begin()); it != ranks_by_total.end(); ++it)
+      finding.waiting.insert(finding.waiting.end(), it->second.begin(), it->second.end());
+    normalize_ranks(&finding.waiting);
+    std::string counts;
+    for (auto it = ranks_by_total.rbegin(); it != ranks_by_total.rend(); ++it)
+      counts += (counts.empty() ? "" : "; ") + members_phrase(it->second) + " launched " + plural(static_cast<size_t>(it->first), "collective");
+    std::string version = job_.processes[group_.members[0].process].nccl_version;
+    finding.evidence.push_back(counts + " (collOpCount: NCCL " + (version.empty() ? "before 2.23" : version) +
+                               " counts collectives, not their types)");
+    finding.extra["counted_by"] = "coll_op_count";
+    if (shared_with->empty()) {
+      finding.seq = behind + 1;
+      finding.evidence.push_back(members_phrase(finding.culprits) + " never launched collective #" + std::to_string(behind + 1) +
+                                 " on this communicator, which " + members_phrase(finding.waiting) +
+                                 " launched and cannot finish without " + (finding.culprits.size() == 1 ? "it" : "them"));
+    } else {
+      std::string others;
+      for (uint64_t hash : *shared_with) others += (others.empty() ? "" : ", ") + hex(hash);
+      finding.extra["counted_with"] = nlohmann::json::array();
+      for (uint64_t hash : *shared_with) finding.extra["counted_with"].push_back(hex(hash));
+      finding.evidence.push_back("the count is shared with communicator " + others + " (split with splitShare: one "
+                                 "ncclSharedResources): " + members_phrase(finding.culprits) + " launched fewer "
+                                 "collectives on this communicator or on " + others + ", which of them is not told apart");
+    }
+    add_culprit_context(&finding);
+    finding.explains_hang = true;
+    finding.edge_kind = "collective";
+    add_doing_evidence(&finding);
+    findings_.push_back(std::move(finding));
     return true;
   }
 
@@ -572,7 +640,9 @@ class CommAnalyzer {
           if (example_reason.empty())
             example_reason = comm_at(m).unavailable_reason(std::string("seq_launched.") + kCollectiveNames[c]);
         }
-      if (any_unknown) unknown.push_back(rank_at(m));
+      auto sharing = sharing_comms(m);  // before 2.23: the total stands in when it is the comm's own
+      bool total_known = comm_at(m).coll_op_count && sharing && sharing->empty() && !has_type_counters(m);
+      if (any_unknown && !total_known) unknown.push_back(rank_at(m));
       if (states_[m].gpu_wait) gpu_waiting.push_back(rank_at(m));
       if (states_[m].proxy_in_flight) proxy_busy.push_back(rank_at(m));
     }
@@ -618,6 +688,9 @@ class CommAnalyzer {
     std::string text;
     if (group_.members.empty()) return "no rank";
     const CommView& first = comm_at(0);
+    if (!has_type_counters(0))
+      return first.coll_op_count ? plural(static_cast<size_t>(*first.coll_op_count), "collective") + " in total"
+                                 : "no counter known";
     for (int c = 0; c < kNumCollectives; ++c)
       if (first.seq_launched[c] && *first.seq_launched[c] != 0)
         text += (text.empty() ? "" : ", ") + std::string(kCollectiveNames[c]) + "=" + std::to_string(*first.seq_launched[c]);

@@ -184,6 +184,8 @@ CommView read_comm(const json& entry, size_t position) {
     }
   comm.coll_op_count = count_rule(integer_at(entry, "coll_op_count"));
   note_refused(entry, "coll_op_count", "coll_op_count", comm.coll_op_count, kExpectCount, &comm);
+  comm.coll_op_count_shared_resources = text_at(entry, "coll_op_count_of") == "ncclSharedResources";
+  comm.shared_resources = text_at(entry, "shared_resources");
   if (const json* p2p = member(entry, "p2p_op_count")) {
     comm.p2p_total = count_rule(integer_at(*p2p, "total"));
     if (p2p->is_object()) note_refused(*p2p, "total", "p2p_op_count.total", comm.p2p_total, kExpectCount, &comm);

@@ -61,6 +61,10 @@ struct CommView {
   Maybe<int> rank, nranks;
   std::array<Maybe<int64_t>, kNumCollectives> seq_launched;
   Maybe<int64_t> coll_op_count, p2p_total;
+  // coll_op_count is ncclSharedResources' (NCCL 2.23 and older), at this address ("" unknown):
+  // shared with the comms split from one parent with splitShare.
+  bool coll_op_count_shared_resources = false;
+  std::string shared_resources;
   HealthView health;
   std::vector<ChannelView> channels;
   bool proxy_ops_known = false;

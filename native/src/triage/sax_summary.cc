@@ -398,6 +398,9 @@ class Summarizer : public json::json_sax_t {
         else if (k == "nranks") refused_if(v, "nranks", comm().nranks = size_rule(as_int(v)), kExpectRankCount);
         else if (k == "coll_op_count")
           refused_if(v, "coll_op_count", comm().coll_op_count = count_rule(as_int(v)), kExpectCount);
+        else if (k == "coll_op_count_of")
+          comm().coll_op_count_shared_resources = as_string(v).value_or("") == "ncclSharedResources";
+        else if (k == "shared_resources") comm().shared_resources = as_string(v).value_or("");
         break;
       case Where::kSeq:
         for (int c = 0; c < kNumCollectives; ++c)

@@ -132,6 +132,14 @@ std::string finding_sentence(const Job& job, size_t g, const Finding& finding) {
   std::string culprits = comm_ranks_phrase(job, g, finding.culprits, finding.culprits_absent);
   std::string waiting = comm_ranks_phrase(job, g, finding.waiting, false);
   std::string op = finding.collective + (finding.seq ? " #" + std::to_string(*finding.seq) : "");
+  if (finding.kind == "missing-collective" && finding.collective.empty())  // counted by collOpCount
+    op = "collective" + (finding.seq ? " #" + std::to_string(*finding.seq) : "") + " (of a type NCCL before 2.23 does not count)";
+  if (finding.kind == "missing-collective" && finding.extra.contains("counted_with")) {
+    std::string others;
+    for (const json& hash : finding.extra["counted_with"]) others += (others.empty() ? "" : ", ") + hash.get<std::string>();
+    return where + ", " + culprits + " launched fewer collectives than " + waiting + " on it or on " +
+           others + " (one count for both: splitShare), and " + waiting + " " + triage::verb_for(finding.waiting, "waits", "wait") + ".";
+  }
   if (finding.kind == "missing-collective")
     return where + ", " + culprits + " never launched " + op + ", which " + waiting + " launched and " +
            triage::verb_for(finding.waiting, "waits", "wait") + " for.";
