@@ -395,3 +395,70 @@ BOOST_AUTO_TEST_CASE(implausible_nranks_is_ignored_not_enumerated) {
   BOOST_TEST(comm["warnings"].back() == "rank-1.json: nranks 2000000000 is implausible; ignored");
   BOOST_TEST(report["verdict"] == "no-hang");
 }
+
+namespace {
+// NCCL before 2.23: no seqNumber[], the collectives counted in total in ncclSharedResources.
+void as_pre_2_23(json* comm, const std::string& shared_resources) {
+  for (auto& [name, value] : (*comm)["seq_launched"].items()) value = nullptr;
+  (*comm)["seq_launched"] = json::object();
+  (*comm)["unavailable"]["seq_launched"] = "not in NCCL 2.20.5 (ncclComm has no seqNumber[]; NCCL 2.23 added it)";
+  (*comm)["coll_op_count_of"] = "ncclSharedResources";
+  (*comm)["shared_resources"] = shared_resources.empty() ? json(nullptr) : json(shared_resources);
+}
+
+// Two ranks, a world and a sub comm each; world rank 1 skipped one AllReduce on sub.
+std::vector<json> split_pre_2_23(bool share) {
+  std::vector<json> documents;
+  for (int rank = 0; rank < 2; ++rank) {
+    bool culprit = rank == 1;
+    json world = comm(kWorldHash, rank, 2, {0, 0, 0, 0, 4});
+    json sub = comm(kSubHash, 1 - rank, 2, {0, 0, 0, 0, culprit ? 3 : 4});
+    as_pre_2_23(&world, "0x7f0000100000");
+    as_pre_2_23(&sub, share ? "0x7f0000100000" : "0x7f0000200000");
+    if (share) world["coll_op_count"] = sub["coll_op_count"] = culprit ? 7 : 8;  // one count for both
+    documents.push_back(document(1000 + rank, json::array({world, sub}),
+                                 json::array({culprit ? pausing_thread(1000 + rank) : waiting_thread(1000 + rank)})));
+  }
+  return documents;
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(before_2_23_the_comms_own_total_names_the_rank_behind) {
+  json report = run(split_pre_2_23(false));
+  BOOST_TEST(report["verdict"] == "hang");
+  BOOST_TEST(ints(report["culprit_ranks"]) == (std::vector<int>{1}));
+  const json* finding = find_kind(report["communicators"][1], "missing-collective");
+  BOOST_REQUIRE(finding != nullptr);
+  BOOST_TEST((*finding)["collective"].is_null());  // a total says nothing of the type
+  BOOST_TEST((*finding)["seq"] == 4);
+  BOOST_TEST(ints((*finding)["culprit_comm_ranks"]) == (std::vector<int>{0}));
+  BOOST_TEST(find_kind(report["communicators"][0], "no-hang-evident") != nullptr);  // world: 4 = 4
+  std::string summary = report["summary"];
+  BOOST_TEST(summary.find("never launched collective #4 (of a type NCCL before 2.23 does not count)") != std::string::npos,
+             summary);
+}
+
+BOOST_AUTO_TEST_CASE(before_2_23_a_count_shared_by_split_comms_names_both) {
+  json report = run(split_pre_2_23(true));
+  BOOST_TEST(report["verdict"] == "hang");
+  BOOST_TEST(ints(report["culprit_ranks"]) == (std::vector<int>{1}));
+  for (const json& comm : report["communicators"]) {
+    const json* finding = find_kind(comm, "missing-collective");
+    BOOST_REQUIRE(finding != nullptr);
+    BOOST_TEST((*finding)["seq"].is_null());  // 8 vs 7 counts two comms: no position on either
+    BOOST_TEST((*finding)["evidence"].dump().find("shared with communicator") != std::string::npos);
+  }
+  std::string summary = report["summary"];
+  BOOST_TEST(summary.find("(one count for both: splitShare)") != std::string::npos, summary);
+}
+
+BOOST_AUTO_TEST_CASE(before_2_23_a_total_that_may_be_shared_is_not_compared) {
+  std::vector<json> documents = split_pre_2_23(false);
+  for (json& document : documents)
+    for (json& comm : document["communicators"]) comm["shared_resources"] = nullptr;  // older snapshot
+  json report = run(documents);
+  BOOST_TEST(report["verdict"] == "incomplete");
+  BOOST_TEST(report["culprit_ranks"].empty());
+  BOOST_TEST(finding_of(report, "missing-collective") == nullptr);
+  BOOST_TEST(finding_of(report, "counters-unavailable") != nullptr);
+}
