@@ -20,11 +20,13 @@ json connection(const char* direction, json fields) {
 
 // One communicator on device 0 (devComm 0xd0), channel 0 with the given connections.
 json state_with(json connections) {
+  // {x} of one json value is that value under clang, an array of it under gcc: normalise.
+  if (!connections.is_array()) connections = json::array({connections});
   json channel = {{"id", 0}, {"connections", connections}};
   return {{"communicators",
            {{{"address", "0x10"}, {"comm_hash", "0xabc"}, {"rank", 0}, {"nranks", 2}, {"cuda_dev", 0},
              {"channels", {{{"id", 0}, {"ring", {{"prev", 1}, {"next", 1}}}, {"tree", {{"up", -1}, {"down", {1, -1, -1}}}}}}},
-             {"device", {{"dev_comm", "0xd0"}, {"nccl_steps", 8}, {"channels", {channel}}}}}}}};
+             {"device", {{"dev_comm", "0xd0"}, {"nccl_steps", 8}, {"channels", json::array({channel})}}}}}}};
 }
 
 json kernel(const char* protocol, const char* dev_comm = "0xd0") {

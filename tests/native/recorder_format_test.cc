@@ -290,8 +290,8 @@ BOOST_AUTO_TEST_CASE(chains_end_at_the_ranks_that_did_not_launch) {
   };
   json annotated = nsc::annotate_chains_with_ranks(chains, {state(0, 4), state(1, 3)});
   const json& step = annotated[0]["steps"][1];
-  BOOST_TEST(step["waits_for_ranks"] == json({1}));
-  BOOST_TEST(step["launched_by_ranks"] == json({0}));
+  BOOST_TEST(step["waits_for_ranks"] == json::array({1}));
+  BOOST_TEST(step["launched_by_ranks"] == json::array({0}));
   BOOST_TEST(!annotated[0]["steps"][0].contains("waits_for_ranks"));
 }
 

@@ -34,6 +34,8 @@ json unknown_recv(int peer) {
 
 // One block per channel, each with `waits`, state derived as the decoder does.
 json kernel(const std::string& collective, uint64_t hash, int rank, int nranks, int nblocks, json waits) {
+  // {x} of one json value is that value under clang, an array of it under gcc: normalise.
+  if (!waits.is_array()) waits = json::array({waits});
   bool waiting = false;
   for (const json& wait : waits) waiting = waiting || wait["kind"].get<std::string>().rfind("waiting", 0) == 0;
   json blocks = json::array();
@@ -51,6 +53,7 @@ json kernel(const std::string& collective, uint64_t hash, int rank, int nranks, 
 
 // A process's view: its kernels and the communicator it holds.
 json view(int pid, uint64_t hash, int rank, int nranks, json kernels) {
+  if (!kernels.is_array()) kernels = json::array({kernels});  // see kernel()
   return {{"schema", "ncclscope.kernels/1"},
           {"target", {{"kind", "callback"}, {"pid", pid}}},
           {"nccl", {{"version", "2.28.9"}}},
