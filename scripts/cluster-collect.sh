@@ -174,7 +174,7 @@ read_line() {  # read_line LINE: one line of the launcher's stdout
 
 # One line per node that did not finish its answer, also in $out/unanswered-nodes.txt.
 report_unanswered() {  # report_unanswered LAUNCHER-RC STDERR-FILE
-  local launcher_rc=$1 errors=$2 node why name
+  local launcher_rc=$1 errors=$2 node why name named=0
   # pdsh names every node it could not reach: "pdsh@HERE: NODE: ssh exited with exit code N".
   while read -r name; do [ -n "$name" ] && node_seen[$name]=1; done < <(sed -n -E 's/^pdsh@[^:]*: ([^:]+): .*/\1/p' "$errors")
   for node in "${expected_nodes[@]}"; do node_seen[$node]=1; done
@@ -187,9 +187,10 @@ report_unanswered() {  # report_unanswered LAUNCHER-RC STDERR-FILE
     fi
     echo "cluster-collect: node $node did not answer: $why" >&2
     printf '%s\t%s\n' "$node" "$why" >>"$out/unanswered-nodes.txt"
-    problems=$((problems + 1))
+    problems=$((problems + 1)) named=1
   done
-  if [ "$nodes_done" = 0 ] && [ "$launcher_rc" != 0 ]; then
+  # No node to blame (srun refused the step, say): the launcher's own first line.
+  if [ "$nodes_done" = 0 ] && [ "$launcher_rc" != 0 ] && [ "$named" = 0 ]; then
     echo "cluster-collect: launcher exited $launcher_rc: $(grep -m1 . "$errors" || echo 'no message')" >&2
     problems=$((problems + 1))
   fi

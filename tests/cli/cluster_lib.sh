@@ -10,7 +10,7 @@ profile=$src/native/profiles/9fcf74d93a8c3605bf7718f594d0a24366e38536.json
 collect=$src/scripts/cluster-collect.sh
 
 skip() { echo "SKIP: $*"; exit 77; }
-[ "$(id -u)" = 0 ] || skip "not root (the daemons run as root here)"
+need_root() { [ "$(id -u)" = 0 ] || skip "not root (the daemons run as root here)"; }
 for needed in "$cli" "$comm_fixture" "$fake_lib"; do [ -e "$needed" ] || skip "$needed not built"; done
 need_commands() {  # need_commands CMD... : skip, naming the Debian package, when one is missing
   local command

@@ -10,6 +10,7 @@
 #     reason, localhost's ranks still collected, exit 1, triage names ranks 2-5 absent.
 set -uo pipefail
 source "${NCCLSCOPE_SRC:?}/tests/cli/cluster_lib.sh"
+need_root
 need_commands pdsh:pdsh ssh:openssh-client ssh-keygen:openssh-client
 [ -x /usr/sbin/sshd ] || skip "/usr/sbin/sshd missing (apt-get install openssh-server)"
 pdsh -V 2>&1 | grep -q 'rcmd modules:.*ssh' || skip "pdsh has no ssh module"

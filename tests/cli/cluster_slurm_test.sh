@@ -7,6 +7,7 @@
 # exist), and a rank whose read hangs past the node timeout. Every daemon is stopped at exit.
 set -uo pipefail
 source "${NCCLSCOPE_SRC:?}/tests/cli/cluster_lib.sh"
+need_root
 need_commands munged:munge slurmctld:slurmctld slurmd:slurmd srun:slurm-client squeue:slurm-client \
   scancel:slurm-client sinfo:slurm-client
 NRANKS=4 CULPRIT=2
