@@ -21,9 +21,10 @@
 #   --ncclscope PATH      ncclscope on the nodes (default: ncclscope in PATH)
 #   --local-ncclscope P   ncclscope here, for the triage (default: same as --ncclscope)
 #   --node-timeout S      seconds a node has for its whole answer (default 60); the nodes
-#                         run in parallel, so the launcher is stopped after S + 10 s
+#                         run in parallel, so the launcher is stopped after S + min(S, 10) s
 #   --nodes "N1,N2"       the nodes expected (as the launcher names them): one that never
 #                         answers is named even when the launcher says nothing of it
+#                         (pdsh's -w list, plain or gpu[01-16], is read for this already)
 #   --no-triage           only gather
 # NCCLSCOPE_PIDS="P1 P2" on a node restricts the search to those processes.
 # Snapshots are named rank-R.json from the process's RANK, OMPI_COMM_WORLD_RANK,
@@ -117,8 +118,7 @@ launcher_reason() {
   line=$(grep -m1 -F -- "$1: " "$2" | grep -v '^pdsh@' )
   [ -n "$line" ] || line=$(grep -m1 -F -- "$1" "$2")
   line=${line#"$1: "}
-  line=${line//$'\r'/}  # ssh ends its messages with CR LF
-  printf '%s' "${line:-no output from it}"
+  printf '%s' "${line//$'\r'/}"  # ssh ends its messages with CR LF
 }
 
 progress() {  # progress FORCE: "collected K/T ranks", at most once a second unless FORCE
@@ -172,18 +172,38 @@ read_line() {  # read_line LINE: one line of the launcher's stdout
   esac
 }
 
+# The nodes a pdsh launcher names with -w: "a,b", "gpu[01-03,07]" (one bracket per name).
+pdsh_nodes() {  # pdsh_nodes LAUNCHER-WORD...
+  local list="" word item prefix suffix range from to width n
+  while [ $# -gt 0 ]; do
+    case $1 in -w) list=${2:-}; shift ;; -w?*) list=${1#-w} ;; esac
+    shift
+  done
+  # Commas inside brackets are not separators: split outside them only.
+  for word in $(printf '%s' "$list" | sed -E ':a; s/(\[[^]]*),/\1;/; ta; s/,/ /g'); do
+    case $word in
+      *\[*\]*)
+        prefix=${word%%\[*} suffix=${word#*\]} word=${word#*\[} word=${word%%\]*}
+        for range in ${word//;/ }; do
+          from=${range%-*} to=${range#*-} width=${#from}
+          for n in $(seq "$((10#$from))" "$((10#$to))"); do printf '%s%0*d%s\n' "$prefix" "$width" "$n" "$suffix"; done
+        done ;;
+      *) [ -n "$word" ] && printf '%s\n' "$word" ;;
+    esac
+  done
+}
+
 # One line per node that did not finish its answer, also in $out/unanswered-nodes.txt.
 report_unanswered() {  # report_unanswered LAUNCHER-RC STDERR-FILE
   local launcher_rc=$1 errors=$2 node why name named=0
   # pdsh names every node it could not reach: "pdsh@HERE: NODE: ssh exited with exit code N".
   while read -r name; do [ -n "$name" ] && node_seen[$name]=1; done < <(sed -n -E 's/^pdsh@[^:]*: ([^:]+): .*/\1/p' "$errors")
-  for node in "${expected_nodes[@]}"; do node_seen[$node]=1; done
   for node in $(printf '%s\n' "${!node_seen[@]}" | sort); do
     [ -z "${node_done[$node]:-}" ] || continue
-    if [ "$launcher_rc" = 124 ] || [ "$launcher_rc" = 137 ]; then
-      why="no complete answer within the node timeout ($node_timeout s)"
-    else
-      why=$(launcher_reason "$node" "$errors")
+    why=$(launcher_reason "$node" "$errors")
+    if [ -z "$why" ]; then
+      why="no output from it"
+      [ "$launcher_rc" = 124 ] || [ "$launcher_rc" = 137 ] && why="no complete answer within the node timeout ($node_timeout s)"
     fi
     echo "cluster-collect: node $node did not answer: $why" >&2
     printf '%s\t%s\n' "$node" "$why" >>"$out/unanswered-nodes.txt"
@@ -227,9 +247,14 @@ gather_main() {
   else remote=(bash -c "$node_script" cluster-collect-node --ncclscope "$nsc" --timeout "$node_timeout"); fi
   local line snapshots=0 problems=0 job_ranks=0 found_total=0 nodes_done=0 last_progress=-1 last_progress_text="" launcher_rc
   local -A node_seen=() node_done=()
-  local errors=$out/launcher.log
-  # Nodes run in parallel: the node timeout bounds the whole gather (10 s more to connect).
-  exec {launcher_fd}< <(timeout -k 5 $((node_timeout + 10)) "${launch[@]}" "${remote[@]}" 2>>"$errors")
+  local errors=$out/launcher.log name
+  # The nodes expected, so that one that never speaks is still named.
+  [ "${launch[0]##*/}" = pdsh ] && while read -r name; do node_seen[$name]=1; done < <(pdsh_nodes "${launch[@]}")
+  for name in "${expected_nodes[@]}"; do node_seen[$name]=1; done
+  # Nodes run in parallel: the node timeout bounds the whole gather (and as long again, at most
+  # 10 s, to connect).
+  local slack=$((node_timeout < 10 ? node_timeout : 10))
+  exec {launcher_fd}< <(timeout -k 5 $((node_timeout + slack)) "${launch[@]}" "${remote[@]}" 2>>"$errors")
   local launcher_pid=$!
   # Launchers prefix lines ("node3: ", "0: "): the frame marker is searched anywhere.
   while IFS= read -r line <&"$launcher_fd"; do read_line "$line"; done

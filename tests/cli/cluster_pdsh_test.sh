@@ -6,8 +6,9 @@
 # client config (SetEnv NCCLSCOPE_PIDS); rank 2 launched one AllReduce fewer.
 #  1. every node answers: six snapshots, the culprit rank 2;
 #  2. 127.0.0.1's host key not known (strict checking, empty known_hosts), 127.0.0.2 on a
-#     port nothing listens on, ghost.invalid resolves nowhere: one line per node with the
-#     reason, localhost's ranks still collected, exit 1, triage names ranks 2-5 absent.
+#     port nothing listens on, 127.0.0.3 a host that accepts and never answers (past the
+#     node timeout, 4 s), ghost.invalid resolves nowhere: one line per node with the reason,
+#     localhost's ranks still collected, exit 1, triage names ranks 2-5 absent.
 set -uo pipefail
 source "${NCCLSCOPE_SRC:?}/tests/cli/cluster_lib.sh"
 need_root
@@ -60,6 +61,16 @@ EOF
 sshd_pid=$!
 wait_for 10 grep -q "Server listening on 127.0.0.2" "$work/sshd.log" || { cat "$work/sshd.log"; echo "FAIL: sshd did not start"; exit 1; }
 
+# A "node" that accepts the connection and never says a word (a hung host): 127.0.0.3.
+silent_port=$(free_port)
+python3 -c 'import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(8); print("listening", flush=True)
+held = []
+while True: held.append(s.accept())' "$silent_port" >"$work/silent.log" 2>&1 &
+pids+=($!)
+wait_for 10 grep -q listening "$work/silent.log" || { echo "FAIL: silent listener did not start"; exit 1; }
+
 host_key=$(cut -d' ' -f1,2 "$work/host_key.pub")
 printf '[%s]:%s %s\n' localhost "$port" "$host_key" 127.0.0.1 "$port" "$host_key" 127.0.0.2 "$port" "$host_key" >"$work/known_hosts"
 : >"$work/known_hosts.empty"
@@ -74,6 +85,10 @@ Host 127.0.0.1
 Host 127.0.0.2
   SetEnv NCCLSCOPE_PIDS="${pids[4]} ${pids[5]}"
   Port ${3:-$port}
+Host 127.0.0.3
+  HostName 127.0.0.1
+  Port $silent_port
+  ConnectTimeout 60
 Host *
   Port $port
   User root
@@ -88,8 +103,8 @@ Host *
   LogLevel ERROR
 EOF
 }
-collect_with() {  # collect_with CONFIG OUT NODES
-  PDSH_SSH_ARGS_APPEND="-F $work/$1.ssh_config" bash "$collect" --out "$work/$2" \
+collect_with() {  # collect_with CONFIG OUT NODES [OPTION...]
+  PDSH_SSH_ARGS_APPEND="-F $work/$1.ssh_config" bash "$collect" --out "$work/$2" "${@:4}" \
     --launcher "pdsh -R ssh -w $3" --remote-script "$collect" --ncclscope "$work/node-ncclscope" \
     --local-ncclscope "$cli" -- --json >"$work/$2.json" 2>"$work/$2.err"
 }
@@ -109,21 +124,23 @@ json_check "pdsh: triage verdict hang, culprit rank 2" "$work/all.json" 'r["verd
 # 2. Three nodes that do not answer, each for its own reason.
 ssh_config bad "$work/known_hosts.empty" "$closed_port"
 start=$SECONDS
-collect_with bad some localhost,127.0.0.1,127.0.0.2,ghost.invalid
+collect_with bad some localhost,127.0.0.1,127.0.0.2,127.0.0.3,ghost.invalid --node-timeout 4
 rc=$?
-echo "collect through pdsh, 1 of 4 nodes answering: $((SECONDS - start)) s"
+echo "collect through pdsh, 1 of 5 nodes answering, --node-timeout 4: $((SECONDS - start)) s"
 check "unanswered: exit 1 (partial)" test "$rc" = 1
 check_snapshots "$work/some" 0 1
-check "unanswered: one line per node" test "$(grep -c 'did not answer' "$work/some.err")" = 3
+check "unanswered: one line per node" test "$(grep -c 'did not answer' "$work/some.err")" = 4
 check "unanswered: host key not known" \
   grep -qx "cluster-collect: node 127.0.0.1 did not answer: No ED25519 host key is known for \[127.0.0.1\]:$port and you have requested strict checking." "$work/some.err"
 check "unanswered: nothing listens" \
   grep -qx "cluster-collect: node 127.0.0.2 did not answer: ssh: connect to host 127.0.0.2 port $closed_port: Connection refused" "$work/some.err"
 check "unanswered: resolves nowhere" \
   grep -q "^cluster-collect: node ghost.invalid did not answer: ssh: Could not resolve hostname ghost.invalid" "$work/some.err"
+check "unanswered: hangs past the node timeout" \
+  grep -qx "cluster-collect: node 127.0.0.3 did not answer: no complete answer within the node timeout (4 s)" "$work/some.err"
 check "unanswered: named in unanswered-nodes.txt" \
-  test "$(cut -f1 "$work/some/unanswered-nodes.txt" | tr '\n' ' ')" = "127.0.0.1 127.0.0.2 ghost.invalid "
-check "unanswered: progress names the job's size" grep -qx "cluster-collect: collected 2/6 ranks (1/4 nodes done)" "$work/some.err"
+  test "$(cut -f1 "$work/some/unanswered-nodes.txt" | tr '\n' ' ')" = "127.0.0.1 127.0.0.2 127.0.0.3 ghost.invalid "
+check "unanswered: progress names the job's size" grep -qx "cluster-collect: collected 2/6 ranks (1/5 nodes done)" "$work/some.err"
 json_check "unanswered: triage names ranks 2-5 as absent" "$work/some.json" \
   '[f["culprit_ranks"] for c in r["communicators"] for f in c["findings"] if f["kind"] == "absent-ranks"] == [[2, 3, 4, 5]]'
 
