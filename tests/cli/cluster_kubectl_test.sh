@@ -10,6 +10,7 @@
 set -uo pipefail
 source "${NCCLSCOPE_SRC:?}/tests/cli/cluster_lib.sh"
 NRANKS=4 CULPRIT=2
+setup_work
 pids=()
 cleanup() {
   local p
@@ -24,12 +25,9 @@ recipe=$(sed -n '/<!-- kubectl-recipe:begin -->/,/<!-- kubectl-recipe:end -->/p'
 
 for rank in $(seq 0 $((NRANKS - 1))); do
   # shellcheck disable=SC2046
-  RANK=$rank "$comm_fixture" $(fixture_args "$rank" $NRANKS $CULPRIT) >"$work/rank$rank.out" 2>&1 &
-  pids+=($!)
+  RANK=$rank timeout 120 "$comm_fixture" $(fixture_args "$rank" $NRANKS $CULPRIT) >"$work/rank$rank.out" 2>&1 &
 done
-for rank in $(seq 0 $((NRANKS - 1))); do
-  wait_for 10 test -s "$work/rank$rank.out" || { cat "$work/rank$rank.out"; echo "FAIL: fixture rank $rank did not start"; exit 1; }
-done
+start_ranks
 
 # The stand-in: pods from $work/pods ("POD PID PID" lines), live ones from $work/pods.live;
 # kubectl's own message and exit code for a pod that is gone.

@@ -1,4 +1,4 @@
-# Shared set-up of the real-launcher tests (cluster_slurm_test.sh, cluster_pdsh_test.sh;
+# Shared set-up of the cluster tests (cluster_slurm_test.sh, cluster_pdsh_test.sh, cluster_kubectl_test.sh;
 # sourced, not run): skip rules, a scratch directory under the build (mode 755: munged
 # wants its socket's ancestors searchable), an `ncclscope` wrapper for the nodes, fixture
 # ranks of one job (comm_fixture --rank R --nranks N), bounded waits, check NAME COMMAND...
@@ -20,9 +20,6 @@ need_commands() {  # need_commands CMD... : skip, naming the Debian package, whe
 }
 need_commands python3:python3 timeout:coreutils
 
-work=$(mktemp -d -p "$build" cluster-real.XXXXXX)  # not /tmp: it may be mounted noexec
-chmod 755 "$work"
-export XDG_CACHE_HOME=$work/cache
 failures=0
 check() {  # check NAME CONDITION-COMMAND...
   local name=$1; shift
@@ -40,20 +37,36 @@ free_port() {  # a TCP port nothing listens on now (the kernel picks it)
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-# The nodes' ncclscope: the build's, with the scratch profile cache; NCCLSCOPE_TEST_HANG_PID
-# makes its read of that one process hang (a rank whose memory read never returns).
-cat >"$work/node-ncclscope" <<EOF
+# setup_work: the scratch directory (after the skip checks, so a skip leaves nothing behind)
+# and the nodes' ncclscope: the build's, with the scratch profile cache;
+# NCCLSCOPE_TEST_HANG_PID makes its read of that one process hang (a rank whose read never returns).
+setup_work() {
+  work=$(mktemp -d -p "$build" cluster-real.XXXXXX)  # not /tmp: it may be mounted noexec
+  chmod 755 "$work"
+  export XDG_CACHE_HOME=$work/cache
+  cat >"$work/node-ncclscope" <<EOF
 #!/usr/bin/env bash
 [ -n "\${NCCLSCOPE_TEST_HANG_PID:-}" ] && [ "\$3" = "\$NCCLSCOPE_TEST_HANG_PID" ] && exec sleep 60
 XDG_CACHE_HOME=$work/cache exec $cli "\$@"
 EOF
-chmod +x "$work/node-ncclscope"
+  chmod +x "$work/node-ncclscope"
+}
 
 # fixture_args RANK NRANKS CULPRIT: a rank of one job; the culprit launched one AllReduce fewer.
 fixture_args() {
   local allreduce=7
   [ "$1" = "$3" ] && allreduce=6
   echo --profile "$profile" --library "$fake_lib" --rank "$1" --nranks "$2" --allreduce "$allreduce"
+}
+
+# start_ranks: after NRANKS fixtures were started writing $work/rankR.out, waits for each one's
+# JSON line and puts its pid (the fixture's own, not the timeout wrapper's) in pids[R].
+start_ranks() {
+  local rank
+  for rank in $(seq 0 $((NRANKS - 1))); do
+    wait_for 10 test -s "$work/rank$rank.out" || { cat "$work/rank$rank.out"; echo "FAIL: fixture rank $rank did not start"; exit 1; }
+    pids[rank]=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["pid"])' "$work/rank$rank.out")
+  done
 }
 
 # check_snapshots DIR RANK...: exactly rank-R.json for these ranks, each decoded from its live

@@ -16,6 +16,7 @@ need_commands pdsh:pdsh ssh:openssh-client ssh-keygen:openssh-client
 [ -x /usr/sbin/sshd ] || skip "/usr/sbin/sshd missing (apt-get install openssh-server)"
 pdsh -V 2>&1 | grep -q 'rcmd modules:.*ssh' || skip "pdsh has no ssh module"
 NRANKS=6 CULPRIT=2
+setup_work
 pids=() sshd_pid="" made_privsep=""
 cleanup() {
   [ -n "$sshd_pid" ] && kill "$sshd_pid" 2>/dev/null
@@ -31,12 +32,9 @@ trap cleanup EXIT
 # The ranks, each with RANK=r in its environment (as torchrun sets it).
 for rank in $(seq 0 $((NRANKS - 1))); do
   # shellcheck disable=SC2046
-  RANK=$rank "$comm_fixture" $(fixture_args "$rank" $NRANKS $CULPRIT) >"$work/rank$rank.out" 2>&1 &
-  pids+=($!)
+  RANK=$rank timeout 120 "$comm_fixture" $(fixture_args "$rank" $NRANKS $CULPRIT) >"$work/rank$rank.out" 2>&1 &
 done
-for rank in $(seq 0 $((NRANKS - 1))); do
-  wait_for 10 test -s "$work/rank$rank.out" || { cat "$work/rank$rank.out"; echo "FAIL: fixture rank $rank did not start"; exit 1; }
-done
+start_ranks
 
 # sshd: its own host key, port, pid file; the test's key authorized; NCCLSCOPE_PIDS accepted.
 port=$(free_port) closed_port=$(free_port)
@@ -57,13 +55,13 @@ StrictModes no
 AcceptEnv NCCLSCOPE_PIDS
 EOF
 [ -d /run/sshd ] || { mkdir -p /run/sshd && made_privsep=1; }  # sshd's privilege separation directory
-/usr/sbin/sshd -D -e -f "$work/sshd_config" >"$work/sshd.log" 2>&1 &
+timeout 120 /usr/sbin/sshd -D -e -f "$work/sshd_config" >"$work/sshd.log" 2>&1 &
 sshd_pid=$!
 wait_for 10 grep -q "Server listening on 127.0.0.2" "$work/sshd.log" || { cat "$work/sshd.log"; echo "FAIL: sshd did not start"; exit 1; }
 
 # A "node" that accepts the connection and never says a word (a hung host): 127.0.0.3.
 silent_port=$(free_port)
-python3 -c 'import socket, sys, time
+timeout 120 python3 -c 'import socket, sys, time
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(8); print("listening", flush=True)
 held = []

@@ -11,6 +11,7 @@ need_root
 need_commands munged:munge slurmctld:slurmctld slurmd:slurmd srun:slurm-client squeue:slurm-client \
   scancel:slurm-client sinfo:slurm-client
 NRANKS=4 CULPRIT=2
+setup_work
 export SLURM_CONF=$work/slurm.conf
 mkdir -p "$work/munge" "$work/state" "$work/spool" "$work/log"
 chmod 700 "$work/state" "$work/spool" "$work/log"
@@ -32,10 +33,11 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
+# Every daemon runs under `timeout 120`: even a test killed with SIGKILL leaves nothing behind for long.
 
 # munge: a fresh key, its own socket, pid, seed and log.
 head -c 1024 /dev/urandom >"$work/munge/munge.key" && chmod 400 "$work/munge/munge.key"
-munged -F --socket="$work/munge/munge.sock" --key-file="$work/munge/munge.key" \
+timeout 120 munged -F --socket="$work/munge/munge.sock" --key-file="$work/munge/munge.key" \
   --pid-file="$work/munge/munged.pid" --seed-file="$work/munge/seed" \
   --log-file="$work/log/munged.log" >"$work/log/munged.out" 2>&1 &
 daemons+=($!)
@@ -74,9 +76,9 @@ MessageTimeout=5
 NodeName=localhost NodeAddr=127.0.0.1 CPUs=$NRANKS State=UNKNOWN
 PartitionName=test Nodes=localhost Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
 EOF
-slurmctld -D -i >"$work/log/slurmctld.out" 2>&1 &
+timeout 120 slurmctld -D -i >"$work/log/slurmctld.out" 2>&1 &
 daemons+=($!)
-slurmd -D -N localhost >"$work/log/slurmd.out" 2>&1 &
+timeout 120 slurmd -D -N localhost >"$work/log/slurmd.out" 2>&1 &
 daemons+=($!)
 node_idle() { [ "$(timeout 2 sinfo -h -N -o %t 2>/dev/null)" = idle ]; }
 if ! wait_for 20 node_idle; then
@@ -86,7 +88,7 @@ fi
 # The hung job: 4 tasks, each a live fixture rank that says its rank from SLURM_PROCID.
 fixture_cmd="exec $comm_fixture --profile $profile --library $fake_lib --rank \$SLURM_PROCID \
   --nranks $NRANKS --allreduce \$(( SLURM_PROCID == $CULPRIT ? 6 : 7 ))"
-srun --job-name ncclscope-fixture --ntasks $NRANKS bash -c "$fixture_cmd" >"$work/job.out" 2>&1 &
+timeout 120 srun --job-name ncclscope-fixture --time 2 --ntasks $NRANKS bash -c "$fixture_cmd" >"$work/job.out" 2>&1 &
 job_srun=$!
 ranks_up() { [ "$(grep -c '"pid"' "$work/job.out")" = "$NRANKS" ]; }
 wait_for 20 ranks_up || { cat "$work/job.out"; echo "FAIL: the fixture job did not start"; exit 1; }
