@@ -115,9 +115,8 @@ line_node() {  # line_node LINE HOSTNAME-FROM-MARKER
 # "pdsh@HERE: NODE: ssh exited with exit code 255"); $1 = node, $2 = the stderr file.
 launcher_reason() {
   local line
-  line=$(grep -m1 -F -- "$1: " "$2" | grep -v '^pdsh@' )
-  [ -n "$line" ] || line=$(grep -m1 -F -- "$1" "$2")
-  line=${line#"$1: "}
+  line=$(awk -v p="$1: " 'index($0, p) == 1 {print substr($0, length(p) + 1); exit}' "$2")
+  [ -n "$line" ] || line=$(grep -v '^pdsh@' "$2" | grep -m1 -F -- "$1")  # kubectl: 'pods "NODE" not found'
   printf '%s' "${line//$'\r'/}"  # ssh ends its messages with CR LF
 }
 
