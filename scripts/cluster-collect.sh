@@ -173,7 +173,7 @@ read_line() {  # read_line LINE: one line of the launcher's stdout
 
 # The nodes a pdsh launcher names with -w: "a,b", "gpu[01-03,07]" (one bracket per name).
 pdsh_nodes() {  # pdsh_nodes LAUNCHER-WORD...
-  local list="" word item prefix suffix range from to width n
+  local list="" word prefix suffix range from to width n
   while [ $# -gt 0 ]; do
     case $1 in -w) list=${2:-}; shift ;; -w?*) list=${1#-w} ;; esac
     shift
@@ -253,7 +253,10 @@ gather_main() {
   # Nodes run in parallel: the node timeout bounds the whole gather (and as long again, at most
   # 10 s, to connect).
   local slack=$((node_timeout < 10 ? node_timeout : 10))
-  exec {launcher_fd}< <(timeout -k 5 $((node_timeout + slack)) "${launch[@]}" "${remote[@]}" 2>>"$errors")
+  # stdin from /dev/null: under timeout the launcher is not the terminal's foreground job, and
+  # srun forwards stdin.
+  local launcher_fd
+  exec {launcher_fd}< <(timeout -k 5 $((node_timeout + slack)) "${launch[@]}" "${remote[@]}" </dev/null 2>>"$errors")
   local launcher_pid=$!
   # Launchers prefix lines ("node3: ", "0: "): the frame marker is searched anywhere.
   while IFS= read -r line <&"$launcher_fd"; do read_line "$line"; done

@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034  # sourced: its variables are used by the tests
 # Shared set-up of the cluster tests (cluster_slurm_test.sh, cluster_pdsh_test.sh, cluster_kubectl_test.sh;
 # sourced, not run): skip rules, a scratch directory under the build (mode 755: munged
 # wants its socket's ancestors searchable), an `ncclscope` wrapper for the nodes, fixture
