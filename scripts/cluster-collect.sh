@@ -24,7 +24,8 @@
 #                         run in parallel, so the launcher is stopped after S + min(S, 10) s
 #   --nodes "N1,N2"       the nodes expected (as the launcher names them): one that never
 #                         answers is named even when the launcher says nothing of it
-#                         (pdsh's -w list, plain or gpu[01-16], is read for this already)
+#                         (pdsh's -w list, plain or gpu[01-16], is read for this already;
+#                         for srun, whose lines carry no prefix, the nodes' hostnames)
 #   --no-triage           only gather
 # NCCLSCOPE_PIDS="P1 P2" on a node restricts the search to those processes.
 # Snapshots are named rank-R.json from the process's RANK, OMPI_COMM_WORLD_RANK,
@@ -157,7 +158,7 @@ read_line() {  # read_line LINE: one line of the launcher's stdout
       rest=${line#*@@ncclscope-node }
       node=$(line_node "$line" "${rest%% *}")
       node_seen[$node]=1
-      found_total=$((found_total + ${rest##* })) ;;
+      case ${rest##* } in ''|*[!0-9]*) ;; *) found_total=$((found_total + ${rest##* })) ;; esac ;;
     *@@ncclscope-node-done\ *)
       rest=${line#*@@ncclscope-node-done }
       node=$(line_node "$line" "${rest%% *}")
@@ -181,6 +182,7 @@ pdsh_nodes() {  # pdsh_nodes LAUNCHER-WORD...
   # Commas inside brackets are not separators: split outside them only.
   for word in $(printf '%s' "$list" | sed -E ':a; s/(\[[^]]*),/\1;/; ta; s/,/ /g'); do
     case $word in
+      ^*|-*|/*) ;;  # a file of names, an exclusion, a regex: pdsh's business, not listed here
       *\[*\]*)
         prefix=${word%%\[*} suffix=${word#*\]} word=${word#*\[} word=${word%%\]*}
         for range in ${word//;/ }; do
