@@ -93,6 +93,10 @@ job_srun=$!
 ranks_up() { [ "$(grep -c '"pid"' "$work/job.out")" = "$NRANKS" ]; }
 wait_for 20 ranks_up || { cat "$work/job.out"; echo "FAIL: the fixture job did not start"; exit 1; }
 job=$(timeout 5 squeue -h --name ncclscope-fixture -o %i)
+# Only this job's ranks (srun hands the environment to the step): other tests' fixtures may run
+# on this machine at the same time.
+NCCLSCOPE_PIDS=$(python3 -c 'import json,sys; print(" ".join(str(json.loads(l)["pid"]) for l in sys.stdin if l.startswith("{")))' <"$work/job.out")
+export NCCLSCOPE_PIDS
 
 # 1. Every rank answers: rank-0..3.json, progress, the culprit.
 start=$SECONDS
@@ -114,25 +118,32 @@ check "srun fails: exit 2 (nothing usable)" test "$rc" = 2
 check "srun fails: one line naming srun's error" \
   test "$(grep -c 'cluster-collect: launcher exited 1: srun: error: .*999999' "$work/nojob.err")" = 1
 
-# 3. Rank 3's read hangs: the node timeout (3 s) ends it; ranks 0-2 still collected, exit 1,
-#    the triage names rank 3 as the rank without input.
-hang_pid=$(for f in /proc/[0-9]*/environ; do
-  p=${f#/proc/}; p=${p%/environ}
-  tr '\0' '\n' 2>/dev/null <"$f" | grep -qx SLURM_PROCID=3 && grep -qs libnccl "/proc/$p/maps" && echo "$p"
-done | head -n 1)
+# 3. Rank 3's read hangs. A node reads its ranks one after the other within one budget (the node
+#    timeout, 3 s): read in the order 0, 1, 3, 2, ranks 0 and 1 are collected, rank 3's read is
+#    ended, rank 2 is not read; one line each, exit 1, the triage names ranks 2, 3 absent.
+rank_pid() {  # rank_pid R: the job's rank R
+  local f p
+  for f in /proc/[0-9]*/environ; do
+    p=${f#/proc/}; p=${p%/environ}
+    [[ " $NCCLSCOPE_PIDS " == *" $p "* ]] && tr '\0' '\n' 2>/dev/null <"$f" | grep -qx "SLURM_PROCID=$1" && echo "$p"
+  done 2>/dev/null | head -n 1
+}
+hang_pid=$(rank_pid 3) unread_pid=$(rank_pid 2)
 start=$SECONDS
-NCCLSCOPE_TEST_HANG_PID=$hang_pid bash "$collect" --out "$work/hang" --node-timeout 3 \
-  --launcher "srun --overlap --jobid $job --ntasks-per-node 1" \
+NCCLSCOPE_PIDS="$(rank_pid 0) $(rank_pid 1) $hang_pid $unread_pid" NCCLSCOPE_TEST_HANG_PID=$hang_pid \
+  bash "$collect" --out "$work/hang" --node-timeout 3 --launcher "srun --overlap --jobid $job --ntasks-per-node 1" \
   --ncclscope "$work/node-ncclscope" --local-ncclscope "$cli" -- --json >"$work/hang.json" 2>"$work/hang.err"
 rc=$?
 echo "collect with a hanging rank, --node-timeout 3: $((SECONDS - start)) s"
 check "node timeout: exit 1 (partial)" test "$rc" = 1
 check "node timeout: one line for the hung rank" \
   test "$(grep -c "pid $hang_pid: ncclscope state did not finish within the node timeout (3 s)" "$work/hang.err")" = 1
-check_snapshots "$work/hang" 0 1 2
-check "node timeout: progress 3/4" grep -qx "cluster-collect: collected 3/4 ranks (1/1 nodes done)" "$work/hang.err"
-json_check "node timeout: triage names rank 3 as absent" "$work/hang.json" \
-  '[f["culprit_ranks"] for c in r["communicators"] for f in c["findings"] if f["kind"] == "absent-ranks"] == [[3]]'
+check "node timeout: one line for the rank not read" \
+  test "$(grep -c "pid $unread_pid: not read, the node timeout (3 s) is spent" "$work/hang.err")" = 1
+check_snapshots "$work/hang" 0 1
+check "node timeout: progress 2/4" grep -qx "cluster-collect: collected 2/4 ranks (1/1 nodes done)" "$work/hang.err"
+json_check "node timeout: triage names ranks 2, 3 as absent" "$work/hang.json" \
+  '[f["culprit_ranks"] for c in r["communicators"] for f in c["findings"] if f["kind"] == "absent-ranks"] == [[2, 3]]'
 
 if [ "$failures" -ne 0 ]; then
   echo "$failures failure(s)"; tail -n 3 "$work"/*.err
