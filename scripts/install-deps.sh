@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs, with apt-get, the Debian packages ncclscope needs that are missing.
-# Usage: scripts/install-deps.sh [build|test]   (test adds gdb, python3, graphviz, clang)
+# Usage: scripts/install-deps.sh [build|test]   (test adds gdb, python3, graphviz, clang,
+#                                               slurm, munge, pdsh, ssh)
 set -euo pipefail
 profile=${1:-build}
 packages=(g++ cmake ninja-build pkg-config libdw-dev libelf-dev libboost-test-dev
@@ -8,7 +9,9 @@ packages=(g++ cmake ninja-build pkg-config libdw-dev libelf-dev libboost-test-de
 if [ "$profile" = test ]; then
   packages+=(gdb gdbserver python3 graphviz elfutils file procps util-linux libc6-dbg
              clang libclang-rt-14-dev  # clang + libFuzzer: the fuzz targets' short runs
-             python3.11 python3.11-dbg austin)  # Python stack tests (DWARF of 3.11), the Python bench
+             python3.11 python3.11-dbg austin  # Python stack tests (DWARF of 3.11), the Python bench
+             slurmctld slurmd slurm-client munge  # cluster_slurm_test: real srun on localhost
+             pdsh openssh-server openssh-client)  # cluster_pdsh_test: real pdsh -R ssh to localhost
 fi
 missing=()
 for package in "${packages[@]}"; do
