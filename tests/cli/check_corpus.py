@@ -56,7 +56,7 @@ def unpack(scenario_dir, expected, work):
     return cores, args
 
 
-def check_state(scenario, rank, core, args):
+def check_state(scenario, rank, core, args, scenario_expected):
     run = subprocess.run([CLI, "state", "--core", core, "--json", *args], capture_output=True, text=True)
     if run.returncode not in (0, 1):
         return fail(f"{scenario} rank {rank['rank']}: state exit {run.returncode}: {run.stderr.strip()}")
@@ -79,6 +79,13 @@ def check_state(scenario, rank, core, args):
                 fail(f"{subject}: {key} = {comm.get(key)!r}, gdb says {expected[key]!r}")
         if comm["health"]["async_result"] != expected["async_result"]:
             fail(f"{subject}: async_result {comm['health']['async_result']} != {expected['async_result']}")
+    # splitShare (before 2.24): "one" ncclSharedResources for every comm of the rank, or each its "own".
+    sharing = scenario_expected.get("shared_resources")
+    if sharing:
+        addresses = [c.get("shared_resources") for c in document["communicators"]]
+        distinct = len(set(addresses))
+        if None in addresses or distinct != (1 if sharing == "one" else len(addresses)):
+            fail(f"{scenario} rank {rank['rank']}: shared_resources {addresses}, expected {sharing}")
 
 
 def check_triage(scenario, expected, cores, args):
@@ -118,7 +125,7 @@ def main():
             before = len(failures)
             cores, args = unpack(directory, expected, work)
             for rank, core in cores:
-                check_state(scenario, rank, core, args)
+                check_state(scenario, rank, core, args, expected)
             check_triage(scenario, expected, cores, args)
             print(("ok   " if len(failures) == before else "FAIL ") + scenario)
         finally:

@@ -94,7 +94,18 @@ std::string rank_pair(const json& comm, const char* rank_key, const char* count_
   return cell_text(field(comm, rank_key)) + "/" + cell_text(field(comm, count_key));
 }
 
-void render_counters(const json& comm, std::ostringstream& out) {
+// Before NCCL 2.24 the count lives in ncclSharedResources; split comms with splitShare share it.
+std::string coll_op_count_note(const json& comm, const json& document) {
+  if (field(comm, "coll_op_count_of") != "ncclSharedResources") return "";
+  const json& shared = field(comm, "shared_resources");
+  std::string others;
+  for (const json& other : field(document, "communicators"))
+    if (&other != &comm && shared.is_string() && field(other, "shared_resources") == shared)
+      others += (others.empty() ? "" : ", ") + cell_text(field(other, "comm_hash"));
+  return others.empty() ? "" : " (shared with " + others + ": splitShare)";
+}
+
+void render_counters(const json& comm, const json& document, std::ostringstream& out) {
   out << "  launched  ";
   const json& launched = field(comm, "seq_launched");
   // NCCL's ncclFunc_t order first, then anything a newer version adds.
@@ -104,7 +115,7 @@ void render_counters(const json& comm, std::ostringstream& out) {
   for (const auto& [name, value] : launched.items())
     if (std::find(std::begin(kOrder), std::end(kOrder), name) == std::end(kOrder))
       out << " " << name << " " << cell_text(value);
-  out << "   collOpCount " << cell_text(field(comm, "coll_op_count"))
+  out << "   collOpCount " << cell_text(field(comm, "coll_op_count")) << coll_op_count_note(comm, document)
       << "   p2p " << cell_text(field(field(comm, "p2p_op_count"), "total")) << "\n";
   const json& health = field(comm, "health");
   out << "  health     " << cell_text(field(health, "async_result"))
@@ -206,7 +217,7 @@ void render_comm(const json& comm, const json& document, bool several_libraries,
       << "\n";
   render_comm_library(comm, several_libraries, out);
   render_comm_process_group(comm, document, out);
-  render_counters(comm, out);
+  render_counters(comm, document, out);
   render_channels(comm, out);
   render_proxy_ops(comm, out);
   render_planned(comm, out);
