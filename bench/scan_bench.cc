@@ -1,10 +1,13 @@
-// scan_bench CORE [REPEAT]: times the communicator scan (NCCL_MAGIC, 16-byte
-// stride over writable private memory) on a core file; prints one JSON line.
+// scan_bench CORE [REPEAT [PROFILE]]: times the communicator scan (NCCL_MAGIC, 16-byte
+// stride over writable private memory) on a core file; prints one JSON line. With PROFILE (a
+// layout profile), also the whole discovery by scan with that layout: for a 2.18-2.20 profile
+// the sharedRes->owner scan (owner_scan_best_s, comms).
 #include <chrono>
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "layout/layout_profile.h"
 #include "nccl/comm_scanner.h"
 #include "target/core_file.h"
 #include "util/errors.h"
@@ -33,9 +36,26 @@ int main(int argc, char** argv) {
       matches_found = matches.size();
     }
     std::printf("{\"core\":\"%s\",\"open_s\":%.6f,\"scan_best_s\":%.6f,\"bytes\":%llu,\"regions\":%llu,"
-                "\"matches\":%zu,\"gb_per_s\":%.2f}\n",
+                "\"matches\":%zu,\"gb_per_s\":%.2f",
                 argv[1], open_seconds, best, static_cast<unsigned long long>(bytes),
                 static_cast<unsigned long long>(regions), matches_found, bytes / best / 1e9);
+    if (argc > 3) {
+      nsc::LayoutProfile layout = nsc::read_layout_profile(argv[3]);
+      nsc::DiscoveryOptions options;
+      options.force_scan = true;
+      double discovery_best = 1e9;
+      nsc::Discovery discovery;
+      for (int i = 0; i < repeat; ++i) {
+        auto start = std::chrono::steady_clock::now();
+        discovery = nsc::discover_communicators(*target, layout, options);
+        discovery_best = std::min(discovery_best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      }
+      std::printf(",\"discovery_anchor\":\"%s\",\"discovery_best_s\":%.6f,\"discovery_gb_per_s\":%.2f,"
+                  "\"candidates\":%llu,\"comms\":%zu", discovery.scan_anchor.c_str(), discovery_best,
+                  discovery.bytes_scanned / discovery_best / 1e9,
+                  static_cast<unsigned long long>(discovery.candidates), discovery.addresses.size());
+    }
+    std::printf("}\n");
     return 0;
   } catch (const nsc::BadInput& error) {
     std::fprintf(stderr, "scan_bench: %s\n", error.what());

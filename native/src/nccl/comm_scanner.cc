@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "layout/header_profile.h"
@@ -21,6 +22,7 @@ constexpr uint64_t kChunkBytes = 4u << 20;   // live reads: 4 MiB at a time
 constexpr int64_t kMaxPlausibleRanks = 1 << 20;
 constexpr int64_t kMaxRegistryEntries = 1 << 16;
 constexpr int64_t kMaxSharedResourcesRefs = 1 << 16;  // comms sharing one ncclSharedResources
+constexpr size_t kMaxOwnerCache = 1 << 20;            // owner scan: C->sharedRes values kept
 
 // Scans one contiguous buffer that starts at target address `base`.
 void scan_buffer(const uint8_t* bytes, uint64_t length, uint64_t base, uint64_t value,
@@ -363,9 +365,24 @@ ScanResult scan_for_owner(Target& target, const ScanKey& key, const ScanProgress
     if (is_scannable_region(region)) regions.push_back(&region);
   std::sort(regions.begin(), regions.end(), [](auto* a, auto* b) { return a->start < b->start; });
   uint64_t span = std::max(key.owner_offset, key.ref_count_offset) + 8;
-  std::vector<std::pair<uint64_t, uint64_t>> pending;  // (comm C, its sharedRes S)
+  // C->sharedRes by C, read once: most candidates are other objects' headers (a count, then a
+  // type pointer: every Python object) naming few distinct C. Bounded: cleared when full.
+  std::unordered_map<uint64_t, uint64_t> shared_res_of;
+  std::set<uint64_t> owned;
+  auto points_back = [&](uint64_t comm, uint64_t shared) {
+    auto known = shared_res_of.find(comm);
+    if (known == shared_res_of.end()) {
+      if (shared_res_of.size() >= kMaxOwnerCache) shared_res_of.clear();
+      uint64_t word = 0;
+      ReadError error;
+      if (!target.read(comm + key.shared_res_offset, &word, 8, &error)) word = 0;
+      known = shared_res_of.emplace(comm, word).first;
+    }
+    return known->second == shared;
+  };
   result.bytes_scanned = visit_scannable(
-      target, span, progress, &result.regions_scanned, [&](const uint8_t* bytes, uint64_t available, uint64_t base, uint64_t positions) {
+      target, span, progress, &result.regions_scanned,
+      [&](const uint8_t* bytes, uint64_t available, uint64_t base, uint64_t positions) {
         for (uint64_t at = (base + 15) / 16 * 16 - base; at < positions && at + span <= available; at += 16) {
           uint64_t comm;
           int32_t ref_count;
@@ -373,19 +390,12 @@ ScanResult scan_for_owner(Target& target, const ScanKey& key, const ScanProgress
           std::memcpy(&ref_count, bytes + at + key.ref_count_offset, 4);
           if (ref_count < 1 || ref_count > kMaxSharedResourcesRefs || comm == 0 || comm % 16 != 0) continue;
           if (scannable_region_of(regions, comm + key.shared_res_offset, 8) == nullptr) continue;
-          pending.emplace_back(comm, base + at);
+          if (points_back(comm, base + at)) {
+            result.matches.insert(comm);
+            owned.insert(base + at);
+          }
         }
       });
-  std::sort(pending.begin(), pending.end());  // reads in address order: one page read serves many
-  std::set<uint64_t> owned;
-  for (const auto& [comm, shared] : pending) {
-    uint64_t word = 0;
-    ReadError error;
-    if (target.read(comm + key.shared_res_offset, &word, 8, &error) && word == shared) {
-      result.matches.insert(comm);
-      owned.insert(shared);
-    }
-  }
   if (owned.empty()) return result;
   uint64_t unused = 0;
   uint64_t reach = key.shared_res_offset + 8;
