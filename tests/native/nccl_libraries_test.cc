@@ -135,6 +135,16 @@ struct ProfileDir {
   }
 };
 
+// Profiles by build-id for both stand-in libraries: A is 2.28.9, B is 2.30.7.
+struct TwoLibraryProfiles {
+  ProfileDir profiles;
+  LayoutProfile a = header_profile("2.28.9"), b = header_profile("2.30.7");
+  TwoLibraryProfiles() {
+    profiles.add(kBuildIdA, a);
+    profiles.add(kBuildIdB, b);
+  }
+};
+
 json state_of(SyntheticTarget& target, const ProfileDir& profiles) {
   nsc::StateRequest request;
   request.target = &target;
@@ -207,10 +217,9 @@ BOOST_AUTO_TEST_CASE(equal_layouts_are_told_apart_by_pointers_into_the_image) {
 // The state document: each communicator names its library, nccl.libraries lists both, the
 // single-library fields describe the first library with communicators; the text shows both.
 BOOST_AUTO_TEST_CASE(document_names_each_communicators_library) {
-  ProfileDir profiles;
-  LayoutProfile a = header_profile("2.28.9"), b = header_profile("2.30.7");
-  profiles.add(kBuildIdA, a);
-  profiles.add(kBuildIdB, b);
+  TwoLibraryProfiles two;
+  const ProfileDir& profiles = two.profiles;
+  const LayoutProfile &a = two.a, &b = two.b;
   SyntheticTarget target;
   add_process(target);
   put_comm(target, a, kCommA, 0x1111, 0, 3, kAux);
@@ -255,10 +264,9 @@ BOOST_AUTO_TEST_CASE(document_names_each_communicators_library) {
 // A preloaded library nobody uses, mapped first: listed with 0 communicators, no error; the
 // other library is the primary one.
 BOOST_AUTO_TEST_CASE(document_unused_first_library_is_listed_with_zero) {
-  ProfileDir profiles;
-  LayoutProfile a = header_profile("2.28.9"), b = header_profile("2.30.7");
-  profiles.add(kBuildIdA, a);
-  profiles.add(kBuildIdB, b);
+  TwoLibraryProfiles two;
+  const ProfileDir& profiles = two.profiles;
+  const LayoutProfile &a = two.a, &b = two.b;
   SyntheticTarget target;
   add_process(target);
   put_comm(target, b, kCommB, 0x2222, 1, 5, kAux);
