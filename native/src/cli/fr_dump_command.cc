@@ -35,7 +35,7 @@ void write_output(const std::string& path, const std::string& bytes) {
 }  // namespace
 
 int run_fr_dump_command(const std::vector<std::string>& args) {
-  try {
+  return run_guarded("fr-dump", nullptr, [&]() -> int {
     ParsedOptions options = parse_options(
         args, {"--core", "--pid", "--exe", "--sysroot", "--solib-search-path", "--profile-path", "-o", "--output"},
         {"--freeze", "--help", "-h"});
@@ -50,16 +50,7 @@ int run_fr_dump_command(const std::vector<std::string>& args) {
     nlohmann::json document = build_state_document(request);
     write_output(output, flight_recorder_pickle(document.value("torch", nlohmann::json())));
     return kExitOk;
-  } catch (const UsageError& error) {
-    std::fprintf(stderr, "ncclscope fr-dump: %s (usage: see ncclscope fr-dump --help)\n", error.what());
-    return kExitUsage;
-  } catch (const BadInput& error) {
-    std::fprintf(stderr, "ncclscope fr-dump: %s\n", escape_for_terminal(error.what()).c_str());
-    return kExitBadInput;
-  } catch (const std::exception& error) {
-    std::fprintf(stderr, "ncclscope fr-dump: internal error: %s\n", escape_for_terminal(error.what()).c_str());
-    return kExitBadInput;
-  }
+  });
 }
 
 }  // namespace nsc::cli

@@ -274,7 +274,7 @@ int run_dirs(const ParsedOptions& options) {
 }  // namespace
 
 int run_layout_command(const std::vector<std::string>& args) {
-  try {
+  return run_guarded("layout", kLayoutUsage, [&]() -> int {
     ParsedOptions options = parse_options(args, {"-o", "--output", "--root", "--profile-path", "--interpreter",
                                            "--libtorch", "--libtorch-symbols", "--libtorch-headers", "--torch-version"},
                                           {"--json", "--dwarf", "--cache", "--headers", "--help", "-h"});
@@ -290,18 +290,7 @@ int run_layout_command(const std::vector<std::string>& args) {
     if (subcommand == "python") return run_python(options);
     if (subcommand == "torch") return run_torch(options);
     throw UsageError("unknown subcommand '" + subcommand + "'");
-  } catch (const UsageError& error) {
-    std::fprintf(stderr, "ncclscope layout: %s\n%s", escape_for_terminal(error.what()).c_str(),
-                 kLayoutUsage);
-    return kExitUsage;
-  } catch (const BadInput& error) {
-    std::fprintf(stderr, "ncclscope layout: %s\n", escape_for_terminal(error.what()).c_str());
-    return kExitBadInput;
-  } catch (const std::exception& error) {
-    std::fprintf(stderr, "ncclscope layout: internal error: %s\n",
-                 escape_for_terminal(error.what()).c_str());
-    return kExitBadInput;
-  }
+  });
 }
 
 }  // namespace nsc::cli

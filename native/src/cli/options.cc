@@ -1,5 +1,8 @@
 #include "cli/options.h"
 
+#include <cstdio>
+
+#include "cli/commands.h"
 #include "util/errors.h"
 #include "util/strings.h"
 
@@ -74,6 +77,23 @@ StateRequest target_request_from_options(const ParsedOptions& options) {
   request.force_mismatch = options.has("--force-mismatch");
   request.freeze = options.has("--freeze");
   return request;
+}
+
+int run_guarded(const char* name, const char* usage_text, const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const UsageError& error) {
+    std::string what = escape_for_terminal(error.what());
+    if (usage_text != nullptr) std::fprintf(stderr, "ncclscope %s: %s\n%s", name, what.c_str(), usage_text);
+    else std::fprintf(stderr, "ncclscope %s: %s (usage: see ncclscope %s --help)\n", name, what.c_str(), name);
+    return kExitUsage;
+  } catch (const BadInput& error) {
+    std::fprintf(stderr, "ncclscope %s: %s\n", name, escape_for_terminal(error.what()).c_str());
+    return kExitBadInput;
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "ncclscope %s: internal error: %s\n", name, escape_for_terminal(error.what()).c_str());
+    return kExitBadInput;
+  }
 }
 
 }  // namespace nsc::cli

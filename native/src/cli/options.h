@@ -2,6 +2,7 @@
 // "--name=value", flags, and positional arguments.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -35,5 +36,10 @@ int parse_pid(const std::string& text);
 // positional CORE) | --pid PID, --exe, --sysroot, --solib-search-path, --profile-path,
 // --force-mismatch, --freeze. Throws nsc::UsageError on a bad or missing target.
 StateRequest target_request_from_options(const ParsedOptions& options);
+
+// Runs one subcommand's body and turns its exceptions into one line on stderr and the exit
+// code: UsageError 64 (then `usage_text`, or "see ncclscope NAME --help" when null), BadInput
+// 2, anything else 2 as an internal error. Every message is escaped for the terminal.
+int run_guarded(const char* name, const char* usage_text, const std::function<int()>& body);
 
 }  // namespace nsc::cli

@@ -120,7 +120,7 @@ int exit_code_of(const nlohmann::json& document) {
 }  // namespace
 
 int run_py_stacks_command(const std::vector<std::string>& args) {
-  try {
+  return run_guarded("py-stacks", nullptr, [&]() -> int {
     ParsedOptions options = parse_options(
         args, {"--core", "--pid", "--exe", "--sysroot", "--solib-search-path", "--profile-path"},
         {"--json", "--freeze", "--native", "--help", "-h"});
@@ -134,16 +134,7 @@ int run_py_stacks_command(const std::vector<std::string>& args) {
     if (options.has("--json")) std::cout << document.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     else print_text(document);
     return exit_code_of(document);
-  } catch (const UsageError& error) {
-    std::fprintf(stderr, "ncclscope py-stacks: %s (usage: see ncclscope py-stacks --help)\n", error.what());
-    return kExitUsage;
-  } catch (const BadInput& error) {
-    std::fprintf(stderr, "ncclscope py-stacks: %s\n", escape_for_terminal(error.what()).c_str());
-    return kExitBadInput;
-  } catch (const std::exception& error) {
-    std::fprintf(stderr, "ncclscope py-stacks: internal error: %s\n", escape_for_terminal(error.what()).c_str());
-    return kExitBadInput;
-  }
+  });
 }
 
 }  // namespace nsc::cli

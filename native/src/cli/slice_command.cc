@@ -153,7 +153,7 @@ int slice(const SliceRequest& request, bool json_output) {
 }  // namespace
 
 int run_slice_command(const std::vector<std::string>& args) {
-  try {
+  return run_guarded("slice", kSliceUsage, [&]() -> int {
     ParsedOptions options = parse_options(
         args, {"-o", "--output", "--keep-region", "--exe", "--sysroot", "--solib-search-path", "--profile-path"},
         {"--no-decode", "--force-mismatch", "--json", "--help", "-h"});
@@ -162,16 +162,7 @@ int run_slice_command(const std::vector<std::string>& args) {
       return kExitOk;
     }
     return slice(request_from_options(options), options.has("--json"));
-  } catch (const UsageError& error) {
-    std::fprintf(stderr, "ncclscope slice: %s\n%s", error.what(), kSliceUsage);
-    return kExitUsage;
-  } catch (const BadInput& error) {
-    std::fprintf(stderr, "ncclscope slice: %s\n", escape_for_terminal(error.what()).c_str());
-    return kExitBadInput;
-  } catch (const std::exception& error) {
-    std::fprintf(stderr, "ncclscope slice: internal error: %s\n", escape_for_terminal(error.what()).c_str());
-    return kExitBadInput;
-  }
+  });
 }
 
 }  // namespace nsc::cli

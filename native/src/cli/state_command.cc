@@ -37,7 +37,7 @@ StateRequest request_from_options(const ParsedOptions& options) {
 }  // namespace
 
 int run_state_command(const std::vector<std::string>& args) {
-  try {
+  return run_guarded("state", nullptr, [&]() -> int {
     ParsedOptions options = parse_options(
         args, {"--core", "--pid", "--exe", "--sysroot", "--solib-search-path", "--profile-path"},
         {"--json", "--force-mismatch", "--freeze", "--no-stacks", "--stacks", "--help", "-h"});
@@ -49,16 +49,7 @@ int run_state_command(const std::vector<std::string>& args) {
     if (options.has("--json")) std::cout << document.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     else std::cout << render_state_text(document);
     return state_exit_code(document);
-  } catch (const UsageError& error) {
-    std::fprintf(stderr, "ncclscope state: %s (usage: see ncclscope state --help)\n", error.what());
-    return kExitUsage;
-  } catch (const BadInput& error) {
-    std::fprintf(stderr, "ncclscope state: %s\n", escape_for_terminal(error.what()).c_str());
-    return kExitBadInput;
-  } catch (const std::exception& error) {
-    std::fprintf(stderr, "ncclscope state: internal error: %s\n", escape_for_terminal(error.what()).c_str());
-    return kExitBadInput;
-  }
+  });
 }
 
 }  // namespace nsc::cli
