@@ -7,7 +7,7 @@ Unknown keys are allowed (newer writers add keys); missing keys are allowed (the
 show them as n/a); a known key of the wrong type is not.
 """
 
-SCHEMA = "ncclscope.state/1"
+SCHEMA = "ncclscope.state/1"  # a copy of kStateSchema in native/src/util/schemas.h
 MAX_DEPTH = 64  # deeper than any real document: garbage, refused before it is walked
 
 

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "nccl/kernel_view.h"
+#include "snapshot/kernels_document.h"
 #include "snapshot/state_document.h"
 #include "stacks/blocked_in.h"
 #include "util/errors.h"
@@ -65,25 +65,6 @@ nsc::StateRequest state_request_from_json(const nlohmann::json& request, nsc_rea
   return state;
 }
 
-// ncclscope.kernels/1: the kernel view plus the communicators' device sections it judged from.
-nlohmann::json kernel_view_document(const nlohmann::json& state, const nlohmann::json& kernels) {
-  nlohmann::json communicators = nlohmann::json::array();
-  for (const nlohmann::json& comm : state.value("communicators", nlohmann::json::array()))
-    communicators.push_back({{"address", comm.value("address", nlohmann::json())},
-                             {"comm_hash", comm.value("comm_hash", nlohmann::json())},
-                             {"rank", comm.value("rank", nlohmann::json())},
-                             {"nranks", comm.value("nranks", nlohmann::json())},
-                             {"cuda_dev", comm.value("cuda_dev", nlohmann::json())},
-                             {"device", comm.value("device", nlohmann::json())}});
-  return {{"schema", "ncclscope.kernels/1"},
-          {"tool", state.value("tool", nlohmann::json())},
-          {"target", state.value("target", nlohmann::json())},
-          {"nccl", state.value("nccl", nlohmann::json())},
-          {"kernels", nsc::build_kernel_view(state, kernels)},
-          {"communicators", communicators},
-          {"errors", state.value("errors", nlohmann::json::array())}};
-}
-
 }  // namespace
 
 extern "C" {
@@ -121,7 +102,7 @@ nsc_error* nsc_run_json_device(const char* request_json, nsc_read_memory_fn read
       document = nsc::build_state_document(state);
     }
     int exit_code = nsc::state_exit_code(document);
-    if (command == "kernel-view") document = kernel_view_document(document, request.value("kernels", nlohmann::json::array()));
+    if (command == "kernel-view") document = nsc::build_kernels_document(document, request.value("kernels", nlohmann::json::array()));
     *json_out = copy_string(document.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     if (exit_code != 0)
       return make_error(NSC_ERROR_PARTIAL, "some memory or fields were unreadable (see \"errors\")");

@@ -1,17 +1,15 @@
 // `ncclscope cuda-streams` and `ncclscope cuda-ipc`: the flight recorder's
 // view of CUDA streams, events and IPC handles in one process (live or core),
 // plus, with --nccl, the streams and registrations each communicator holds.
+// The ncclscope.cuda/1 document is built by snapshot/cuda_document.cc; this file
+// parses options and renders it.
 #include <cstdio>
 #include <iostream>
-#include <map>
 #include <sstream>
 
 #include "cli/commands.h"
 #include "cli/options.h"
-#include "cuda/recorder_decoder.h"
-#include "snapshot/state_document.h"
-#include "target/core_file.h"
-#include "target/live_process.h"
+#include "snapshot/cuda_document.h"
 #include "util/errors.h"
 #include "util/strings.h"
 
@@ -37,64 +35,6 @@ const char kCudaIpcUsage[] =
     "  --nccl          also decode each communicator's registrations and peer imports\n"
     "  --sysroot DIR, --solib-search-path D:D, --profile-path D:D   as for `ncclscope state` (--nccl)\n"
     "  --json          print JSON\n";
-
-// Marks recorder streams that NCCL holds: "nccl_roles": ["device_stream of comm 0x.."].
-void label_nccl_streams(nlohmann::json& document) {
-  std::map<std::string, std::vector<std::string>> roles;
-  for (const auto& comm : document["nccl_communicators"]) {
-    const nlohmann::json& cuda = comm["cuda"];
-    if (!cuda.is_object()) continue;
-    std::string of = " of comm " + comm["comm_hash"].dump();
-    for (const char* key : {"device_stream", "host_stream"})
-      if (cuda.contains(key) && cuda[key].is_object() && cuda[key]["stream"].is_string())
-        roles[cuda[key]["stream"].get<std::string>()].push_back(key + of);
-    if (cuda.contains("user_streams") && cuda["user_streams"].is_array())
-      for (const auto& stream : cuda["user_streams"])
-        if (stream.is_string()) roles[stream.get<std::string>()].push_back("user_stream" + of);
-  }
-  nlohmann::json& recorder = document["recorder"];
-  if (!recorder.value("found", false)) return;
-  for (auto& stream : recorder["streams"]) {
-    auto role = roles.find(stream["stream"].get<std::string>());
-    if (role != roles.end()) stream["nccl_roles"] = role->second;
-  }
-}
-
-nlohmann::json collect(const StateRequest& request, bool with_nccl, bool records) {
-  std::unique_ptr<Target> target = request.pid != 0 ? open_live(request.pid, false)
-                                                     : open_core(request.core_path, request.executable);
-  nlohmann::json document = {{"schema", "ncclscope.cuda/1"},
-                             {"target", {{"description", target->describe()}, {"pid", target->pid()}}}};
-  nlohmann::json errors = nlohmann::json::array();
-  RecorderDecodeOptions options;
-  options.include_records = records;
-  document["recorder"] = decode_recorder(*target, &errors, options);
-  if (with_nccl) {
-    StateRequest state = request;
-    state.stacks = request.pid == 0;  // cores unwind without stopping anything
-    state.progress = false;
-    nlohmann::json state_document = build_state_document(state);
-    nlohmann::json comms = nlohmann::json::array();
-    for (const auto& comm : state_document.value("communicators", nlohmann::json::array()))
-      comms.push_back({{"address", comm.value("address", "")},
-                       {"comm_hash", comm.value("comm_hash", nlohmann::json(nullptr))},
-                       {"rank", comm.value("rank", nlohmann::json(nullptr))},
-                       {"cuda", comm.value("cuda", nlohmann::json(nullptr))}});
-    document["nccl_communicators"] = comms;
-    label_nccl_streams(document);
-    // Host threads whose stacks sit in a CUDA synchronize (known without the recorder, stream unknown).
-    nlohmann::json blocked = nlohmann::json::array();
-    for (const auto& thread : state_document.value("threads", nlohmann::json::array()))
-      if (thread.value("blocked_in", nlohmann::json()).is_string() &&
-          thread["blocked_in"].get<std::string>().rfind("cuda", 0) == 0)
-        blocked.push_back({{"tid", thread.value("tid", 0)}, {"name", thread.value("name", "")},
-                           {"blocked_in", thread["blocked_in"]}});
-    document["threads_blocked_in_cuda"] = blocked;
-    for (const auto& error : state_document.value("errors", nlohmann::json::array())) errors.push_back(error);
-  }
-  document["errors"] = errors;
-  return document;
-}
 
 std::string text_of(const nlohmann::json& value) {
   if (value.is_string()) return escape_for_terminal(value.get<std::string>());
@@ -242,8 +182,11 @@ int run_cuda_command(const char* name, const char* usage, const std::vector<std:
       std::fputs(usage, stdout);
       return kExitOk;
     }
-    nlohmann::json document = collect(target_request_from_options(options), options.has("--nccl"),
-                                      streams && options.has("--records"));
+    CudaRequest request;
+    request.target = target_request_from_options(options);
+    request.with_nccl = options.has("--nccl");
+    request.include_records = streams && options.has("--records");
+    nlohmann::json document = build_cuda_document(request);
     if (options.has("--json"))
       std::cout << document.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     else

@@ -11,6 +11,7 @@
 #include "target/core_file.h"
 #include "target/live_process.h"
 #include "util/errors.h"
+#include "util/schemas.h"
 #include "util/strings.h"
 
 namespace nsc::cli {
@@ -70,7 +71,7 @@ nlohmann::json document_of(const Result& result) {
   }
   nlohmann::json warnings = nlohmann::json::array();
   for (const std::string& warning : result.native_warnings) warnings.push_back(valid_utf8(warning));
-  return {{"schema", "ncclscope.python/1"}, {"python", python_summary_json(result.python)},
+  return {{"schema", kPythonSchema}, {"python", python_summary_json(result.python)},
           {"threads", threads}, {"warnings", warnings}};
 }
 

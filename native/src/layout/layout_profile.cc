@@ -69,8 +69,8 @@ class ProfileReader {
   LayoutProfile read(const json& document) {
     if (!document.is_object()) fail("(top level)", "expected a JSON object");
     std::string schema = string_at(document, "schema", "schema", true);
-    if (schema != kLayoutProfileSchema)
-      fail("schema", "is \"" + schema + "\", expected \"" + kLayoutProfileSchema + "\"");
+    if (schema != kLayoutSchema)
+      fail("schema", "is \"" + schema + "\", expected \"" + kLayoutSchema + "\"");
     LayoutProfile profile;
     profile.build_id = string_at(document, "build_id", "build_id", true);
     check_build_id(profile.build_id);
@@ -284,7 +284,7 @@ json layout_profile_to_json(const LayoutProfile& profile) {
   }
   json enums = json::object();
   for (const auto& [name, layout] : profile.enums) enums[name] = enum_to_json(layout);
-  return json{{"schema", kLayoutProfileSchema},
+  return json{{"schema", kLayoutSchema},
               {"build_id", profile.build_id},
               {"nccl_version", profile.nccl_version},
               {"library", profile.library},
@@ -296,7 +296,7 @@ json layout_profile_to_json(const LayoutProfile& profile) {
 
 std::string format_layout_profile(const LayoutProfile& profile) {
   std::ostringstream out;
-  out << "{\"schema\":" << dump_compact(json(kLayoutProfileSchema)) << ",\n"
+  out << "{\"schema\":" << dump_compact(json(kLayoutSchema)) << ",\n"
       << "\"build_id\":" << dump_compact(json(profile.build_id)) << ",\n"
       << "\"nccl_version\":" << dump_compact(json(profile.nccl_version)) << ",\n"
       << "\"library\":" << dump_compact(json(profile.library)) << ",\n"

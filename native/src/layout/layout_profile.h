@@ -19,10 +19,9 @@
 #include <string>
 
 #include "layout/layout.h"
+#include "util/schemas.h"
 
 namespace nsc {
-
-constexpr const char* kLayoutProfileSchema = "ncclscope.layout/1";
 
 nlohmann::json layout_profile_to_json(const LayoutProfile& profile);
 // Compact JSON text, one member per line (small, and diffs well in git).

@@ -27,6 +27,7 @@
 #include "target/library_resolver.h"
 #include "target/live_process.h"
 #include "util/errors.h"
+#include "util/schemas.h"
 #include "util/strings.h"
 
 namespace nsc {
@@ -450,7 +451,7 @@ json build_state_document(const StateRequest& request) {
     owned = open_target(request);
     target = owned.get();
   }
-  json document = {{"schema", "ncclscope.state/1"},
+  json document = {{"schema", kStateSchema},
                    {"tool", {{"name", "ncclscope"}, {"version", NCCLSCOPE_VERSION}}},
                    {"target", target_json(*target, request)}};
   // Before libnccl is looked for: a start-up hang has no NCCL yet, and still a rank.
@@ -495,7 +496,9 @@ json build_state_document(const StateRequest& request) {
   report_library_problems(libraries, &errors, &warnings);
   report_unmatched_candidates(libraries, &errors);
   document["communicators"] = decode_all_communicators(*target, request, libraries, &errors);
-  document["recorder"] = decode_recorder(*target, &errors);  // flight recorder rings, when loaded
+  RecorderDecodeOptions recorder_options;
+  recorder_options.include_records = request.recorder_records;
+  document["recorder"] = decode_recorder(*target, &errors, recorder_options);  // flight recorder rings, when loaded
 
   // Python stacks are read before any unwinding, while a --freeze still holds.
   PythonStacks python = read_python_stacks(*target, python_search(request, search));

@@ -30,6 +30,7 @@ struct StateRequest {
   bool stacks = true;             // unwind host threads of a core
   bool live_stacks = false;       // live: unwind too (libdwfl stops each thread briefly)
   bool progress = true;           // progress on stderr for long scans when it is a terminal
+  bool recorder_records = false;  // the "recorder" section carries its whole merged record timeline
   ReadMemoryCallback read_memory; // when set: read memory through it
   // When set: memory as the GPU sees it (cuda-gdb @global reads); each communicator
   // then gets a "device" section with its connections' step counters.

@@ -16,6 +16,7 @@
 
 #include "triage/sax_summary.h"
 #include "util/errors.h"
+#include "util/schemas.h"
 
 namespace nsc::triage {
 namespace {
@@ -119,7 +120,7 @@ ProcessView load_snapshot_file(const std::string& path) {
   ProcessView process;
   std::string schema;
   if (!summarize_state_text(read_file(path), path, "snapshot", &process, &schema))
-    throw BadInput(path + ": not an ncclscope.state/1 document (schema is " +
+    throw BadInput(path + ": not an " + kStateSchema + " document (schema is " +
                    (schema.empty() ? std::string("missing") : "\"" + schema + "\"") + ")");
   return process;
 }
@@ -215,7 +216,7 @@ WorkResult load_item(const LoadRequest& request, const WorkItem& item) {
         result.process = std::move(process);
         return result;
       }
-      if (schema == kKernelViewSchema) {
+      if (schema == kKernelsSchema) {
         // A cuda-gdb kernel view (tens of KB per process): parsed whole, then reduced.
         nlohmann::json document;
         try {
@@ -232,7 +233,7 @@ WorkResult load_item(const LoadRequest& request, const WorkItem& item) {
         result.failure = {item.name, "file", item.name + ": not a snapshot (schema " + shown + "); ignored", "ignored"};
         return result;
       }
-      throw BadInput(item.name + ": not an ncclscope.state/1 document (schema is " + shown + ")");
+      throw BadInput(item.name + ": not an " + kStateSchema + " document (schema is " + shown + ")");
     }
     if (!request.build_state)
       throw BadInput(item.name + ": cannot decode " + (item.pid ? "a live process" : "a core") +

@@ -22,6 +22,7 @@
 #include "triage/summary_helpers.h"
 #include "util/errors.h"
 #include "util/json_access.h"
+#include "util/schemas.h"
 #include "util/strings.h"
 
 namespace nsc::triage {
@@ -237,12 +238,12 @@ json numbers(const std::set<int64_t>& values) { return json(std::vector<int64_t>
 
 bool is_kernel_view_document(const nlohmann::json& document) {
   const json* schema = field(document, "schema");
-  return schema != nullptr && schema->is_string() && schema->get<std::string>() == kKernelViewSchema;
+  return schema != nullptr && schema->is_string() && schema->get<std::string>() == kKernelsSchema;
 }
 
 KernelView summarize_kernel_view(const nlohmann::json& document, const std::string& input_name) {
   if (!is_kernel_view_document(document))
-    throw BadInput(input_name + ": not an " + kKernelViewSchema + " document");
+    throw BadInput(input_name + ": not an " + kKernelsSchema + " document");
   KernelView view;
   view.input_name = input_name;
   if (const json* target = field(document, "target")) view.pid = id_rule(int_at(*target, "pid"));
@@ -597,7 +598,7 @@ class KernelJoiner {
                         {"errors", view.document_errors}, {"warnings", view_warnings_[v]}});
       for (const std::string& warning : view_warnings_[v]) warnings.push_back(warning);
     }
-    return {{"source", "cuda-gdb nccl-kernels --json (ncclscope.kernels/1); peers are ranks of the kernel's communicator"},
+    return {{"source", std::string("cuda-gdb nccl-kernels --json (") + kKernelsSchema + "); peers are ranks of the kernel's communicator"},
             {"inputs", inputs}, {"warnings", warnings}};
   }
 

@@ -12,10 +12,10 @@
 #include <nlohmann/json.hpp>
 
 #include "triage/process_view.h"
+#include "util/schemas.h"
 
 namespace nsc::triage {
 
-constexpr const char* kKernelViewSchema = "ncclscope.kernels/1";
 
 // One connection's verdict of one block: "waiting-for-data", "waiting-for-slot",
 // "ready", "unknown" (the decoder's kinds; any other string is kept and treated as unknown).

@@ -7,6 +7,7 @@
 #include "triage/summary_helpers.h"
 #include "util/errors.h"
 #include "util/json_access.h"
+#include "util/schemas.h"
 #include "util/strings.h"
 
 namespace nsc::triage {
@@ -376,10 +377,10 @@ bool CommView::has_proxy_work_in_flight() const {
 ProcessView summarize_state_document(const nlohmann::json& document, const std::string& input_name,
                                      const std::string& kind) {
   if (!document.is_object())
-    throw BadInput(input_name + ": not an ncclscope.state/1 document (top level is not an object)");
+    throw BadInput(input_name + ": not an " + kStateSchema + " document (top level is not an object)");
   std::string schema = text_at(document, "schema");
-  if (schema != "ncclscope.state/1")
-    throw BadInput(input_name + ": not an ncclscope.state/1 document (schema is " +
+  if (schema != kStateSchema)
+    throw BadInput(input_name + ": not an " + kStateSchema + " document (schema is " +
                    (schema.empty() ? std::string("missing") : "\"" + schema + "\"") + ")");
   ProcessView process;
   process.input_name = input_name;

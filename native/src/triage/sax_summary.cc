@@ -6,6 +6,7 @@
 
 #include "triage/summary_helpers.h"
 #include "util/errors.h"
+#include "util/schemas.h"
 #include "util/strings.h"
 
 namespace nsc::triage {
@@ -544,9 +545,9 @@ bool summarize_state_text(const std::string& text, const std::string& input_name
   *schema = summarizer.schema;
   if (!summarizer.top_level_object) {
     if (schema != nullptr) schema->clear();
-    throw BadInput(input_name + ": not an ncclscope.state/1 document (top level is not an object)");
+    throw BadInput(input_name + ": not an " + kStateSchema + " document (top level is not an object)");
   }
-  if (summarizer.schema != "ncclscope.state/1") return false;
+  if (summarizer.schema != kStateSchema) return false;
   if (!summarizer.shape_error.empty()) throw BadInput(input_name + ": " + summarizer.shape_error);
   view.nccl_found = !view.nccl_version.empty() || summarizer.library_named_;
   view.principal_thread = pick_principal_thread(view);

@@ -8,6 +8,7 @@
 #include "triage/analysis.h"
 #include "triage/rank_set.h"
 #include "util/errors.h"
+#include "util/schemas.h"
 
 #ifndef NCCLSCOPE_VERSION
 #define NCCLSCOPE_VERSION "0.0.0"
@@ -459,7 +460,7 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
   triage::analyze_recorder(&job);
   triage::join_torch_records(&job);
   triage::join_kernel_views(&job, std::move(kernel_views));
-  json report = {{"schema", "ncclscope.triage/1"},
+  json report = {{"schema", kTriageSchema},
                  {"tool", {{"name", "ncclscope"}, {"version", NCCLSCOPE_VERSION}}}};
   std::string verdict = decide_verdict(job);
   json graph = triage::build_wait_graph(job);

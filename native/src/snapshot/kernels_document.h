@@ -1,0 +1,14 @@
+// Builds the `ncclscope.kernels/1` document (docs/kernels.md): the kernel view of
+// nccl/kernel_view.h plus the communicators' device sections it judged from. Used by
+// the C API's "kernel-view" command (the gdb extension's `nccl-kernels` under cuda-gdb).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+namespace nsc {
+
+// state: an ncclscope.state/1 document (communicators with "device" sections);
+// kernels: what the debugger saw (see build_kernel_view).
+nlohmann::json build_kernels_document(const nlohmann::json& state, const nlohmann::json& kernels);
+
+}  // namespace nsc
