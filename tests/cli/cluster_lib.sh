@@ -26,6 +26,13 @@ check() {  # check NAME CONDITION-COMMAND...
   local name=$1; shift
   if "$@"; then echo "ok   $name"; else echo "FAIL $name"; failures=$((failures + 1)); fi
 }
+finish() {  # finish WHAT LOG-LINES: the summary line and exit code of a test
+  if [ "$failures" -ne 0 ]; then
+    echo "$failures failure(s)"; tail -n "$2" "$work"/*.err
+    exit 1
+  fi
+  echo "$1: all checks passed"
+}
 json_check() {  # json_check NAME FILE PYTHON-EXPRESSION-ON-r
   check "$1" python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' "$2" "$3"
 }

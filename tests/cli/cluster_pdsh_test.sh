@@ -142,8 +142,4 @@ check "unanswered: progress names the job's size" grep -qx "cluster-collect: col
 json_check "unanswered: triage names ranks 2-5 as absent" "$work/some.json" \
   '[f["culprit_ranks"] for c in r["communicators"] for f in c["findings"] if f["kind"] == "absent-ranks"] == [[2, 3, 4, 5]]'
 
-if [ "$failures" -ne 0 ]; then
-  echo "$failures failure(s)"; tail -n 5 "$work"/*.err
-  exit 1
-fi
-echo "cluster through pdsh: all checks passed"
+finish "cluster through pdsh" 5

@@ -145,8 +145,4 @@ check "node timeout: progress 2/4" grep -qx "cluster-collect: collected 2/4 rank
 json_check "node timeout: triage names ranks 2, 3 as absent" "$work/hang.json" \
   '[f["culprit_ranks"] for c in r["communicators"] for f in c["findings"] if f["kind"] == "absent-ranks"] == [[2, 3]]'
 
-if [ "$failures" -ne 0 ]; then
-  echo "$failures failure(s)"; tail -n 3 "$work"/*.err
-  exit 1
-fi
-echo "cluster through slurm: all checks passed"
+finish "cluster through slurm" 3

@@ -175,7 +175,7 @@ std::string render_ipc(const nlohmann::json& document) {
 
 int run_cuda_command(const char* name, const char* usage, const std::vector<std::string>& args,
                      bool streams) {
-  try {
+  return run_guarded(name, nullptr, [&]() -> int {
     ParsedOptions options = parse_options(args, {"--core", "--pid", "--exe", "--sysroot", "--solib-search-path", "--profile-path"},
                                           {"--json", "--nccl", "--records", "--help", "-h"});
     if (options.has("--help") || options.has("-h")) {
@@ -193,16 +193,7 @@ int run_cuda_command(const char* name, const char* usage, const std::vector<std:
       std::cout << (streams ? render_streams(document) : render_ipc(document));
     bool found = document["recorder"].value("found", false);
     return found && document["errors"].empty() ? kExitOk : kExitPartial;
-  } catch (const UsageError& error) {
-    std::fprintf(stderr, "ncclscope %s: %s (usage: see ncclscope %s --help)\n", name, error.what(), name);
-    return kExitUsage;
-  } catch (const BadInput& error) {
-    std::fprintf(stderr, "ncclscope %s: %s\n", name, escape_for_terminal(error.what()).c_str());
-    return kExitBadInput;
-  } catch (const std::exception& error) {
-    std::fprintf(stderr, "ncclscope %s: internal error: %s\n", name, escape_for_terminal(error.what()).c_str());
-    return kExitBadInput;
-  }
+  });
 }
 
 }  // namespace
