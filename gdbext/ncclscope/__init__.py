@@ -1,4 +1,5 @@
-"""ncclscope for gdb and cuda-gdb: nccl-state, nccl-comm, nccl-ring, nccl-proxy, nccl-threads.
+"""ncclscope for gdb and cuda-gdb: nccl-state, nccl-comm, nccl-ring, nccl-proxy, nccl-threads,
+nccl-kernels, nccl-numerics.
 
 Importing the package inside gdb registers the commands; outside gdb only the
 pure modules (registry, commands, render, text, gdbparse, library)
@@ -8,6 +9,7 @@ are usable, which is what the unit tests do.
 __version__ = "0.1.0"
 
 from . import commands  # noqa: F401,E402 - declares the commands (pure)
+from . import numerics  # noqa: F401,E402 - declares nccl-numerics (pure)
 
 try:
     import gdb  # noqa: F401

@@ -344,6 +344,21 @@ class GdbSession:
                 json.dump(bundle, handle, indent=1, sort_keys=True)
         return document
 
+    def numerics(self, fields):
+        """nccl-numerics: the library reads the buffers (device memory through cuda-gdb)."""
+        target = describe_target()
+        if target.kind == "none":
+            raise UsageError("nccl-numerics: no process or core (attach with gdb -p PID or open a core)")
+        read_device = kernels.device_reader(_cuda_execute) if is_cuda_gdb() else None
+        with host_focus():
+            request = self.callback_request(target)
+            request.update(fields)
+            try:
+                document, _partial = self.library().run(request, read_target_memory, read_device)
+            except NativeError as error:
+                raise UsageError("nccl-numerics: %s" % error.message)
+        return document
+
     def target_kind(self):
         return "snapshot" if self.snapshot_path else describe_target().kind
 

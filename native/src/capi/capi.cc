@@ -1,13 +1,18 @@
 // The C API: JSON requests in, JSON documents out; exceptions stop here.
 #include "ncclscope/ncclscope.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <memory>
 #include <cstring>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "snapshot/kernels_document.h"
+#include "snapshot/numerics_document.h"
+#include "snapshot/numerics_text.h"
+#include "target/callback_target.h"
 #include "snapshot/state_document.h"
 #include "stacks/blocked_in.h"
 #include "util/errors.h"
@@ -65,6 +70,39 @@ nsc::StateRequest state_request_from_json(const nlohmann::json& request, nsc_rea
   return state;
 }
 
+nsc::NumericsLimits numerics_limits(const nlohmann::json& request) {
+  nsc::NumericsLimits limits;
+  limits.full_read_bytes = request.value("full_read_bytes", limits.full_read_bytes);
+  limits.sample_chunks = request.value("sample_chunks", limits.sample_chunks);
+  limits.chunk_bytes = std::max<uint64_t>(1, request.value("chunk_bytes", limits.chunk_bytes));
+  return limits;
+}
+
+// "numerics": the buffers of each comm's newest launched collective, read through the
+// debugger's host and device readers (a "state" decoded earlier may be passed back).
+nlohmann::json run_numerics(const nlohmann::json& request, nsc_read_memory_fn read_memory, void* read_context,
+                            nsc_read_memory_fn read_device, void* device_context) {
+  nsc::StateRequest state_request = state_request_from_json(request, read_memory, read_context);
+  state_request.stacks = false;
+  std::unique_ptr<nsc::Target> host = nsc::open_target(state_request);
+  nlohmann::json state = request.value("state", nlohmann::json());
+  if (!state.is_object()) {
+    state_request.target = host.get();
+    state = nsc::build_state_document(state_request);
+  }
+  std::unique_ptr<nsc::Target> device;
+  if (read_device != nullptr)
+    device = std::make_unique<nsc::CallbackTarget>("device memory", host->pid(), wrap_callback(read_device, device_context),
+                                                   std::vector<nsc::MemoryRegion>{}, "");
+  nsc::NumericsOptions options;
+  options.limits = numerics_limits(request);
+  options.all_launched = request.value("all", false);
+  nlohmann::json document = nsc::numerics_of_state(state, *host, device.get(), options);
+  document["errors"] = state.value("errors", nlohmann::json::array());
+  if (request.value("text", false)) document["text"] = nsc::render_numerics_text(document);  // the one renderer
+  return document;
+}
+
 }  // namespace
 
 extern "C" {
@@ -91,6 +129,13 @@ nsc_error* nsc_run_json_device(const char* request_json, nsc_read_memory_fn read
       nlohmann::json classes = {{"blocked_in", nsc::classify_json_threads(request.value("threads", nlohmann::json::array()))}};
       *json_out = copy_string(classes.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
       return nullptr;
+    }
+    if (command == "numerics") {
+      nlohmann::json document = run_numerics(request, read_memory, read_context, read_device, device_context);
+      *json_out = copy_string(document.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      return nsc::numerics_exit_code(document) != 0
+                 ? make_error(NSC_ERROR_PARTIAL, "some buffers or fields were unreadable (see \"buffers\", \"errors\")")
+                 : nullptr;
     }
     if (command != "state" && command != "kernel-view") throw nsc::UsageError("unknown command '" + command + "'");
     nlohmann::json document;

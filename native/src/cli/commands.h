@@ -20,5 +20,6 @@ int run_cuda_streams_command(const std::vector<std::string>& args);  // cuda_com
 int run_cuda_ipc_command(const std::vector<std::string>& args);      // cuda_command.cc
 int run_py_stacks_command(const std::vector<std::string>& args);     // python_command.cc
 int run_fr_dump_command(const std::vector<std::string>& args);       // fr_dump_command.cc
+int run_numerics_command(const std::vector<std::string>& args);      // numerics_command.cc
 
 }  // namespace nsc::cli

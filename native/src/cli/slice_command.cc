@@ -1,6 +1,6 @@
 // `ncclscope slice CORE -o SMALL.core`: a small valid core that keeps the notes,
 // thread stacks, ELF headers, the dynamic linker's list, every range the
-// decoders read, and --keep-region ranges; everything else becomes "not saved".
+// decoders read (host-memory buffers of launched collectives included), and --keep-region ranges; everything else becomes "not saved".
 #include <cstdio>
 #include <iostream>
 
@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cuda/recorder_decoder.h"
+#include "snapshot/numerics_document.h"
 #include "snapshot/state_document.h"
 #include "target/core_file.h"
 #include "target/core_writer.h"
@@ -82,6 +83,7 @@ std::vector<AddressRange> record_decoder_reads(CoreFile& core, const SliceReques
   state.progress = false;
   nlohmann::json document = build_state_document(state);
   *communicators = document["communicators"].size();
+  numerics_of_state(document, recording, nullptr, NumericsOptions{});  // buffers saved in the core
   return recording.recorded_ranges();
 }
 

@@ -168,6 +168,7 @@ nlohmann::json decode_communicator(Target& target, const LayoutProfile& layout, 
   decode_channels(comm, out);
   decode_proxy_ops(comm, out);
   decode_planned_work(comm, out);
+  decode_launched_work(comm, out);
   decode_cuda_resources(comm, out);  // streams, events, registered/imported memory NCCL holds
   entry["unavailable"] = unavailable;
   entry["warnings"] = warnings;

@@ -23,5 +23,6 @@ void decode_health(const ObjectView& comm, FieldSink& out);          // comm_dec
 void decode_channels(const ObjectView& comm, FieldSink& out);        // channel_decoder.cc
 void decode_proxy_ops(const ObjectView& comm, FieldSink& out);       // proxy_decoder.cc
 void decode_planned_work(const ObjectView& comm, FieldSink& out);    // planner_decoder.cc
+void decode_launched_work(const ObjectView& comm, FieldSink& out);   // planner_decoder.cc
 
 }  // namespace nsc

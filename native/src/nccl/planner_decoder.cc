@@ -1,7 +1,9 @@
 // Work planned but not yet launched: the kernel planner's queued collective
-// and P2P tasks, unlaunched plans, and whether the comm sits in a group.
+// and P2P tasks, unlaunched plans, and whether the comm sits in a group; and
+// work launched but not yet reclaimed (its tasks, with their buffers).
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <set>
 
 #include "nccl/comm_decoder.h"
@@ -11,9 +13,10 @@
 namespace nsc {
 namespace {
 
-// Walks a `next`-linked list of `type` from head, bounded and cycle-safe.
+// Walks a list of `type` linked by its member `link` from head, bounded and cycle-safe.
 std::vector<ObjectView> walk_list(const ObjectView& owner, uint64_t head, const std::string& type,
-                                  const std::string& what, FieldSink& out, uint64_t max_nodes = UINT64_MAX) {
+                                  const std::string& what, FieldSink& out, uint64_t max_nodes = UINT64_MAX,
+                                  const char* link = "next") {
   max_nodes = std::min(max_nodes, out.scope().limits.max_list_nodes);
   std::vector<ObjectView> nodes;
   const StructLayout* layout = owner.layout()->find_struct(type);
@@ -30,7 +33,7 @@ std::vector<ObjectView> walk_list(const ObjectView& owner, uint64_t head, const 
     }
     ObjectView node(owner.target(), owner.layout(), layout, address);
     nodes.push_back(node);
-    auto next = node.pointer("next");
+    auto next = node.pointer(link);
     if (!next.ok()) {
       out.warn(what + " list: " + next.unavailable);
       break;
@@ -38,6 +41,13 @@ std::vector<ObjectView> walk_list(const ObjectView& owner, uint64_t head, const 
     address = *next.value;
   }
   return nodes;
+}
+
+// A buffer pointer as hex, null when unreadable; absent when the version has no such field.
+void put_pointer(const ObjectView& task, const char* field, nlohmann::json& entry) {
+  if (!task.has(field)) return;
+  auto value = task.pointer(field);
+  entry[field] = value.ok() ? nlohmann::json(hex(*value.value)) : nullptr;
 }
 
 // A queued collective: ncclTaskColl (2.22 and later: func, opHost) or ncclInfo (2.21: coll, op).
@@ -54,6 +64,8 @@ nlohmann::json describe_coll_task(const ObjectView& task) {
   entry["op"] = op.ok() ? nlohmann::json(*op.value) : nullptr;
   auto root = task.integer("root");
   entry["root"] = root.ok() ? nlohmann::json(*root.value) : nullptr;
+  put_pointer(task, "sendbuff", entry);
+  put_pointer(task, "recvbuff", entry);
   return entry;
 }
 
@@ -63,6 +75,7 @@ nlohmann::json describe_p2p_task(const ObjectView& task, const char* kind, int64
   entry["count"] = count.ok() ? nlohmann::json(*count.value) : nullptr;
   auto datatype = task.enum_name("datatype");
   entry["datatype"] = datatype.ok() ? nlohmann::json(*datatype.value) : nullptr;
+  put_pointer(task, "buff", entry);
   return entry;
 }
 
@@ -107,7 +120,84 @@ void decode_planned_p2p(const ObjectView& planner, int64_t nranks, int64_t n_tas
   }
 }
 
+// Plans launched but not yet reclaimed: NCCL queues each plan on comm->callbackQueue (an MPSC
+// queue, oldest at head) once its host task ran, and frees its tasks only when a later NCCL call
+// polls that queue (v2.28.9 enqueue.cc reclaimPlan). The newest of them is what a hung rank's
+// kernel is running. A plan must point back at this comm.
+std::vector<ObjectView> plans_awaiting_reclaim(const ObjectView& comm, FieldSink& out) {
+  std::vector<ObjectView> plans;
+  auto head = comm.pointer("callbackQueue.head");
+  if (!head.ok()) {
+    out.put("plans_awaiting_reclaim", Fetched<int64_t>::missing(head.unavailable));
+    return plans;
+  }
+  // Every callback on this queue is a plan's reclaimer (its first member) in the versions read.
+  for (const ObjectView& plan : walk_list(comm, *head.value, "ncclKernelPlan", "callbackQueue", out,
+                                          /*max_nodes=*/256, "reclaimer.next")) {
+    auto owner = plan.pointer("comm");
+    if (!owner.ok() || *owner.value != comm.address()) {
+      out.warn("callbackQueue entry " + hex(plan.address()) + " is not a plan of this comm; stopped");
+      break;
+    }
+    plans.push_back(plan);
+  }
+  out.json()["plans_awaiting_reclaim"] = plans.size();
+  return plans;
+}
+
+void add_plan_tasks(const ObjectView& plan, FieldSink& out) {
+  nlohmann::json& colls = out.json()["colls"];
+  nlohmann::json& p2p = out.json()["p2p"];
+  auto coll_head = plan.pointer("collTaskQueue.head");
+  if (coll_head.ok()) {
+    for (const ObjectView& task : walk_list(plan, *coll_head.value, "ncclTaskColl", "plan collTaskQueue", out)) {
+      colls.push_back(describe_coll_task(task));
+      colls.back()["plan"] = hex(plan.address());
+    }
+  }
+  auto p2p_head = plan.pointer("p2pTaskQueue.head");
+  if (!p2p_head.ok()) return;
+  for (const ObjectView& task : walk_list(plan, *p2p_head.value, "ncclTaskP2p", "plan p2pTaskQueue", out)) {
+    auto func = task.integer("func");
+    auto peer = task.integer("root");  // a P2P task's root is its peer (enqueue.cc p2pTaskAppend)
+    std::string name = func.ok() ? collective_name(*task.layout(), *func.value) : "";
+    p2p.push_back(describe_p2p_task(task, name == "Send" ? "send" : name == "Recv" ? "recv" : "unknown",
+                                    peer.ok() ? *peer.value : -1));
+    p2p.back()["plan"] = hex(plan.address());
+  }
+}
+
+// Each launched collective's position: the newest of a type is seq_launched[type]; older ones count down.
+void number_launched_colls(nlohmann::json& colls, const nlohmann::json& seq_launched) {
+  std::map<std::string, int64_t> next;
+  for (auto it = colls.rbegin(); it != colls.rend(); ++it) {
+    nlohmann::json& entry = *it;
+    const nlohmann::json& name = entry["collective"];
+    if (!name.is_string() || !seq_launched.is_object()) { entry["seq"] = nullptr; continue; }
+    auto launched = seq_launched.find(name.get<std::string>());
+    if (launched == seq_launched.end() || !launched->is_number_integer()) { entry["seq"] = nullptr; continue; }
+    auto [slot, fresh] = next.emplace(name.get<std::string>(), launched->get<int64_t>());
+    entry["seq"] = slot->second >= 1 ? nlohmann::json(slot->second) : nullptr;
+    --slot->second;
+  }
+}
+
 }  // namespace
+
+void decode_launched_work(const ObjectView& comm, FieldSink& out) {
+  FieldSink sink = out.child("launched");
+  const StructLayout* plan_type = comm.layout()->find_struct("ncclKernelPlan");
+  if (!comm.has("callbackQueue") || plan_type == nullptr || plan_type->find("collTaskQueue") == nullptr) {
+    sink.json() = nullptr;
+    out.mark_unavailable("launched", not_in_version(*comm.layout(), "ncclKernelPlan keeps no collTaskQueue; NCCL 2.23 added it"), 0);
+    return;
+  }
+  sink.json()["source"] = "callbackQueue";
+  sink.json()["colls"] = nlohmann::json::array();
+  sink.json()["p2p"] = nlohmann::json::array();
+  for (const ObjectView& plan : plans_awaiting_reclaim(comm, sink)) add_plan_tasks(plan, sink);
+  number_launched_colls(sink.json()["colls"], out.json().value("seq_launched", nlohmann::json()));
+}
 
 // Task counters of ncclKernelPlanner, each with the version that added it (checked in the
 // tags' comm.h); older versions get "unavailable: not in NCCL X".

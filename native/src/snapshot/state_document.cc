@@ -45,6 +45,7 @@ std::unique_ptr<Target> open_callback_target(const StateRequest& request) {
     region.readable = true;
     region.writable = entry.value("writable", true);
     region.shared = entry.value("shared", false);
+    region.saved = entry.value("saved", true);  // a core's segment without contents: false
     region.path = entry.value("path", "");
     parse_u64(entry.value("file_offset", "0x0"), &region.file_offset);
     regions.push_back(region);
@@ -53,12 +54,6 @@ std::unique_ptr<Target> open_callback_target(const StateRequest& request) {
                                           std::move(regions), request.executable);
 }
 
-std::unique_ptr<Target> open_target(const StateRequest& request) {
-  if (request.read_memory) return open_callback_target(request);
-  if (!request.core_path.empty()) return open_core(request.core_path, request.executable);
-  if (request.pid > 0) return open_live(request.pid, request.freeze);
-  throw UsageError("no target: give a core file or a pid");
-}
 
 json target_json(const Target& target, const StateRequest& request) {
   json out;
@@ -508,6 +503,13 @@ json build_state_document(const StateRequest& request) {
   add_python(python, &document, &errors);
   document["errors"] = errors;
   return document;
+}
+
+std::unique_ptr<Target> open_target(const StateRequest& request) {
+  if (request.read_memory) return open_callback_target(request);
+  if (!request.core_path.empty()) return open_core(request.core_path, request.executable);
+  if (request.pid > 0) return open_live(request.pid, request.freeze);
+  throw UsageError("no target: give a core file or a pid");
 }
 
 int state_exit_code(const nlohmann::json& document) {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,9 @@ struct StateRequest {
   nlohmann::json callback_regions = nlohmann::json::array();
   std::string callback_description = "gdb inferior";
 };
+
+// Opens what the request names: the callback target, the core, or the live pid.
+std::unique_ptr<Target> open_target(const StateRequest& request);
 
 // The `errors` array of the document tells what was unreadable. Throws
 // nsc::BadInput (with a one-line message naming the file/pid/field) when the

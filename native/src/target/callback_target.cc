@@ -18,7 +18,26 @@ CallbackTarget::CallbackTarget(std::string description, int pid, ReadThroughCall
       mapped_files_.push_back({region.start, region.end, region.file_offset, region.path});
 }
 
+// The first byte of [addr, addr+len) in a region the caller says holds no bytes (a core's
+// segment without contents: gdb reads those as zeros, which must not pass for data).
+std::optional<uint64_t> CallbackTarget::unsaved_byte(uint64_t addr, size_t len) const {
+  uint64_t end = addr + len < addr ? UINT64_MAX : addr + len;
+  auto it = std::upper_bound(regions_.begin(), regions_.end(), addr,
+                             [](uint64_t address, const MemoryRegion& region) { return address < region.start; });
+  if (it != regions_.begin()) --it;
+  for (; it != regions_.end() && it->start < end; ++it)
+    if (!it->saved && it->end > addr) return std::max(addr, it->start);
+  return std::nullopt;
+}
+
 bool CallbackTarget::read(uint64_t addr, void* buf, size_t len, ReadError* error) {
+  if (auto unsaved = unsaved_byte(addr, len)) {
+    if (error != nullptr) {
+      error->address = *unsaved;
+      error->reason = ReadFailure::kNotSavedInCore;
+    }
+    return false;
+  }
   std::string why;
   if (read_memory_(addr, buf, len, &why)) return true;
   if (error != nullptr) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,8 @@ class CallbackTarget : public Target {
   std::string executable() const override { return executable_; }
 
  private:
+  std::optional<uint64_t> unsaved_byte(uint64_t addr, size_t len) const;
+
   std::string description_;
   int pid_;
   ReadThroughCallback read_memory_;

@@ -1,0 +1,20 @@
+// Text of an `ncclscope.numerics/1` document: one line per buffer, and the sentence
+// triage uses for a buffer that holds NaN or Inf.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace nsc {
+
+std::string render_numerics_text(const nlohmann::json& document);
+
+// "send buffer of AllReduce #12 holds 4,096 NaN (bf16)", or "" when the buffer's counts
+// show no NaN or Inf.
+std::string bad_values_sentence(const nlohmann::json& buffer);
+
+// 4096 -> "4,096".
+std::string group_thousands(uint64_t value);
+
+}  // namespace nsc
