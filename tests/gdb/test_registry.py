@@ -3,7 +3,8 @@ import unittest
 
 from ncclscope.registry import COMMANDS, HelpShown, UsageError, split_arguments
 
-EXPECTED_COMMANDS = ["nccl-state", "nccl-comm", "nccl-ring", "nccl-proxy", "nccl-threads", "nccl-kernels"]
+EXPECTED_COMMANDS = ["nccl-state", "nccl-comm", "nccl-ring", "nccl-proxy", "nccl-threads", "nccl-kernels",
+                     "nccl-numerics"]
 
 
 class RegistryTest(unittest.TestCase):

@@ -13,10 +13,9 @@
 namespace nsc {
 namespace {
 
-// Walks a list of `type` linked by its member `link` from head, bounded and cycle-safe.
+// Walks a `next`-linked list of `type` from head, bounded and cycle-safe.
 std::vector<ObjectView> walk_list(const ObjectView& owner, uint64_t head, const std::string& type,
-                                  const std::string& what, FieldSink& out, uint64_t max_nodes = UINT64_MAX,
-                                  const char* link = "next") {
+                                  const std::string& what, FieldSink& out, uint64_t max_nodes = UINT64_MAX) {
   max_nodes = std::min(max_nodes, out.scope().limits.max_list_nodes);
   std::vector<ObjectView> nodes;
   const StructLayout* layout = owner.layout()->find_struct(type);
@@ -33,7 +32,7 @@ std::vector<ObjectView> walk_list(const ObjectView& owner, uint64_t head, const 
     }
     ObjectView node(owner.target(), owner.layout(), layout, address);
     nodes.push_back(node);
-    auto next = node.pointer(link);
+    auto next = node.pointer("next");
     if (!next.ok()) {
       out.warn(what + " list: " + next.unavailable);
       break;
@@ -131,15 +130,31 @@ std::vector<ObjectView> plans_awaiting_reclaim(const ObjectView& comm, FieldSink
     out.put("plans_awaiting_reclaim", Fetched<int64_t>::missing(head.unavailable));
     return plans;
   }
-  // Every callback on this queue is a plan's reclaimer (its first member) in the versions read.
-  for (const ObjectView& plan : walk_list(comm, *head.value, "ncclKernelPlan", "callbackQueue", out,
-                                          /*max_nodes=*/256, "reclaimer.next")) {
+  // Every callback on this queue is a plan's reclaimer (its first member): 2.23-2.30 enqueue.cc
+  // pushes nothing else there. Memory a core did not save (a slice made before plans were kept)
+  // is a gap, said as unavailable; a plan naming another comm is damage, a warning.
+  const StructLayout* plan_type = comm.layout()->find_struct("ncclKernelPlan");
+  std::set<uint64_t> visited;
+  for (uint64_t address = *head.value; address != 0;) {
+    if (!visited.insert(address).second || plans.size() >= 256) {
+      out.warn("callbackQueue list has a cycle or over 256 plans at " + hex(address) + "; stopped");
+      break;
+    }
+    ObjectView plan(comm.target(), comm.layout(), plan_type, address);
     auto owner = plan.pointer("comm");
-    if (!owner.ok() || *owner.value != comm.address()) {
-      out.warn("callbackQueue entry " + hex(plan.address()) + " is not a plan of this comm; stopped");
+    auto next = plan.pointer("reclaimer.next");
+    if (!owner.ok() || !next.ok()) {
+      const auto& gap = owner.ok() ? next : owner;
+      out.put("plans_awaiting_reclaim", Fetched<int64_t>::missing(gap.unavailable, gap.address));
+      return {};
+    }
+    if (*owner.value != comm.address()) {
+      out.warn("callbackQueue entry " + hex(address) + " names comm " + hex(*owner.value) +
+               ", not this one; stopped");
       break;
     }
     plans.push_back(plan);
+    address = *next.value;
   }
   out.json()["plans_awaiting_reclaim"] = plans.size();
   return plans;
