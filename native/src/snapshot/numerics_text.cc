@@ -26,6 +26,8 @@ std::string work_name(const json& buffer) {
   std::string name = text_of(collective, "P2P");
   const json& seq = json_member(buffer, "seq");
   if (seq.is_number_integer()) name += " #" + std::to_string(seq.get<int64_t>());
+  const json& group = json_member(buffer, "process_group");  // triage adds PyTorch's name
+  if (group.is_string()) name += " on pg '" + text_of(group) + "'";
   if (text_of(json_member(buffer, "stage"), "") == "planned") name += " (planned, not launched)";
   return name;
 }

@@ -86,8 +86,10 @@ json joined_buffer(const Job& job, const NumericsView& view, const json& buffer)
   out["who"] = where.process >= 0 ? job.process_label(where.process)
                                   : "comm " + (hash.is_string() ? hash.get<std::string>() : "?") + " rank " +
                                         (buffer["rank"].is_null() ? "?" : buffer["rank"].dump());
-  if (where.group != nullptr && !where.group->pg_name.empty()) out["process_group"] = where.group->pg_desc.empty() ? where.group->pg_name : where.group->pg_desc;
-  std::string bad = bad_values_sentence(buffer), low = underflow_sentence(buffer);
+  if (where.group != nullptr && !where.group->pg_name.empty())
+    out["process_group"] = where.group->pg_desc.empty() || where.group->pg_desc == "undefined" ? where.group->pg_name
+                                                                                                 : where.group->pg_desc;
+  std::string bad = bad_values_sentence(out), low = underflow_sentence(out);
   if (!bad.empty()) out["text"] = out["who"].get<std::string>() + "'s " + bad;
   else if (!low.empty()) out["text"] = out["who"].get<std::string>() + "'s " + low;
   return out;

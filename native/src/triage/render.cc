@@ -150,7 +150,7 @@ void render_numerics(const json& section, std::vector<std::string>* lines) {
                    section["unreadable"].dump() + " not readable here):");
   size_t shown = 0;
   for (const json& buffer : section["buffers"])
-    if (buffer["text"].is_string() && shown++ < kShown) lines->push_back("  " + text_of(buffer["text"]));
+    if (buffer.contains("text") && shown++ < kShown) lines->push_back("  " + text_of(buffer["text"]));
   if (shown > kShown) lines->push_back("  ... and " + std::to_string(shown - kShown) + " more (--json: numerics.buffers)");
   if (shown == 0 && section["read"].get<size_t>() > 0)
     lines->push_back("  no buffer read holds NaN or Inf, none is mostly underflowed");
