@@ -30,7 +30,8 @@ std::string received_since_launch(const json& wait) {
   return " (" + number_text(since) + " steps received since the kernel started)";
 }
 
-// "rank 1 consumed up to step 24 (nothing since the kernel started)".
+// "rank 1 consumed up to step 24 (nothing since the kernel started)"; the peer as the
+// connection gave it ("rank null" when it did not), as this sentence always said.
 std::string consumed_fact(const json& wait) {
   const json& consumed = json_member(wait, "consumed_step");
   std::string text = "rank " + json_member(wait, "peer").dump() + " consumed up to step " + number_text(consumed);
