@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <stdexcept>
@@ -38,6 +39,8 @@
 #include "triage/triage.h"
 #include "util/errors.h"
 #include "util/strings.h"
+
+#include "summary_comparison.h"
 
 namespace nsc::fuzz {
 
@@ -263,23 +266,59 @@ inline int run_core_reader(const uint8_t* data, size_t size) {
 // The triage snapshot readers: the CLI's streaming one (summarize_state_text)
 // and the DOM one (summarize_state_document) -> a triage report of the summary
 // (twice, as two ranks) rendered as text and DOT.
-inline int run_snapshot_reader(const uint8_t* data, size_t size) {
-  std::string text(reinterpret_cast<const char*>(data), size);
+// The SAX summary of a snapshot's text, or nullopt when it refuses the text.
+inline std::optional<triage::ProcessView> streamed_summary(const std::string& text) {
   try {
     triage::ProcessView streamed;
     std::string schema;
-    triage::summarize_state_text(text, "fuzz.json", "snapshot", &streamed, &schema);
+    if (triage::summarize_state_text(text, "fuzz.json", "snapshot", &streamed, &schema)) return streamed;
   } catch (const BadInput&) {
   }
+  return std::nullopt;
+}
+
+// The summary of the parsed document, or nullopt when the text is no JSON or it refuses it.
+inline std::optional<triage::ProcessView> parsed_summary(const nlohmann::json& document) {
+  if (document.is_discarded()) return std::nullopt;
+  try {
+    return triage::summarize_state_document(document, "fuzz.json", "snapshot");
+  } catch (const BadInput&) {
+    return std::nullopt;
+  }
+}
+
+// Aborts (a finding) when the two summarizers disagree: one refuses what the other
+// accepts, or their summaries differ in any field (shown from the first difference).
+inline void check_summarizers_agree(const std::optional<triage::ProcessView>& streamed,
+                                    const std::optional<triage::ProcessView>& parsed) {
+  if (streamed.has_value() != parsed.has_value()) {
+    std::fprintf(stderr, "summarizers disagree: only the %s one accepts this snapshot\n",
+                 streamed ? "SAX (sax_summary.cc)" : "document (process_view.cc)");
+    std::abort();
+  }
+  if (!streamed) return;
+  auto text_of = [](const triage::ProcessView& process) {
+    return summary_json(process).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  };
+  std::string from_text = text_of(*streamed), from_document = text_of(*parsed);
+  if (from_text == from_document) return;
+  size_t at = std::mismatch(from_text.begin(), from_text.end(), from_document.begin(), from_document.end()).first -
+              from_text.begin();
+  size_t from = at > 120 ? at - 120 : 0;
+  std::fprintf(stderr, "summarizers disagree at byte %zu:\n  SAX:      ...%s\n  document: ...%s\n", at,
+               from_text.substr(from, 240).c_str(), from_document.substr(from, 240).c_str());
+  std::abort();
+}
+
+inline int run_snapshot_reader(const uint8_t* data, size_t size) {
+  std::string text(reinterpret_cast<const char*>(data), size);
   nlohmann::json document =
       nlohmann::json::parse(data, data + size, nullptr, /*allow_exceptions=*/false);
-  if (document.is_discarded()) return 0;
-  triage::ProcessView process;
-  try {
-    process = triage::summarize_state_document(document, "fuzz.json", "snapshot");
-  } catch (const BadInput&) {
-    return 0;
-  }
+  std::optional<triage::ProcessView> parsed = parsed_summary(document);
+  std::optional<triage::ProcessView> streamed = streamed_summary(text);
+  if (!has_duplicate_keys(text)) check_summarizers_agree(streamed, parsed);
+  if (!parsed) return 0;
+  triage::ProcessView process = *parsed;
   triage::ProcessView second = process;
   second.input_name = "fuzz-copy.json";
   TriageOptions options;

@@ -1,11 +1,14 @@
 // The kernel view's judgement (native/src/nccl/kernel_view.cc) on synthetic connection
 // counters: the cases the real recorded sessions (tests/gdb/test_kernels.py) do not reach.
+// Its facts are worded by snapshot/kernels_text.cc: the "text" checks go through the
+// document builder (snapshot/kernels_document.cc), which adds them.
 #define BOOST_TEST_MODULE kernel_view
 #include <boost/test/unit_test.hpp>
 
 #include <nlohmann/json.hpp>
 
 #include "nccl/kernel_view.h"
+#include "snapshot/kernels_document.h"
 
 using nlohmann::json;
 
@@ -37,45 +40,62 @@ json kernel(const char* protocol, const char* dev_comm = "0xd0") {
 
 json only_block(const json& view) { return view.at(0).at("blocks").at(0); }
 
+// The kernel view with its sentences, as ncclscope.kernels/1 publishes it.
+json worded_view(const json& state, const json& kernels) {
+  return nsc::build_kernels_document(state, kernels).at("kernels");
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(simple_recv_with_exact_head_waits_at_that_step) {
   json state = state_with({connection("recv", {{"head", 40}, {"tail", 40}, {"step_at_launch", 32}}),
                            connection("send", {{"head", 40}, {"tail", 41}, {"step_at_launch", 32}})});
-  json block = only_block(nsc::build_kernel_view(state, kernel("SIMPLE")));
+  json block = only_block(worded_view(state, kernel("SIMPLE")));
   BOOST_TEST(block["state"] == "waiting");
   BOOST_TEST(block["waits"][0]["kind"] == "waiting-for-data");
   BOOST_TEST(block["waits"][0]["step"] == 40);
+  BOOST_TEST(block["waits"][0]["position_from"] == "head");
+  BOOST_TEST(block["waits"][0]["steps_since_launch"] == 8);
   BOOST_TEST(block["waits"][0]["text"] ==
              "waiting for data from rank 1 at step 40 (8 steps received since the kernel started)");
   BOOST_TEST(block["waits"][1]["kind"] == "ready");  // 1 of 8 slots in flight
+  BOOST_TEST(block["waits"][1]["text"] == "7 of 8 slots free towards rank 1");
   BOOST_TEST(block["peers"]["tree_down"] == json::array({1}));
 }
 
 BOOST_AUTO_TEST_CASE(all_slots_posted_and_unfreed_is_a_slot_wait) {
   json state = state_with({connection("recv", {{"head", 9}, {"tail", 10}}),
                            connection("send", {{"head", 16}, {"tail", 24}, {"step_at_launch", 16}})});
-  json view = nsc::build_kernel_view(state, kernel("SIMPLE"));
+  json view = worded_view(state, kernel("SIMPLE"));
   json block = only_block(view);
   BOOST_TEST(block["waits"][0]["kind"] == "ready");
+  BOOST_TEST(block["waits"][0]["text"] == "data from rank 1 for step 9 has arrived");
   BOOST_TEST(block["waits"][1]["kind"] == "waiting-for-slot");
+  BOOST_TEST(block["waits"][1]["consumed_step"] == 16);
+  BOOST_TEST(block["waits"][1]["in_flight"] == 8);
   BOOST_TEST(block["waits"][1]["text"] ==
              "waiting for rank 1 to free a slot (all 8 posted, rank 1 consumed up to step 16)");
   BOOST_TEST(view[0]["waits"][0]["text"] == "waiting for rank 1 to free a slot (1 of 1 blocks)");
+  BOOST_TEST(view[0]["waits"][0]["blocks"] == 1);
 }
 
 BOOST_AUTO_TEST_CASE(ll_flags_decide_when_the_head_is_in_the_peers_memory) {
   json arrived_none = {{"base", 6}, {"base_from", "step_at_launch"}, {"arrived_beyond_base", 0}};
   json state = state_with({connection("recv", {{"head", nullptr}, {"step_at_launch", 6}, {"ll", arrived_none}})});
-  json block = only_block(nsc::build_kernel_view(state, kernel("LL")));
+  json block = only_block(worded_view(state, kernel("LL")));
   BOOST_TEST(block["waits"][0]["kind"] == "waiting-for-data");
   BOOST_TEST(block["waits"][0]["step"] == 6);
+  BOOST_TEST(block["waits"][0]["text"] ==
+             "waiting for data from rank 1 at step 6 (nothing received since the kernel started; head is in rank 1's memory)");
   // Data arrived past the launch step: the receiver's position is unknown, so is the wait.
   json arrived_two = {{"base", 6}, {"base_from", "step_at_launch"}, {"arrived_beyond_base", 2}};
   state = state_with({connection("recv", {{"head", nullptr}, {"step_at_launch", 6}, {"ll", arrived_two}})});
-  block = only_block(nsc::build_kernel_view(state, kernel("LL")));
+  block = only_block(worded_view(state, kernel("LL")));
   BOOST_TEST(block["state"] == "unknown");
   BOOST_TEST(block["waits"][0]["kind"] == "unknown");
+  BOOST_TEST(block["waits"][0]["unknown_reason"] == "position-unreadable");
+  BOOST_TEST(block["waits"][0]["text"] == "rank 1 posted 2 steps since the kernel started at step 6; "
+                                          "this rank's position (head in rank 1's memory) unreadable");
   // The LL128 flags do not answer for an LL kernel.
   state = state_with({connection("recv", {{"head", nullptr}, {"step_at_launch", 6}, {"ll128", arrived_none}})});
   BOOST_TEST(only_block(nsc::build_kernel_view(state, kernel("LL")))["state"] == "unknown");
@@ -83,8 +103,9 @@ BOOST_AUTO_TEST_CASE(ll_flags_decide_when_the_head_is_in_the_peers_memory) {
 
 BOOST_AUTO_TEST_CASE(unreadable_connection_is_unknown_never_waiting) {
   json state = state_with({connection("recv", {{"connected", nullptr}})});
-  json block = only_block(nsc::build_kernel_view(state, kernel("SIMPLE")));
+  json block = only_block(worded_view(state, kernel("SIMPLE")));
   BOOST_TEST(block["state"] == "unknown");
+  BOOST_TEST(block["waits"][0]["unknown_reason"] == "connection-state-unavailable");
   BOOST_TEST(block["waits"][0]["text"] == "connection state unavailable");
   state = state_with({connection("recv", {{"connected", false}})});
   block = only_block(nsc::build_kernel_view(state, kernel("SIMPLE")));

@@ -351,46 +351,80 @@ BOOST_AUTO_TEST_CASE(launcher_object_rank_precedence_and_bad_values) {
   BOOST_TEST(out["source"].is_null());
 }
 
-// A real process that called setenv("RANK", "7") and unsetenv() after start: live
-// (/proc/PID/environ holds the launcher's strings) and in a gcore and a kernel core
-// (the initial stack, the rewritten slot and the moved slots noted): RANK=3 each time.
-BOOST_AUTO_TEST_CASE(real_process_that_rewrote_its_environment) {
-  setenv("RANK", "3", 1);
-  setenv("WORLD_SIZE", "4", 1);
-  setenv("FIXTURE_GONE", "1", 1);
-  setenv("LOCAL_RANK", "1", 1);  // after FIXTURE_GONE: its slot moves down
-  setenv("SECRET_TOKEN", "hunter2", 1);
-  TempDir dir("launcher-env");
-  testing::FixtureProcess fixture("environ_fixture", dir.path, true);
-  auto expect_launcher = [](LauncherEnvironment env, const std::string& source) {
-    BOOST_TEST(env.unavailable == "", source);
-    BOOST_TEST(env.source.rfind(source, 0) == 0u, env.source);
-    BOOST_TEST(env.variables["RANK"] == "3", source);  // what the launcher set, not setenv's 7
-    BOOST_TEST(env.variables["WORLD_SIZE"] == "4", source);
-    BOOST_TEST(env.variables["LOCAL_RANK"] == "1", source);
-    BOOST_TEST(env.variables.count("SECRET_TOKEN") == 0u);
-  };
-  LiveProcess live(fixture.pid(), false);
-  expect_launcher(read_launcher_environment(live), "/proc/");
-  if (!testing::have_gdb()) {
-    BOOST_TEST_MESSAGE("gdb absent: gcore case skipped");
-    return;
+namespace {
+
+// A real process that called setenv("RANK", "7") and unsetenv() after start, read live
+// (/proc/PID/environ holds the launcher's strings), from a gcore and from a kernel core
+// (the initial stack, the rewritten slot and the moved slots noted). Each read is made
+// once, where this machine allows it; the cases that need one are skipped without it.
+struct RewrittenEnvironment {
+  TempDir dir{"launcher-env"};
+  LauncherEnvironment live, from_gcore, from_kernel_core;
+  bool gdb_present = false, gcore_made = false, kernel_core_made = false;
+
+  RewrittenEnvironment() {
+    setenv("RANK", "3", 1);
+    setenv("WORLD_SIZE", "4", 1);
+    setenv("FIXTURE_GONE", "1", 1);
+    setenv("LOCAL_RANK", "1", 1);  // after FIXTURE_GONE: its slot moves down
+    setenv("SECRET_TOKEN", "hunter2", 1);
+    testing::FixtureProcess fixture("environ_fixture", dir.path, true);
+    LiveProcess process(fixture.pid(), false);
+    live = read_launcher_environment(process);
+    gdb_present = testing::have_gdb();
+    std::string gcore = dir.path + "/fixture.gcore";
+    gcore_made = gdb_present && testing::make_gcore(fixture.pid(), gcore);
+    if (gcore_made) from_gcore = read_launcher_environment(*open_core_file(gcore, ""));
+    std::string kernel_core = testing::kernel_core_path(dir.path, fixture.pid());
+    kernel_core_made = !kernel_core.empty() && fixture.abort_and_wait() && access(kernel_core.c_str(), R_OK) == 0;
+    if (kernel_core_made) from_kernel_core = read_launcher_environment(*open_core_file(kernel_core, ""));
   }
-  std::string gcore = dir.path + "/fixture.gcore";
-  BOOST_REQUIRE(testing::make_gcore(fixture.pid(), gcore));
-  auto core = open_core_file(gcore, "");
-  LauncherEnvironment from_gcore = read_launcher_environment(*core);
+};
+
+RewrittenEnvironment& rewritten() {
+  static RewrittenEnvironment instance;
+  return instance;
+}
+
+boost::test_tools::assertion_result gdb_present(boost::unit_test::test_unit_id) {
+  boost::test_tools::assertion_result result(rewritten().gdb_present);
+  if (!result) result.message() << "gdb absent: no gcore";
+  return result;
+}
+
+boost::test_tools::assertion_result kernel_core_made(boost::unit_test::test_unit_id) {
+  boost::test_tools::assertion_result result(rewritten().kernel_core_made);
+  if (!result) result.message() << "no kernel core written here (core_pattern)";
+  return result;
+}
+
+// What the launcher set, not setenv's 7, and never a secret.
+void expect_launcher(LauncherEnvironment env, const std::string& source) {
+  BOOST_TEST(env.unavailable == "", source);
+  BOOST_TEST(env.source.rfind(source, 0) == 0u, env.source);
+  BOOST_TEST(env.variables["RANK"] == "3", source);
+  BOOST_TEST(env.variables["WORLD_SIZE"] == "4", source);
+  BOOST_TEST(env.variables["LOCAL_RANK"] == "1", source);
+  BOOST_TEST(env.variables.count("SECRET_TOKEN") == 0u);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(real_process_that_rewrote_its_environment_live) {
+  expect_launcher(rewritten().live, "/proc/");
+}
+
+BOOST_AUTO_TEST_CASE(real_process_that_rewrote_its_environment_gcore, *boost::unit_test::precondition(gdb_present)) {
+  BOOST_REQUIRE(rewritten().gcore_made);
+  const LauncherEnvironment& from_gcore = rewritten().from_gcore;
   expect_launcher(from_gcore, "initial stack");
   BOOST_TEST(has_note(from_gcore, "1 envp[] slot(s) point off the initial stack"));
   BOOST_TEST(has_note(from_gcore, "1 envp[] slot(s) cleared by the program (unsetenv)"));
-  std::string kernel_core = testing::kernel_core_path(dir.path, fixture.pid());
-  if (kernel_core.empty() || !fixture.abort_and_wait() || access(kernel_core.c_str(), R_OK) != 0)
-  {
-    BOOST_TEST_MESSAGE("no kernel core written here (core_pattern): kernel core case skipped");
-    return;
-  }
-  auto from_kernel = open_core_file(kernel_core, "");
-  LauncherEnvironment kernel_env = read_launcher_environment(*from_kernel);
-  expect_launcher(kernel_env, "initial stack");
-  BOOST_TEST(kernel_env.notes == from_gcore.notes);
+}
+
+BOOST_AUTO_TEST_CASE(real_process_that_rewrote_its_environment_kernel_core,
+                     *boost::unit_test::precondition(gdb_present) * boost::unit_test::precondition(kernel_core_made)) {
+  BOOST_REQUIRE(rewritten().gcore_made);
+  expect_launcher(rewritten().from_kernel_core, "initial stack");
+  BOOST_TEST(rewritten().from_kernel_core.notes == rewritten().from_gcore.notes);
 }

@@ -64,6 +64,25 @@ bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
+// Cases that strip the fixture with objcopy, or read the real library, are skipped
+// (reported) where that is missing, never passed without running.
+boost::test_tools::assertion_result objcopy_present(boost::unit_test::test_unit_id) {
+  boost::test_tools::assertion_result result(std::system("objcopy --version > /dev/null 2>&1") == 0);
+  if (!result) result.message() << "objcopy unavailable";
+  return result;
+}
+
+boost::test_tools::assertion_result real_library_present(boost::unit_test::test_unit_id) {
+  boost::test_tools::assertion_result result(access(kRealLibrary, R_OK) == 0);
+  if (!result) result.message() << kRealLibrary << " absent";
+  return result;
+}
+
+// The fixture without its DWARF (same build-id), at `path`.
+void strip_fixture(const std::string& fixture, const std::string& path) {
+  BOOST_REQUIRE(std::system(("objcopy --strip-debug '" + fixture + "' '" + path + "'").c_str()) == 0);
+}
+
 template <typename Body>
 std::string bad_input_message(Body body) {
   try {
@@ -126,7 +145,7 @@ BOOST_AUTO_TEST_CASE(save_to_cache_creates_the_directory) {
   BOOST_CHECK_THROW(nsc::save_to_cache(tiny_profile("")), nsc::BadInput);
 }
 
-BOOST_AUTO_TEST_CASE(dwarf_then_cache_then_stripped_copy) {
+BOOST_AUTO_TEST_CASE(dwarf_then_cache_then_stripped_copy, *boost::unit_test::precondition(objcopy_present)) {
   Scratch scratch;
   std::string fixture = fixture_path();
   BOOST_REQUIRE_MESSAGE(file_exists(fixture), fixture << " (build the layout_types_fixture target)");
@@ -148,11 +167,7 @@ BOOST_AUTO_TEST_CASE(dwarf_then_cache_then_stripped_copy) {
 
   // A stripped copy of the same build decodes through the profile.
   std::string stripped = scratch.dir + "/stripped_fixture";
-  int status = std::system(("objcopy --strip-debug '" + fixture + "' '" + stripped + "'").c_str());
-  if (status != 0) {
-    BOOST_TEST_MESSAGE("objcopy unavailable: stripped cases skipped");
-    return;
-  }
+  strip_fixture(fixture, stripped);
   BOOST_TEST(!nsc::has_debug_info(stripped));
   BOOST_TEST(nsc::read_build_id(stripped).value_or("") == build_id);
   nsc::LayoutProfile from_profile = nsc::load_layout_for_library(stripped, "", {}, &why);
@@ -212,15 +227,30 @@ BOOST_AUTO_TEST_CASE(profile_made_for_older_roots_yields_to_dwarf) {
   BOOST_TEST(nsc::load_layout_for_library(fixture, "", {dir}, &why).source == "profile:" + cached);
   BOOST_TEST(why == "profile " + cached);
   std::remove(cached.c_str());
-  // Without DWARF the old profile is still the best there is.
+}
+
+// Without DWARF a profile made for older layout roots is still the best there is.
+BOOST_AUTO_TEST_CASE(profile_made_for_older_roots_is_kept_without_dwarf,
+                     *boost::unit_test::precondition(objcopy_present)) {
+  Scratch scratch;
+  setenv("NCCLSCOPE_NO_PROFILE_CACHE", "1", 1);
+  std::string fixture = fixture_path();
+  BOOST_REQUIRE(file_exists(fixture));
+  std::string build_id = nsc::read_build_id(fixture).value_or("");
+  std::string dir = scratch.make_dir("old");
+  nsc::LayoutProfile old = tiny_profile(build_id);
+  old.constants[nsc::kRootsFingerprintConstant] = nsc::required_roots_fingerprint() ^ 1;
+  std::string path = dir + "/" + build_id + ".json";
+  nsc::write_layout_profile(old, path);
   std::string stripped = scratch.dir + "/stripped_fixture";
-  if (std::system(("objcopy --strip-debug '" + fixture + "' '" + stripped + "'").c_str()) != 0) return;
+  strip_fixture(fixture, stripped);
+  std::string why;
   nsc::LayoutProfile kept = nsc::load_layout_for_library(stripped, "", {dir}, &why);
   BOOST_TEST(kept.source == "profile:" + path);
   BOOST_TEST(why == "profile " + path + " (made for older layout roots)");
 }
 
-BOOST_AUTO_TEST_CASE(stripped_library_with_a_separate_debug_file) {
+BOOST_AUTO_TEST_CASE(stripped_library_with_a_separate_debug_file, *boost::unit_test::precondition(objcopy_present)) {
   Scratch scratch;
   setenv("NCCLSCOPE_NO_PROFILE_CACHE", "1", 1);
   std::string fixture = fixture_path();
@@ -232,10 +262,7 @@ BOOST_AUTO_TEST_CASE(stripped_library_with_a_separate_debug_file) {
   std::string commands = "mkdir -p '" + debug_dir + "' && objcopy --only-keep-debug '" + fixture +
                          "' '" + debug_file + "' && objcopy --strip-debug '" + fixture + "' '" +
                          stripped + "'";
-  if (std::system(commands.c_str()) != 0) {
-    BOOST_TEST_MESSAGE("objcopy unavailable: skipped");
-    return;
-  }
+  BOOST_REQUIRE(std::system(commands.c_str()) == 0);
   setenv("NCCLSCOPE_DEBUG_FILE_DIRECTORY", (scratch.dir + "/debug").c_str(), 1);
   std::string why;
   nsc::LayoutProfile profile = nsc::load_layout_for_library(stripped, "", {}, &why);
@@ -270,11 +297,7 @@ BOOST_AUTO_TEST_CASE(mismatching_file_uses_its_own_dwarf_with_a_note) {
   BOOST_TEST(!file_exists(scratch.cache_dir()));  // caching was disabled
 }
 
-BOOST_AUTO_TEST_CASE(real_library_uses_the_shipped_profile) {
-  if (access(kRealLibrary, R_OK) != 0) {
-    BOOST_TEST_MESSAGE("skipped: " << kRealLibrary << " absent");
-    return;
-  }
+BOOST_AUTO_TEST_CASE(real_library_uses_the_shipped_profile, *boost::unit_test::precondition(real_library_present)) {
   Scratch scratch;
   std::string why;
   auto start = std::chrono::steady_clock::now();

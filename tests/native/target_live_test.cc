@@ -187,12 +187,19 @@ BOOST_AUTO_TEST_CASE(missing_pid_is_bad_input) {
   BOOST_CHECK_THROW(open_live(-5, false), BadInput);
 }
 
+namespace {
+
+// Skipped (reported) unless root, which alone can switch to an unprivileged user.
+boost::test_tools::assertion_result running_as_root(boost::unit_test::test_unit_id) {
+  boost::test_tools::assertion_result result(getuid() == 0);
+  if (!result) result.message() << "needs root to switch to an unprivileged user";
+  return result;
+}
+
+}  // namespace
+
 // As another (unprivileged) user the process may not be traced: one line with a hint.
-BOOST_AUTO_TEST_CASE(other_users_process_is_bad_input_with_a_hint) {
-  if (getuid() != 0) {
-    BOOST_TEST_MESSAGE("skipped: needs root to switch to an unprivileged user");
-    return;
-  }
+BOOST_AUTO_TEST_CASE(other_users_process_is_bad_input_with_a_hint, *boost::unit_test::precondition(running_as_root)) {
   FixtureProcess fixture;
   int pipe_fds[2];
   BOOST_REQUIRE(pipe(pipe_fds) == 0);

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <string>
 
+#include "../fuzz/summary_comparison.h"
 #include "temp_dir.h"
 #include "triage/inputs.h"
 #include "triage/sax_summary.h"
@@ -76,6 +77,7 @@ BOOST_AUTO_TEST_CASE(sax_summary_equals_document_summary) {
     BOOST_TEST(a.dump() == b.dump(), "document " << i);
     const auto& x = from_text[i];
     const auto& y = from_document[i];
+    BOOST_TEST(nsc::fuzz::summary_json(x).dump() == nsc::fuzz::summary_json(y).dump(), "document " << i);
     BOOST_TEST(x.document_errors == y.document_errors, "document " << i);
     BOOST_TEST(x.stack_notes == y.stack_notes, "document " << i);
     BOOST_TEST((x.launcher_rank == y.launcher_rank), "document " << i);

@@ -20,8 +20,10 @@ std::string str(const json& object, const char* key) {
   return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
-json unknown(const json& conn, std::string why) {
-  return {{"kind", "unknown"}, {"peer", conn.value("peer", json())}, {"text", std::move(why)}};
+// A wait the counters do not decide; `reason` names what is missing
+// (snapshot/kernels_text.cc words it).
+json unknown(const json& conn, const char* reason) {
+  return {{"kind", "unknown"}, {"peer", conn.value("peer", json())}, {"unknown_reason", reason}};
 }
 
 // Slots of data already posted beyond `base` for this protocol, or null when unreadable.
@@ -36,11 +38,6 @@ json arrived_beyond(const json& conn, const std::string& protocol, uint64_t base
   return member(flags, "arrived_beyond_base");
 }
 
-json waiting_for_data(int64_t peer, uint64_t step, const std::string& detail) {
-  return {{"kind", "waiting-for-data"}, {"peer", peer}, {"step", step},
-          {"text", "waiting for data from rank " + std::to_string(peer) + " at step " + std::to_string(step) + detail}};
-}
-
 // The receiver's position is its published head when readable (exact); otherwise the
 // step saved at launch is a lower bound, and "nothing arrived beyond it" still proves the wait.
 json recv_wait(const json& conn, const std::string& protocol) {
@@ -50,62 +47,57 @@ json recv_wait(const json& conn, const std::string& protocol) {
   if (is_uint(head)) {
     uint64_t step = head.get<uint64_t>();
     json arrived = arrived_beyond(conn, protocol, step);
-    if (!is_uint(arrived)) return unknown(conn, "data posted by rank " + std::to_string(peer) + " unreadable");
-    if (arrived.get<uint64_t>() > 0)
-      return {{"kind", "ready"}, {"peer", peer}, {"step", step},
-              {"text", "data from rank " + std::to_string(peer) + " for step " + std::to_string(step) + " has arrived"}};
-    std::string since = is_uint(launch) && launch.get<uint64_t>() == step
-                            ? " (nothing received since the kernel started)"
-                            : is_uint(launch) && launch.get<uint64_t>() < step
-                                  ? " (" + std::to_string(step - launch.get<uint64_t>()) + " steps received since the kernel started)"
-                                  : "";
-    return waiting_for_data(peer, step, since);
+    if (!is_uint(arrived)) return unknown(conn, "peer-data-unreadable");
+    json wait = {{"kind", arrived.get<uint64_t>() > 0 ? "ready" : "waiting-for-data"}, {"peer", peer},
+                 {"step", step}, {"position_from", "head"}};
+    if (is_uint(launch) && launch.get<uint64_t>() <= step) wait["steps_since_launch"] = step - launch.get<uint64_t>();
+    return wait;
   }
-  if (!is_uint(launch)) return unknown(conn, "recv head and step at launch unavailable");
+  if (!is_uint(launch)) return unknown(conn, "position-unavailable");
   uint64_t step = launch.get<uint64_t>();
   json arrived = arrived_beyond(conn, protocol, step);
-  if (!is_uint(arrived)) return unknown(conn, "data posted by rank " + std::to_string(peer) + " unreadable");
+  if (!is_uint(arrived)) return unknown(conn, "peer-data-unreadable");
   if (arrived.get<uint64_t>() == 0)
-    return waiting_for_data(peer, step, " (nothing received since the kernel started; head is in rank " +
-                                            std::to_string(peer) + "'s memory)");
-  return unknown(conn, "rank " + std::to_string(peer) + " posted " + arrived.dump() +
-                           " steps since the kernel started at step " + std::to_string(step) +
-                           "; this rank's position (head in rank " + std::to_string(peer) + "'s memory) unreadable");
+    return {{"kind", "waiting-for-data"}, {"peer", peer}, {"step", step}, {"position_from", "step_at_launch"}};
+  json wait = unknown(conn, "position-unreadable");
+  wait["step_at_launch"] = step;
+  wait["posted_since_launch"] = arrived;
+  return wait;
 }
 
-// "rank 1 consumed up to step 24 (nothing since the kernel started)".
-std::string consumed_fact(const json& conn, uint64_t freed) {
-  std::string text = "rank " + member(conn, "peer").dump() + " consumed up to step " + std::to_string(freed);
+// How far the peer consumed what this rank sent: the facts of every send-side wait.
+json send_position(json wait, const json& conn, uint64_t freed) {
+  wait["consumed_step"] = freed;
   const json& launch = member(conn, "step_at_launch");
-  if (is_uint(launch) && launch.get<uint64_t>() == freed) text += " (nothing since the kernel started)";
-  return text;
+  if (is_uint(launch)) wait["step_at_launch"] = launch;
+  return wait;
+}
+
+json with_protocol(json wait, const std::string& protocol) {
+  wait["protocol"] = protocol;
+  return wait;
 }
 
 json send_wait(const json& conn, const std::string& protocol, uint64_t nccl_steps) {
   const json& head = conn.value("head", json());
-  if (!is_uint(head)) return unknown(conn, "send head counter unavailable");
+  if (!is_uint(head)) return unknown(conn, "send-head-unavailable");
   uint64_t freed = head.get<uint64_t>();
   uint64_t in_flight;
   if (protocol == "SIMPLE") {
     const json& tail = conn.value("tail", json());
-    if (!is_uint(tail)) return unknown(conn, consumed_fact(conn, freed) + "; what this rank posted is unreadable");
+    if (!is_uint(tail)) return send_position(unknown(conn, "send-posted-unreadable"), conn, freed);
     in_flight = tail.get<uint64_t>() >= freed ? tail.get<uint64_t>() - freed : 0;
   } else {
     const json& flags = conn.value(protocol == "LL" ? "ll" : "ll128", json());
-    if (!flags.is_object()) return unknown(conn, consumed_fact(conn, freed) + "; " + protocol + " flags in its buffer unreadable");
+    if (!flags.is_object())
+      return send_position(with_protocol(unknown(conn, "send-flags-unreadable"), protocol), conn, freed);
     const json& posted = member(flags, "posted_beyond_head");
-    if (!is_uint(posted)) return unknown(conn, protocol + " posted slots unavailable");
+    if (!is_uint(posted)) return with_protocol(unknown(conn, "send-posted-slots-unavailable"), protocol);
     in_flight = posted.get<uint64_t>();
   }
-  int64_t peer = conn.value("peer", -1);
-  if (in_flight < nccl_steps)
-    return {{"kind", "ready"}, {"peer", peer}, {"step", freed + in_flight},
-            {"text", std::to_string(nccl_steps - in_flight) + " of " + std::to_string(nccl_steps) +
-                         " slots free towards rank " + std::to_string(peer)}};
-  return {{"kind", "waiting-for-slot"}, {"peer", peer}, {"step", freed + in_flight},
-          {"text", "waiting for rank " + std::to_string(peer) + " to free a slot (all " +
-                       std::to_string(nccl_steps) + " posted, rank " + std::to_string(peer) +
-                       " consumed up to step " + std::to_string(freed) + ")"}};
+  json wait = {{"kind", in_flight < nccl_steps ? "ready" : "waiting-for-slot"}, {"peer", conn.value("peer", -1)},
+               {"step", freed + in_flight}, {"in_flight", in_flight}, {"nccl_steps", nccl_steps}};
+  return send_position(std::move(wait), conn, freed);
 }
 
 // Connections the running algorithm moves data on: ring prev->me->next, tree up/down.
@@ -199,7 +191,7 @@ json block_view(const json& block, const json& kernel, const json* comm) {
   const json& connections = member(*channel, "connections");
   for (const json& conn : connections.is_array() ? connections : json::array()) {
     if (member(conn, "connected") == false || !used_by(conn, algorithm)) continue;
-    json wait = member(conn, "connected") != true ? unknown(conn, "connection state unavailable")
+    json wait = member(conn, "connected") != true ? unknown(conn, "connection-state-unavailable")
                 : str(conn, "direction") == "recv"  ? recv_wait(conn, protocol)
                                                     : send_wait(conn, protocol, steps);
     wait["direction"] = conn.value("direction", json());
@@ -213,9 +205,9 @@ json block_view(const json& block, const json& kernel, const json* comm) {
   return out;
 }
 
-// "waiting for data from rank 1 (24 of 24 blocks)": the peers the blocks wait on.
+// The peers the blocks wait on: per kind and peer, how many blocks wait so.
 json kernel_summary(const json& blocks) {
-  std::map<std::string, int> count;  // "kind peer" -> blocks
+  std::map<std::string, int> count;  // "kind peer" -> blocks (this order is the document's)
   for (const json& block : blocks)
     for (const json& wait : block.value("waits", json::array()))
       if (str(wait, "kind").rfind("waiting", 0) == 0)
@@ -223,11 +215,7 @@ json kernel_summary(const json& blocks) {
   json waits = json::array();
   for (const auto& [key, n] : count) {
     size_t space = key.find(' ');
-    std::string kind = key.substr(0, space), peer = key.substr(space + 1);
-    std::string text = kind == "waiting-for-data" ? "waiting for data from rank " + peer
-                                                  : "waiting for rank " + peer + " to free a slot";
-    waits.push_back({{"kind", kind}, {"peer", std::stoll(peer)}, {"blocks", n},
-                     {"text", text + " (" + std::to_string(n) + " of " + std::to_string(blocks.size()) + " blocks)"}});
+    waits.push_back({{"kind", key.substr(0, space)}, {"peer", std::stoll(key.substr(space + 1))}, {"blocks", n}});
   }
   return waits;
 }

@@ -1,8 +1,8 @@
 // The kernel view: each resident NCCL kernel (as cuda-gdb lists it), the
 // communicator it belongs to, and per block the channel it runs and what that
-// channel waits for: "waiting for data from rank R at step S" or "waiting for
-// rank R to free a slot", judged from the device-side counters that
-// connection_decoder reads (docs/kernels.md).
+// channel waits for (data from rank R at step S, or rank R to free a slot), judged
+// from the device-side counters that connection_decoder reads (docs/kernels.md).
+// It holds facts only: snapshot/kernels_text.cc words them.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -15,11 +15,13 @@ namespace nsc {
 // "nccl":{collective, op, datatype, algorithm, protocol}, "dev_comm", "channel_mask",
 // "blocks":[{"block", "channel", "channel_source", "function",
 //            "running":{algorithm, protocol}}]}.
-// Returns the `kernels` array of ncclscope.kernels/1.
+// Returns the `kernels` array of ncclscope.kernels/1 without the "text" of its waits
+// (snapshot/kernels_document.cc adds them).
 nlohmann::json build_kernel_view(const nlohmann::json& state, const nlohmann::json& kernels);
 
 // What one connection waits for under a protocol ("LL", "LL128", "SIMPLE"):
-// {"kind":"waiting-for-data"|"waiting-for-slot"|"ready"|"unknown", "peer", "step", "text"}.
+// {"kind":"waiting-for-data"|"waiting-for-slot"|"ready"|"unknown", "peer", "step", and the
+// facts behind the verdict (docs/kernels.md), e.g. "unknown_reason" for an unknown one}.
 nlohmann::json connection_wait(const nlohmann::json& connection, const std::string& protocol,
                                uint64_t nccl_steps);
 

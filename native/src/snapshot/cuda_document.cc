@@ -99,4 +99,9 @@ json build_cuda_document(const CudaRequest& request) {
   return document;
 }
 
+int cuda_exit_code(const json& document) {
+  bool found = document["recorder"].value("found", false);
+  return found && document["errors"].empty() ? 0 : 1;
+}
+
 }  // namespace nsc

@@ -19,4 +19,7 @@ struct CudaRequest {
 // Throws nsc::BadInput when the target cannot be opened.
 nlohmann::json build_cuda_document(const CudaRequest& request);
 
+// 0 when the flight recorder was found and nothing was unreadable, else 1 (partial).
+int cuda_exit_code(const nlohmann::json& document);
+
 }  // namespace nsc

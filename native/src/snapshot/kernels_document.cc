@@ -1,11 +1,27 @@
 #include "snapshot/kernels_document.h"
 
 #include "nccl/kernel_view.h"
+#include "snapshot/kernels_text.h"
 #include "util/schemas.h"
 
 namespace nsc {
 
 using nlohmann::json;
+
+namespace {
+
+// The published "text" of every wait, worded from its facts.
+json with_wait_texts(json kernels) {
+  for (json& kernel : kernels) {
+    json& blocks = kernel["blocks"];
+    for (json& wait : kernel["waits"]) wait["text"] = kernel_wait_sentence(wait, blocks.size());
+    for (json& block : blocks)
+      for (json& wait : block["waits"]) wait["text"] = connection_wait_sentence(wait);
+  }
+  return kernels;
+}
+
+}  // namespace
 
 json build_kernels_document(const json& state, const json& kernels) {
   json communicators = json::array();
@@ -20,7 +36,7 @@ json build_kernels_document(const json& state, const json& kernels) {
           {"tool", state.value("tool", json())},
           {"target", state.value("target", json())},
           {"nccl", state.value("nccl", json())},
-          {"kernels", build_kernel_view(state, kernels)},
+          {"kernels", with_wait_texts(build_kernel_view(state, kernels))},
           {"communicators", communicators},
           {"errors", state.value("errors", json::array())}};
 }

@@ -1,5 +1,6 @@
 // Builds the `ncclscope.kernels/1` document (docs/kernels.md): the kernel view of
-// nccl/kernel_view.h plus the communicators' device sections it judged from. Used by
+// nccl/kernel_view.h, its waits worded by snapshot/kernels_text.h ("text"), plus the
+// communicators' device sections it judged from. Used by
 // the C API's "kernel-view" command (the gdb extension's `nccl-kernels` under cuda-gdb).
 #pragma once
 

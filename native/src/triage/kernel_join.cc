@@ -17,6 +17,7 @@
 #include <set>
 #include <tuple>
 
+#include "snapshot/kernels_text.h"
 #include "triage/analysis.h"
 #include "triage/rank_set.h"
 #include "triage/summary_helpers.h"
@@ -155,11 +156,6 @@ std::string steps_phrase(const std::set<int64_t>& steps) {
          std::to_string(steps.size()) + " values)";
 }
 
-std::string wait_phrase(const std::string& kind, int peer) {
-  return kind == "waiting-for-data" ? "waiting for data from rank " + std::to_string(peer)
-                                    : "waiting for rank " + std::to_string(peer) + " to free a slot";
-}
-
 // What an undecided block's waits say, with the connection's direction.
 std::string unknown_text(const KernelBlockView& block) {
   std::string text;
@@ -225,9 +221,7 @@ std::string with_channels(const std::string& text, const std::vector<int>& chann
 
 // "waits for data from rank 1 at step 24 on channels 0-23 (24 of 24 blocks)".
 std::string wait_predicate(const WaitGroup& group, size_t total_blocks) {
-  std::string text = group.kind == "waiting-for-data" ? "waits for data from rank " + std::to_string(group.peer)
-                                                      : "waits for rank " + std::to_string(group.peer) + " to free a slot";
-  text += steps_phrase(group.steps);
+  std::string text = peer_wait_phrase(group.kind, group.peer, "waits") + steps_phrase(group.steps);
   if (!group.channels.empty()) text += " on " + channels_phrase(group.channels);
   return text + " (" + std::to_string(group.blocks) + " of " + std::to_string(total_blocks) + " blocks)";
 }
@@ -286,7 +280,7 @@ std::string describe_kernel(const KernelEntryView& kernel, bool with_function) {
   std::vector<std::string> parts;
   for (const WaitGroup& group : waits.definite)
     parts.push_back(with_channels(std::to_string(group.blocks) + " of " + total + " blocks " +
-                                      wait_phrase(group.kind, group.peer) + steps_phrase(group.steps),
+                                      peer_wait_phrase(group.kind, group.peer) + steps_phrase(group.steps),
                                   group.channels));
   for (const OtherGroup& group : waits.unknown)
     parts.push_back(with_channels(std::to_string(group.blocks) + " of " + total + " blocks: " + group.text, group.channels));
@@ -562,7 +556,7 @@ class KernelJoiner {
     for (const WaitGroup& group : waits.definite)
       definite.push_back({{"kind", group.kind}, {"peer", group.peer}, {"blocks", group.blocks},
                           {"channels", group.channels}, {"steps", numbers(group.steps)},
-                          {"text", wait_phrase(group.kind, group.peer) + steps_phrase(group.steps)}});
+                          {"text", peer_wait_phrase(group.kind, group.peer) + steps_phrase(group.steps)}});
     for (const OtherGroup& group : waits.unknown)
       unknown.push_back({{"blocks", group.blocks}, {"channels", group.channels}, {"text", group.text}});
     auto maybe = [](const auto& value) { return value ? json(*value) : json(nullptr); };

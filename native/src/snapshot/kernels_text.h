@@ -1,0 +1,27 @@
+// Sentences of an `ncclscope.kernels/1` document (docs/kernels.md): what a connection
+// or a kernel waits for, worded from the facts nccl/kernel_view.cc decided. The
+// document's published "text" keys (snapshot/kernels_document.cc) and triage's kernel
+// evidence (triage/kernel_join.cc) both word waits here, so they say the same.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace nsc {
+
+// kind "waiting-for-data": "waiting for data from rank 1"; otherwise "waiting for rank 1
+// to free a slot". `verb` "waits" words it as a rank's predicate.
+std::string peer_wait_phrase(const std::string& kind, int64_t peer, const char* verb = "waiting");
+
+// One connection's wait (a block's `waits[]` entry): "waiting for data from rank 1 at
+// step 40 (8 steps received since the kernel started)", "connection state unavailable".
+std::string connection_wait_sentence(const nlohmann::json& wait);
+
+// One entry of a kernel's `waits[]` over its `total_blocks` blocks:
+// "waiting for data from rank 1 (24 of 24 blocks)".
+std::string kernel_wait_sentence(const nlohmann::json& wait, size_t total_blocks);
+
+}  // namespace nsc
