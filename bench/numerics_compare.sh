@@ -33,17 +33,7 @@ export NCCLSCOPE_BENCH_BUFFERS="$send:$elements $recv:$elements"
 gdb_cmd=(gdb -nx --batch -ex "set auto-load off" "$build/fixtures/comm_fixture" "$work/fixture.core"
          -ex "python exec(open('bench/gdb_numerics.py').read())")
 ours_cmd=("$build/bin/ncclscope" numerics --core "$work/fixture.core" --json "${profile_args[@]}")
-time_of() {  # the best wall time of 3 runs
-  python3 - "$@" <<'PY'
-import subprocess, sys, time
-best = 1e9
-for _ in range(3):
-    start = time.perf_counter()
-    subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-    best = min(best, time.perf_counter() - start)
-print(f"{best:.3f}")
-PY
-}
+time_of() { python3 bench/best_of_3.py "$@"; }  # best wall time of 3 runs
 "${gdb_cmd[@]}" 2>/dev/null | grep '^buffer' > "$work/gdb.txt"
 "${ours_cmd[@]}" 2>/dev/null > "$work/ours.json" || true
 python3 - "$work/gdb.txt" "$work/ours.json" <<'PY'

@@ -9,17 +9,7 @@ exe=${2:?}
 solib=${3:-/usr/local/cuda-13.0/lib}
 build=${NCCLSCOPE_BUILD_DIR:-build}
 export NCCLSCOPE_BENCH_CORE=$core NCCLSCOPE_BENCH_GDB_SCAN=$PWD/bench/gdb_scan.py
-time_of() {  # prints the best wall time of 3 runs of "$@"
-  python3 - "$@" <<'PY'
-import subprocess, sys, time
-best = 1e9
-for _ in range(3):
-    start = time.perf_counter()
-    subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-    best = min(best, time.perf_counter() - start)
-print(f"{best:.3f}")
-PY
-}
+time_of() { python3 bench/best_of_3.py "$@"; }  # best wall time of 3 runs
 gdb_cmd=(gdb -nx --batch -ex "set solib-search-path $solib" -ex "set auto-load off" "$exe" "$core"
          -ex "python exec(open('bench/gdb_state.py').read())")
 ours_cmd=("$build/bin/ncclscope" state --core "$core" --exe "$exe" --solib-search-path "$solib" --no-stacks)

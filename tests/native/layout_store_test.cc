@@ -205,17 +205,23 @@ BOOST_AUTO_TEST_CASE(caller_and_environment_directories_come_first) {
   BOOST_TEST(nsc::load_layout_for_library("", upper, {caller}, &why).build_id == build_id);
 }
 
-BOOST_AUTO_TEST_CASE(profile_made_for_older_roots_yields_to_dwarf) {
+// The fixture and, in a scratch directory, a profile for its build-id made for older layout roots.
+struct OldRootsProfile {
   Scratch scratch;
-  setenv("NCCLSCOPE_NO_PROFILE_CACHE", "1", 1);
-  std::string fixture = fixture_path();
-  BOOST_REQUIRE(file_exists(fixture));
-  std::string build_id = nsc::read_build_id(fixture).value_or("");
-  std::string dir = scratch.make_dir("old");
-  nsc::LayoutProfile old = tiny_profile(build_id);
-  old.constants[nsc::kRootsFingerprintConstant] = nsc::required_roots_fingerprint() ^ 1;
-  std::string path = dir + "/" + build_id + ".json";
-  nsc::write_layout_profile(old, path);
+  std::string fixture = fixture_path(), build_id, dir, path;
+  OldRootsProfile() {
+    setenv("NCCLSCOPE_NO_PROFILE_CACHE", "1", 1);
+    BOOST_REQUIRE(file_exists(fixture));
+    build_id = nsc::read_build_id(fixture).value_or("");
+    dir = scratch.make_dir("old");
+    nsc::LayoutProfile old = tiny_profile(build_id);
+    old.constants[nsc::kRootsFingerprintConstant] = nsc::required_roots_fingerprint() ^ 1;
+    path = dir + "/" + build_id + ".json";
+    nsc::write_layout_profile(old, path);
+  }
+};
+
+BOOST_FIXTURE_TEST_CASE(profile_made_for_older_roots_yields_to_dwarf, OldRootsProfile) {
   std::string why;
   nsc::LayoutProfile fresh = nsc::load_layout_for_library(fixture, "", {dir}, &why);
   BOOST_TEST(fresh.source == "dwarf:" + fixture);
@@ -230,18 +236,8 @@ BOOST_AUTO_TEST_CASE(profile_made_for_older_roots_yields_to_dwarf) {
 }
 
 // Without DWARF a profile made for older layout roots is still the best there is.
-BOOST_AUTO_TEST_CASE(profile_made_for_older_roots_is_kept_without_dwarf,
-                     *boost::unit_test::precondition(objcopy_present)) {
-  Scratch scratch;
-  setenv("NCCLSCOPE_NO_PROFILE_CACHE", "1", 1);
-  std::string fixture = fixture_path();
-  BOOST_REQUIRE(file_exists(fixture));
-  std::string build_id = nsc::read_build_id(fixture).value_or("");
-  std::string dir = scratch.make_dir("old");
-  nsc::LayoutProfile old = tiny_profile(build_id);
-  old.constants[nsc::kRootsFingerprintConstant] = nsc::required_roots_fingerprint() ^ 1;
-  std::string path = dir + "/" + build_id + ".json";
-  nsc::write_layout_profile(old, path);
+BOOST_FIXTURE_TEST_CASE(profile_made_for_older_roots_is_kept_without_dwarf, OldRootsProfile,
+                        *boost::unit_test::precondition(objcopy_present)) {
   std::string stripped = scratch.dir + "/stripped_fixture";
   strip_fixture(fixture, stripped);
   std::string why;

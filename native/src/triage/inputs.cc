@@ -202,6 +202,14 @@ StateRequest state_request(const LoadRequest& request, const WorkItem& item) {
   return state;
 }
 
+nlohmann::json parse_input_json(const std::string& text, const std::string& name, const char* what) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& error) {
+    throw BadInput(name + ": corrupt " + what + ": " + json_problem(error));
+  }
+}
+
 // Buffer numerics of a core or live process: a problem reading them never costs the rank.
 void measure_numerics(const LoadRequest& request, StateRequest state, const nlohmann::json& document,
                       const WorkItem& item, WorkResult* result) {
@@ -230,24 +238,14 @@ WorkResult load_item(const LoadRequest& request, const WorkItem& item) {
         result.process = std::move(process);
         return result;
       }
+      // A cuda-gdb kernel view or a numerics document (tens of KB per process): parsed whole, then reduced.
       if (schema == kKernelsSchema) {
-        // A cuda-gdb kernel view (tens of KB per process): parsed whole, then reduced.
-        nlohmann::json document;
-        try {
-          document = nlohmann::json::parse(text);
-        } catch (const nlohmann::json::exception& error) {
-          throw BadInput(item.name + ": corrupt kernel view: " + json_problem(error));
-        }
+        nlohmann::json document = parse_input_json(text, item.name, "kernel view");
         result.kernel_view = std::make_unique<KernelView>(summarize_kernel_view(document, item.name));
         return result;
       }
       if (schema == kNumericsSchema) {
-        nlohmann::json document;
-        try {
-          document = nlohmann::json::parse(text);
-        } catch (const nlohmann::json::exception& error) {
-          throw BadInput(item.name + ": corrupt numerics document: " + json_problem(error));
-        }
+        nlohmann::json document = parse_input_json(text, item.name, "numerics document");
         result.numerics_view = std::make_unique<NumericsView>(summarize_numerics_document(document, item.name, "input"));
         return result;
       }
