@@ -317,7 +317,7 @@ BOOST_AUTO_TEST_CASE(exit_codes_and_text) {
   BOOST_TEST(nsc::audit::audit_exit_code(build_audit_document({}, {{"x.json", "x.json: corrupt"}})) == 2);
   comm_of(inputs, 0)["health"]["abort_flag"] = true;
   std::string text = nsc::audit::render_audit_text(build_audit_document(inputs));
-  BOOST_TEST(text.find("ERROR  aborted-comm-not-destroyed  comm 0x6db0a96d9cb7fc37 rank 0 (rank0.core, 0x55000000)") !=
+  BOOST_TEST(text.find("ERROR  aborted-comm-not-destroyed  comm 0x6db0a96d9cb7fc37 rank 0 (rank0.core, 0x550000000)") !=
              std::string::npos, text);
   BOOST_TEST(text.find("READ IN PART") != std::string::npos);
 }

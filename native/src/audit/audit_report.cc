@@ -43,8 +43,6 @@ const RuleInfo& rule_info(const std::string& id) {
   throw std::logic_error("audit rule " + id + " is not in the rule table");
 }
 
-namespace {
-
 // The unavailable reason of path or of its nearest parent ("cuda.registrations.buffers" under
 // "cuda.registrations").
 std::string unavailable_reason(const json& comm, std::string path) {
@@ -58,8 +56,6 @@ std::string unavailable_reason(const json& comm, std::string path) {
   }
   return "";
 }
-
-}  // namespace
 
 Field comm_field(const json& comm, const std::string& path) {
   const json* value = &comm;

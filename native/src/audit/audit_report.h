@@ -39,6 +39,8 @@ struct Field {
   bool known() const { return value != nullptr; }
 };
 Field comm_field(const nlohmann::json& comm, const std::string& path);
+// The communicator's `unavailable` reason for path or its nearest parent; "" when none.
+std::string unavailable_reason(const nlohmann::json& comm, std::string path);
 // The same for a flag: true/false, or nullopt with `why` set.
 std::optional<bool> comm_flag(const nlohmann::json& comm, const std::string& path, std::string* why);
 

@@ -31,7 +31,9 @@ struct Launched {
 std::optional<Launched> launched_counts(const CommRef& ref, std::string* why) {
   Field seq = comm_field(*ref.comm, "seq_launched");
   if (!seq.known() || !seq.value->is_object() || seq.value->empty()) {
-    *why = seq.known() ? "seq_launched is empty" : seq.why;
+    // A version without seqNumber[] leaves it empty, the reason beside it.
+    std::string reason = unavailable_reason(*ref.comm, "seq_launched");
+    *why = !seq.known() ? seq.why : reason.empty() ? "seq_launched is empty" : "seq_launched: " + reason;
     return std::nullopt;
   }
   Launched launched{ref, {}, 0};

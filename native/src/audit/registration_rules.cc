@@ -45,7 +45,7 @@ void check_registrations(AuditReport& report, const CommRef& ref) {
     report.not_checked(sorted_rule, {ref}, why);
     return;
   }
-  bool page_known = page_size.known() && page_size.value->is_number_unsigned() && page_size.value->get<uint64_t>() > 0;
+  bool page_known = page_size.known() && page_size.value->is_number_integer() && page_size.value->get<int64_t>() > 0;
   uint64_t page = page_known ? page_size.value->get<uint64_t>() : 0;
   size_t misaligned = 0, unreadable = 0, unsorted = 0;
   bool have_previous = false;

@@ -26,8 +26,10 @@ nlohmann::json decode_sub(const ObjectView& sub, const std::string& path, FieldS
     sink.put("transport", Fetched<int64_t>::missing(connection.unavailable));  // one error is enough
     return entry;
   }
-  sink.put_bool("send", connection.value->integer("send"));
-  auto transport = connection.value->integer("transport");
+  auto send = connection.value->integer("send");
+  sink.put_bool("send", send);
+  // Beside `send` in one struct: when that was unreadable, one error says so for both.
+  auto transport = send.ok() ? connection.value->integer("transport") : Fetched<int64_t>::missing(send.unavailable);
   if (transport.ok()) entry["transport"] = transport_name(*transport.value);
   else sink.put("transport", transport);
   return entry;
