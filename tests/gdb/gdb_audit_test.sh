@@ -16,7 +16,8 @@ gdb_run "$out" -ex "set ncclscope snapshot $data" \
 
 section_of "$out" audit > "$work/audit.txt"
 expect "$work/audit.txt" '^audit of 1 input, 2 communicators: 1 error, 0 warnings, 0 info'
-expect "$work/audit.txt" '^comm-async-error +error +1 +1 +0$'
+# Comm #0 has no proxy_async_result in this older document: not checked, not passed.
+expect "$work/audit.txt" '^comm-async-error +error +0 +1 +1$'
 expect "$work/audit.txt" '^  ERROR  comm-async-error  comm 0x1122334455667788 rank 1 \(snapshot, 0x55d0c8c00000\)$'
 expect "$work/audit.txt" '^      asyncResult is ncclSystemError: the communicator has failed$'
 check_json "$out" audit-json '

@@ -24,7 +24,8 @@ json healthy_comm(int rank, int nranks = 2) {
           {"nranks", nranks},
           {"seq_launched", {{"Broadcast", 0}, {"Reduce", 0}, {"AllGather", 1}, {"ReduceScatter", 0}, {"AllReduce", 4}}},
           {"health", {{"async_result", "ncclSuccess"}, {"abort_flag", false}, {"destroy_flag", false},
-                      {"init_state", "ncclSuccess"}, {"finalize_called", false}, {"revoked", false}}},
+                      {"init_state", "ncclSuccess"}, {"finalize_called", false}, {"revoked", false},
+                      {"proxy_async_result", "ncclSuccess"}}},
           {"proxy_ops", json::array()},
           {"planned", {{"unlaunched_plans", 0}}},
           {"cuda", {{"pending_event_callbacks", json::array()},
@@ -163,6 +164,18 @@ BOOST_AUTO_TEST_CASE(async_error_is_an_error_in_progress_is_not) {
   auto fired = findings_of(build_audit_document(inputs), "comm-async-error");
   BOOST_REQUIRE(fired.size() == 1u);
   BOOST_TEST(fired[0]["message"] == "asyncResult is ncclRemoteError: the communicator has failed");
+  // The proxy thread's failure (a peer's closed socket) is the comm's too: ncclCommGetAsyncError.
+  comm_of(inputs, 1)["health"]["async_result"] = "ncclSuccess";
+  comm_of(inputs, 1)["health"]["proxy_async_result"] = "ncclSystemError";
+  fired = findings_of(build_audit_document(inputs), "comm-async-error");
+  BOOST_REQUIRE(fired.size() == 1u);
+  BOOST_TEST(fired[0]["message"] == "proxyState->asyncResult is ncclSystemError: the communicator has failed");
+  comm_of(inputs, 1)["health"]["proxy_async_result"] = nullptr;
+  comm_of(inputs, 1)["unavailable"]["health.proxy_async_result"] = "proxyState is NULL";
+  json audit = build_audit_document(inputs);
+  BOOST_TEST(findings_of(audit, "comm-async-error").empty());
+  BOOST_TEST(not_checked_of(audit, "comm-async-error")[0]["reason"] ==
+             "not checked: health.proxy_async_result: proxyState is NULL");
 }
 
 BOOST_AUTO_TEST_CASE(destroyed_comm_with_pending_event_callbacks) {

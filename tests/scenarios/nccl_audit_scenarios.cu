@@ -3,15 +3,15 @@
 //
 //   nccl_audit_scenarios --rank R --nranks 2 --id-file PATH --mode MODE [--device D] [--count C]
 //
-// Modes (rank 1 is the rank that leaves the pattern; rank 0 waits in an AllReduce it never joins):
+// Modes (rank 1 is the rank that leaves the pattern):
 //   revoke-no-destroy   rank 1 calls ncclCommRevoke and parks without ncclCommDestroy
 //                       -> revoked-comm-not-destroyed (warning) on rank 1
-//   destroy-stuck       rank 1 launches an AllGather where rank 0 launched an AllReduce, then
-//                       calls ncclCommDestroy, which waits forever for its stuck kernel
-//                       -> seq-order-inconsistent (error) across the ranks; on rank 1
-//                          destroyed-comm-holds-cuda-work (warning) when its kernel-finish
-//                          callback is still queued; with one rank per GPU (P2P transport)
-//                          ipc-import-from-dead-peer (error) on rank 0
+//   destroy-stuck       rank 0 parks; rank 1 launches an AllReduce rank 0 never joins, then
+//                       calls ncclCommDestroy, which waits forever for that kernel
+//                       -> on rank 1 destroyed-comm-holds-cuda-work (warning) when its
+//                          kernel-finish callback is still queued; with one rank per GPU (P2P
+//                          transport) ipc-import-from-dead-peer (error) on rank 0; seq-spread
+//                          (info) at rank 0
 //   peer-exit           rank 1 _exit()s while rank 0's proxy is receiving from it over the
 //                       socket transport -> comm-async-error (error) on rank 0 once the proxy
 //                       sees the closed connection
@@ -153,10 +153,13 @@ void run_revoke_no_destroy(Job& job) {
 }
 
 void run_destroy_stuck(Job& job) {
-  if (job.opts.rank == 0) wait_in_all_reduce(job, "ipc-import-from-dead-peer with P2P; seq-order-inconsistent");
-  all_gather(job);  // rank 0 runs an AllReduce here: neither kernel can finish
+  if (job.opts.rank == 0) {
+    ground_truth(job, "ipc-import-from-dead-peer with one rank per GPU (P2P)");
+    park(job, "pause (never joins rank 1's AllReduce)");
+  }
+  all_reduce(job);  // rank 0 never joins: this kernel cannot finish
   sleep(1);
-  ground_truth(job, "destroyed-comm-holds-cuda-work; seq-order-inconsistent");
+  ground_truth(job, "destroyed-comm-holds-cuda-work if its kernel-finish callback is queued");
   printf("HANG_POINT_REACHED rank=%d where=ncclCommDestroy\n", job.opts.rank);
   fflush(stdout);
   ncclCommDestroy(job.comm);  // waits in commDestroySync for the stuck kernel

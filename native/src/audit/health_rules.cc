@@ -75,16 +75,29 @@ void check_revoked(AuditReport& report, const CommRef& ref) {
               "revoked (ncclCommRevoke) but not destroyed: call ncclCommDestroy on it", health_evidence(comm));
 }
 
-// NCCL stores an asynchronous failure (network, remote proxy, CUDA) in asyncResult; every later
-// call on the comm returns it. ncclInProgress is a non-blocking call still running.
+bool is_failure(const std::string& result) { return result != "ncclSuccess" && result != "ncclInProgress"; }
+
+// What ncclCommGetAsyncError returns (init.cc): the comm's asyncResult, else its proxy thread's
+// (a peer's closed socket lands there). Either failed: every later call on the comm returns it.
+// ncclInProgress is a non-blocking call still running.
 void check_async_result(AuditReport& report, const CommRef& ref) {
-  Field result = comm_field(*ref.comm, "health.async_result");
-  if (!result.known() || !result.value->is_string())
-    return report.not_checked("comm-async-error", {ref}, result.known() ? "async_result is not a name" : result.why);
-  std::string name = result.value->get<std::string>();
-  if (name == "ncclSuccess" || name == "ncclInProgress") return report.passed("comm-async-error");
-  report.fire("comm-async-error", {ref}, "asyncResult is " + name + ": the communicator has failed",
-              health_evidence(*ref.comm));
+  const char* rule = "comm-async-error";
+  std::string unknown;
+  for (auto [path, what] : {std::pair{"health.async_result", "asyncResult"},
+                            std::pair{"health.proxy_async_result", "proxyState->asyncResult"}}) {
+    Field result = comm_field(*ref.comm, path);
+    if (!result.known() || !result.value->is_string()) {
+      if (unknown.empty()) unknown = result.known() ? std::string(path) + " is not a name" : result.why;
+      continue;
+    }
+    std::string name = result.value->get<std::string>();
+    if (!is_failure(name)) continue;
+    json evidence = health_evidence(*ref.comm);
+    evidence["proxy_async_result"] = ref.comm->contains("health") ? (*ref.comm)["health"].value("proxy_async_result", json()) : json();
+    return report.fire(rule, {ref}, std::string(what) + " is " + name + ": the communicator has failed", evidence);
+  }
+  if (!unknown.empty()) return report.not_checked(rule, {ref}, unknown);
+  report.passed(rule);
 }
 
 // A list of the comm's `cuda` section, or why it is unavailable.
