@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # `ncclscope audit` on every real core in corefiles/ (issue 20 item 2): the findings each
 # scenario gives, checked against the values decoded from the same cores (expected.json holds
-# gdb's reading of them). No false errors on the hang corpus; the one error, seq-order-inconsistent
-# on mismatched-collective, is that scenario's ground truth (rank 0 launched AllReduce #4 where
-# rank 1 launched ReduceScatter #1). Also: snapshots audit like their cores, usage and bad input.
+# gdb's reading of them). No false errors on the hang corpus: seq-order-inconsistent on
+# mismatched-collective is that scenario's ground truth (rank 0 launched AllReduce #4 where rank 1
+# launched ReduceScatter #1); comm-async-error on abort and tpdp-rank-died is the proxy's
+# ncclRemoteError after a peer went away (checked with gdb, below). Also: snapshots audit like
+# their cores, usage and bad input.
 set -u
 BUILD=${NCCLSCOPE_BUILD:?}
 SRC=${NCCLSCOPE_SRC:?}
@@ -58,6 +60,12 @@ fired = collections.Counter("%s@%s" % (f["rule"], ",".join(str(w["rank"]) for w 
 spread_at_1 = {"seq-spread@1": 1}
 expected = {
     "mismatched-collective": {"seq-order-inconsistent@1,0": 1, "seq-spread@1": 1},
+    # A peer went away while this rank's proxy received from it over the socket transport: rank 1
+    # aborted (abort), rank 2 died (tpdp-rank-died, its comms with ranks 0 and 3). gdb with
+    # libnccl's DWARF on these cores: comm->proxyState->asyncResult = ncclRemoteError (comm
+    # 0x55b43e812290 of abort/rank0; 0x1e0c55b0 of rank0, 0x3cb8a600 of rank3), asyncResult ncclSuccess.
+    "abort": {"comm-async-error@0": 1},
+    "tpdp-rank-died": {"comm-async-error@0": 1, "comm-async-error@1": 1},
     # The sub comm splits with reversed keys: process 1 is its rank 0, at AllReduce 3 against 4.
     "split-comm": {"seq-spread@0": 1},
     "tpdp-fewer-steps": {"seq-spread@1": 2}, "tpdp-fewer-steps-timing": {"seq-spread@1": 2},
@@ -80,6 +88,9 @@ if scenario == "mismatched-collective":
     e = f["evidence"]
     if (e["seq_launched_a"]["ReduceScatter"], e["seq_launched_b"]["AllReduce"]) != (1, 4):
         problems.append("evidence %s" % e)
+for f in d["findings"]:
+    if f["rule"] == "comm-async-error" and (f["evidence"]["proxy_async_result"], f["evidence"]["async_result"]) != ("ncclRemoteError", "ncclSuccess"):
+        problems.append("evidence %s" % f["evidence"])
 if scenario == "skip-collective-nccl2.21.5":  # no seqNumber[] in 2.21.5: said, not guessed
     reasons = [n["reason"] for n in d["not_checked"] if n["rule"] == "seq-order-inconsistent"]
     if not reasons or "not in NCCL 2.21.5" not in reasons[0]: problems.append("not checked %s" % reasons)
