@@ -9,7 +9,12 @@
 # lib/{libncclscope.so,libdw.so.1,libelf.so.1}, nccl_numerics_hang).
 set -uo pipefail
 : "${OUT:?}"
-REPO=$(pwd); CARRY=$REPO/.device-carry; BIN=$CARRY/nccl_numerics_hang; NSC=$CARRY/bin/ncclscope
+REPO=$(pwd); CARRY=$REPO/.device-carry; BIN=$CARRY/nccl_numerics_hang; NSC=$CARRY/ncclscope-run
+cat > "$NSC" <<SH
+#!/bin/sh
+LD_LIBRARY_PATH=$CARRY/lib exec $CARRY/bin/ncclscope "\$@"
+SH
+chmod +x "$NSC" "$CARRY/bin/ncclscope" "$BIN"
 NCCL_DIR=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib
 export NCCL_NVLS_ENABLE=0 NCCL_DEBUG=WARN NCCL_NET=Socket NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1
 R=$OUT/numerics; mkdir -p "$R" /tmp/cores

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <memory>
 #include <cstring>
 #include <string>
 
@@ -11,11 +10,9 @@
 
 #include "audit/audit.h"
 #include "audit/audit_text.h"
-
 #include "snapshot/kernels_document.h"
 #include "snapshot/numerics_document.h"
 #include "snapshot/numerics_text.h"
-#include "target/callback_target.h"
 #include "snapshot/state_document.h"
 #include "stacks/blocked_in.h"
 #include "util/errors.h"
@@ -86,23 +83,14 @@ nsc::NumericsLimits numerics_limits(const nlohmann::json& request) {
 // debugger's host and device readers (a "state" decoded earlier may be passed back).
 nlohmann::json run_numerics(const nlohmann::json& request, nsc_read_memory_fn read_memory, void* read_context,
                             nsc_read_memory_fn read_device, void* device_context) {
-  nsc::StateRequest state_request = state_request_from_json(request, read_memory, read_context);
-  state_request.stacks = false;
-  std::unique_ptr<nsc::Target> host = nsc::open_target(state_request);
-  nlohmann::json state = request.value("state", nlohmann::json());
-  if (!state.is_object()) {
-    state_request.target = host.get();
-    state = nsc::build_state_document(state_request);
-  }
-  std::unique_ptr<nsc::Target> device;
-  if (read_device != nullptr)
-    device = std::make_unique<nsc::CallbackTarget>("device memory", host->pid(), wrap_callback(read_device, device_context),
-                                                   std::vector<nsc::MemoryRegion>{}, "");
-  nsc::NumericsOptions options;
-  options.limits = numerics_limits(request);
-  options.all_launched = request.value("all", false);
-  nlohmann::json document = nsc::numerics_of_state(state, *host, device.get(), options);
-  document["errors"] = state.value("errors", nlohmann::json::array());
+  nsc::NumericsRequest numerics;
+  numerics.target = state_request_from_json(request, read_memory, read_context);
+  numerics.target.stacks = false;
+  if (read_device != nullptr) numerics.target.read_device_memory = wrap_callback(read_device, device_context);
+  numerics.options.limits = numerics_limits(request);
+  numerics.options.all_launched = request.value("all", false);
+  const nlohmann::json state = request.value("state", nlohmann::json());
+  nlohmann::json document = nsc::build_numerics_document(numerics, &state);
   if (request.value("text", false)) document["text"] = nsc::render_numerics_text(document);  // the one renderer
   return document;
 }

@@ -12,6 +12,7 @@
 
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "snapshot/numerics_document.h"
 #include "snapshot/state_document.h"
 #include "triage/inputs.h"
 #include "triage/triage.h"
@@ -28,7 +29,10 @@ const char kUsage[] =
     "  INPUT is one rank's state: a snapshot (`ncclscope state --json` output),\n"
     "  a core file, or a directory (its core*, *.core and *.json files).\n"
     "  A kernel view (`nccl-kernels --json` under cuda-gdb, schema ncclscope.kernels/1,\n"
-    "  e.g. rank0.kernels.json) joins the rank holding its communicator.\n"
+    "  e.g. rank0.kernels.json) joins the rank holding its communicator; so does a numerics\n"
+    "  document (`nccl-numerics --json` under cuda-gdb, ncclscope.numerics/1). Buffers in a\n"
+    "  core's or live process's host memory are measured by triage itself (4 MiB whole, else\n"
+    "  64 chunks of 16 KiB): NaN, Inf and underflow are reported beside the verdict.\n"
     "options:\n"
     "  --pid PID                 a live process on this machine (repeatable)\n"
     "  --json                    print the ncclscope.triage/1 document\n"
@@ -144,11 +148,15 @@ int run_triage_command(const std::vector<std::string>& args) {
     return kExitUsage;
   }
   parsed.load.build_state = [](const StateRequest& request) { return build_state_document(request); };
+  parsed.load.build_numerics = [](const StateRequest& request, const nlohmann::json& state) {
+    return numerics_of_target(request, state, triage_numerics_options());
+  };
   TriageOptions options;
   nlohmann::json report;
   try {
     triage::LoadedInputs loaded = triage::load_triage_inputs(parsed.load);
-    report = triage_processes(std::move(loaded.processes), loaded.failures, options, std::move(loaded.kernel_views));
+    report = triage_processes(std::move(loaded.processes), loaded.failures, options, std::move(loaded.kernel_views),
+                              std::move(loaded.numerics_views));
   } catch (const std::exception& error) {
     std::fprintf(stderr, "ncclscope triage: %s\n", error.what());
     return kExitBadInput;

@@ -145,7 +145,8 @@ std::vector<ObjectView> plans_awaiting_reclaim(const ObjectView& comm, FieldSink
     auto next = plan.pointer("reclaimer.next");
     if (!owner.ok() || !next.ok()) {
       const auto& gap = owner.ok() ? next : owner;
-      out.put("plans_awaiting_reclaim", Fetched<int64_t>::missing(gap.unavailable, gap.address));
+      // No read error (address 0): launched work is what numerics reads, not what decides a verdict.
+      out.put("plans_awaiting_reclaim", Fetched<int64_t>::missing(gap.unavailable));
       return {};
     }
     if (*owner.value != comm.address()) {

@@ -195,19 +195,40 @@ json numerics_of_state(const json& state, Target& host, Target* device, const Nu
   return document;
 }
 
-json build_numerics_document(const NumericsRequest& request) {
+json build_numerics_document(const NumericsRequest& request, const json* earlier_state) {
   std::unique_ptr<Target> target = open_target(request.target);
-  StateRequest state_request = request.target;
-  state_request.target = target.get();
-  state_request.stacks = false;
-  json state = build_state_document(state_request);
+  json state;
+  if (earlier_state != nullptr && earlier_state->is_object()) {
+    state = *earlier_state;
+  } else {
+    StateRequest state_request = request.target;
+    state_request.target = target.get();
+    state_request.stacks = false;
+    state = build_state_document(state_request);
+  }
   std::unique_ptr<Target> device;
   if (request.target.read_device_memory)
     device = std::make_unique<CallbackTarget>("device memory", target->pid(), request.target.read_device_memory,
                                               std::vector<MemoryRegion>{}, "");
   json document = numerics_of_state(state, *target, device.get(), request.options);
-  document["errors"] = json_member(state, "errors");
+  const json& errors = json_member(state, "errors");
+  document["errors"] = errors.is_array() ? errors : json::array();
   return document;
+}
+
+json numerics_of_target(const StateRequest& request, const json& state, const NumericsOptions& options) {
+  StateRequest reopen = request;
+  reopen.freeze = false;
+  std::unique_ptr<Target> target = open_target(reopen);
+  return numerics_of_state(state, *target, nullptr, options);
+}
+
+NumericsOptions triage_numerics_options() {
+  NumericsOptions options;
+  options.limits.full_read_bytes = 4ull << 20;
+  options.limits.sample_chunks = 64;
+  options.limits.chunk_bytes = 16ull << 10;
+  return options;
 }
 
 int numerics_exit_code(const json& document) {

@@ -31,16 +31,25 @@ struct NumericsRequest {
   NumericsOptions options;
 };
 
-// Opens the target, decodes its state and reads the buffers. Throws nsc::BadInput when the
-// target cannot be opened.
-nlohmann::json build_numerics_document(const NumericsRequest& request);
+// Opens the target, decodes its state (unless a state document decoded earlier is given) and
+// reads the buffers; device memory through request.target.read_device_memory when set. Throws
+// nsc::BadInput when the target cannot be opened.
+nlohmann::json build_numerics_document(const NumericsRequest& request, const nlohmann::json* earlier_state = nullptr);
 
 // Over a state document decoded earlier: host = the process's memory, device = memory as
 // the GPU sees it (nullptr outside cuda-gdb).
 nlohmann::json numerics_of_state(const nlohmann::json& state, Target& host, Target* device,
                                  const NumericsOptions& options);
 
-// The buffers that hold a NaN or an Inf, as findings' sentences need them (triage).
+// Over a state document decoded earlier from the same target: opens it again (no freeze),
+// reads host memory only (device buffers: "not readable here").
+nlohmann::json numerics_of_target(const StateRequest& request, const nlohmann::json& state,
+                                  const NumericsOptions& options);
+
+// What triage reads per buffer: whole up to 4 MiB, else 64 chunks of 16 KiB (1 MiB).
+NumericsOptions triage_numerics_options();
+
+// 0 when every buffer was read and the state had no error, else 1.
 int numerics_exit_code(const nlohmann::json& document);
 
 }  // namespace nsc

@@ -83,6 +83,16 @@ std::string bad_values_sentence(const json& buffer) {
   return sentence;
 }
 
+std::string underflow_sentence(const json& buffer) {
+  const json& stats = json_member(buffer, "stats");
+  uint64_t subnormal = count_member(stats, "subnormal"), zero = count_member(stats, "zero");
+  uint64_t read = count_member(stats, "elements_read");
+  if (subnormal == 0 || (subnormal + zero) * 2 <= read) return "";
+  return text_of(json_member(buffer, "role")) + " buffer of " + work_name(buffer) + " is mostly underflowed: " +
+         group_thousands(subnormal) + " subnormal and " + group_thousands(zero) + " zero of " + group_thousands(read) +
+         " elements read (" + text_of(json_member(buffer, "element_type")) + ")";
+}
+
 std::string render_numerics_text(const json& document) {
   std::ostringstream out;
   const json& buffers = json_member(document, "buffers");

@@ -91,6 +91,8 @@ struct Job {
   nlohmann::json kernel_views;
   std::vector<nlohmann::json> process_kernels;
   std::string kernel_sentence;
+  // Buffer numerics (numerics_join.cc): the report's "numerics" section, null when none.
+  nlohmann::json numerics;
 
   const CommView& comm_of(const Member& member) const {
     return processes[member.process].comms[member.comm];

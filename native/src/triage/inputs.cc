@@ -31,6 +31,7 @@ struct WorkItem {
 struct WorkResult {
   std::unique_ptr<ProcessView> process;
   std::unique_ptr<KernelView> kernel_view;
+  std::unique_ptr<NumericsView> numerics_view;  // beside `process` for cores and pids
   TriageFailure failure;
 };
 
@@ -201,6 +202,19 @@ StateRequest state_request(const LoadRequest& request, const WorkItem& item) {
   return state;
 }
 
+// Buffer numerics of a core or live process: a problem reading them never costs the rank.
+void measure_numerics(const LoadRequest& request, StateRequest state, const nlohmann::json& document,
+                      const WorkItem& item, WorkResult* result) {
+  state.freeze = false;  // the state was read frozen; buffers of a hung rank do not change
+  state.live_stacks = false;
+  try {
+    result->numerics_view = std::make_unique<NumericsView>(
+        summarize_numerics_document(request.build_numerics(state, document), item.name, "host memory"));
+  } catch (const std::exception&) {
+    result->numerics_view.reset();
+  }
+}
+
 WorkResult load_item(const LoadRequest& request, const WorkItem& item) {
   WorkResult result;
   std::string kind = item.pid ? "live" : "file";
@@ -227,6 +241,16 @@ WorkResult load_item(const LoadRequest& request, const WorkItem& item) {
         result.kernel_view = std::make_unique<KernelView>(summarize_kernel_view(document, item.name));
         return result;
       }
+      if (schema == kNumericsSchema) {
+        nlohmann::json document;
+        try {
+          document = nlohmann::json::parse(text);
+        } catch (const nlohmann::json::exception& error) {
+          throw BadInput(item.name + ": corrupt numerics document: " + json_problem(error));
+        }
+        result.numerics_view = std::make_unique<NumericsView>(summarize_numerics_document(document, item.name, "input"));
+        return result;
+      }
       std::string shown = schema.empty() ? std::string("missing") : "\"" + schema + "\"";
       // A directory may hold other JSON (ground truth, notes): skip it, say so, no error.
       if (item.from_directory) {
@@ -238,8 +262,10 @@ WorkResult load_item(const LoadRequest& request, const WorkItem& item) {
     if (!request.build_state)
       throw BadInput(item.name + ": cannot decode " + (item.pid ? "a live process" : "a core") +
                      " in this build (no state builder)");
-    nlohmann::json document = request.build_state(state_request(request, item));
+    StateRequest state = state_request(request, item);
+    nlohmann::json document = request.build_state(state);
     result.process = std::make_unique<ProcessView>(summarize_state_document(document, item.name, kind));
+    if (request.build_numerics) measure_numerics(request, state, document, item, &result);
   } catch (const BadInput& error) {
     result.failure = {item.name, kind, error.what()};
   } catch (const std::exception& error) {
@@ -265,9 +291,10 @@ LoadedInputs load_triage_inputs(const LoadRequest& request) {
   worker();
   for (std::thread& thread : threads) thread.join();
   for (WorkResult& result : results) {
+    if (result.numerics_view) loaded.numerics_views.push_back(std::move(*result.numerics_view));
     if (result.process) loaded.processes.push_back(std::move(*result.process));
     else if (result.kernel_view) loaded.kernel_views.push_back(std::move(*result.kernel_view));
-    else loaded.failures.push_back(std::move(result.failure));
+    else if (!result.numerics_view) loaded.failures.push_back(std::move(result.failure));
   }
   return loaded;
 }

@@ -142,6 +142,23 @@ void render_kernel_views(const json& section, std::vector<std::string>* lines) {
   for (const json& warning : section["warnings"]) lines->push_back("  warning: " + text_of(warning));
 }
 
+// Present only when a buffer was read or a numerics document given (numerics_join.cc).
+void render_numerics(const json& section, std::vector<std::string>* lines) {
+  constexpr size_t kShown = 8;
+  lines->push_back("");
+  lines->push_back("Numerics (buffers of the collective each rank is in; " + section["read"].dump() + " read, " +
+                   section["unreadable"].dump() + " not readable here):");
+  size_t shown = 0;
+  for (const json& buffer : section["buffers"])
+    if (buffer["text"].is_string() && shown++ < kShown) lines->push_back("  " + text_of(buffer["text"]));
+  if (shown > kShown) lines->push_back("  ... and " + std::to_string(shown - kShown) + " more (--json: numerics.buffers)");
+  if (shown == 0 && section["read"].get<size_t>() > 0)
+    lines->push_back("  no buffer read holds NaN or Inf, none is mostly underflowed");
+  if (section["unreadable"].get<size_t>() > 0)
+    lines->push_back("  buffers not readable here are in device memory: run nccl-numerics --json under cuda-gdb "
+                     "on those ranks and give triage the files");
+}
+
 }  // namespace
 
 std::string render_triage_text(const nlohmann::json& report) {
@@ -207,6 +224,7 @@ std::string render_triage_text(const nlohmann::json& report) {
   }
   if (report.contains("recorder")) render_recorder(report["recorder"], &lines);
   if (report.contains("kernel_views")) render_kernel_views(report["kernel_views"], &lines);
+  if (report.contains("numerics")) render_numerics(report["numerics"], &lines);
   lines.push_back("");
   size_t nedges = graph["edges"].size();
   lines.push_back("Wait-for graph: " + std::to_string(graph["nodes"].size()) + " nodes, " + std::to_string(nedges) +

@@ -431,7 +431,8 @@ json inputs_json(const Job& job, const std::vector<TriageFailure>& failures) {
 
 nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
                                 const std::vector<TriageFailure>& input_failures,
-                                const TriageOptions& options, std::vector<triage::KernelView> kernel_views) {
+                                const TriageOptions& options, std::vector<triage::KernelView> kernel_views,
+                                std::vector<triage::NumericsView> numerics_views) {
   (void)options;
   std::vector<TriageFailure> failures = input_failures;
   Job job;
@@ -460,6 +461,7 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
   triage::analyze_recorder(&job);
   triage::join_torch_records(&job);
   triage::join_kernel_views(&job, std::move(kernel_views));
+  triage::join_numerics(&job, std::move(numerics_views));
   json report = {{"schema", kTriageSchema},
                  {"tool", {{"name", "ncclscope"}, {"version", NCCLSCOPE_VERSION}}}};
   std::string verdict = decide_verdict(job);
@@ -503,6 +505,7 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
       for (const json& kernel : job.process_kernels[p]) graph["nodes"][p]["waits_in"].push_back(kernel);
     report["kernel_views"] = job.kernel_views;
   }
+  if (!job.numerics.is_null()) report["numerics"] = job.numerics;
   report["graph"] = std::move(graph);
   report["stack_classes"] = triage::build_stack_classes(job);
   report["inputs"] = inputs_json(job, failures);
@@ -514,6 +517,11 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
       if (!joined) entry["why"] = view["warnings"].empty() ? json("") : view["warnings"][0];
       report["inputs"].push_back(entry);
     }
+  if (!job.numerics.is_null())
+    for (const json& view : job.numerics["inputs"])
+      if (view["source"] == "input")
+        report["inputs"].push_back({{"name", view["input"]}, {"kind", "numerics"},
+                                    {"status", view["joined"].get<size_t>() > 0 ? "ok" : "not-joined"}});
   json errors = json::array();
   for (const TriageFailure& failure : failures)
     if (failure.status == "error") errors.push_back({{"input", failure.name}, {"message", failure.error}});
@@ -531,6 +539,7 @@ nlohmann::json triage_documents(const std::vector<TriageInput>& inputs, const Tr
   std::vector<triage::ProcessView> processes;
   std::vector<TriageFailure> failures;
   std::vector<triage::KernelView> kernel_views;
+  std::vector<triage::NumericsView> numerics_views;
   for (const TriageInput& input : inputs) {
     if (!input.error.empty()) {
       failures.push_back({input.name, input.kind, input.error});
@@ -541,12 +550,17 @@ nlohmann::json triage_documents(const std::vector<TriageInput>& inputs, const Tr
         kernel_views.push_back(triage::summarize_kernel_view(input.document, input.name));
         continue;
       }
+      if (triage::is_numerics_document(input.document)) {
+        numerics_views.push_back(triage::summarize_numerics_document(input.document, input.name, "input"));
+        continue;
+      }
       processes.push_back(triage::summarize_state_document(input.document, input.name, input.kind));
     } catch (const BadInput& error) {
       failures.push_back({input.name, input.kind, error.what()});
     }
   }
-  return triage_processes(std::move(processes), failures, options, std::move(kernel_views));
+  return triage_processes(std::move(processes), failures, options, std::move(kernel_views),
+                          std::move(numerics_views));
 }
 
 int triage_exit_code(const nlohmann::json& report) {

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "triage/kernel_join.h"
+#include "triage/numerics_join.h"
 #include "triage/process_view.h"
 
 namespace nsc {
@@ -17,7 +18,7 @@ namespace nsc {
 struct TriageInput {
   std::string name;         // file path or "pid 1234": how messages name the input
   std::string kind = "snapshot";  // "snapshot", "core", "live"
-  nlohmann::json document;  // ncclscope.state/1 or ncclscope.kernels/1; null when `error` is set
+  nlohmann::json document;  // ncclscope.state/1, kernels/1 or numerics/1; null when `error` is set
   std::string error;        // one line naming the input and the problem; "" when usable
 };
 
@@ -39,11 +40,13 @@ nlohmann::json triage_documents(const std::vector<TriageInput>& inputs, const Tr
 
 // The same from summaries (the CLI's path: each document is freed once summarized).
 // Kernel views (`nccl-kernels --json` under cuda-gdb) are optional; without them the
-// report is exactly what it was before they existed.
+// report is exactly what it was before they existed. So are buffer numerics (documents given,
+// or measured by triage in a core's or live process's host memory).
 nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
                                 const std::vector<TriageFailure>& failures,
                                 const TriageOptions& options,
-                                std::vector<triage::KernelView> kernel_views = {});
+                                std::vector<triage::KernelView> kernel_views = {},
+                                std::vector<triage::NumericsView> numerics_views = {});
 
 // Renderers are pure functions of the triage document.
 std::string render_triage_text(const nlohmann::json& report);

@@ -1,0 +1,162 @@
+#include "triage/numerics_join.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "snapshot/numerics_text.h"
+#include "triage/analysis.h"
+#include "util/errors.h"
+#include "util/json_access.h"
+#include "util/schemas.h"
+#include "util/strings.h"
+
+namespace nsc::triage {
+namespace {
+
+using nlohmann::json;
+
+// Bounds on what a (possibly hostile) numerics document makes triage hold.
+constexpr size_t kMaxBuffers = 4096, kMaxText = 200;
+
+json short_string(const json& value) {
+  if (!value.is_string()) return nullptr;
+  std::string text = value.get<std::string>();
+  return text.size() > kMaxText ? text.substr(0, kMaxText) + "..." : text;
+}
+
+// A count or index: a non-negative integer, else null.
+json count_or_null(const json& value) {
+  if (value.is_number_unsigned()) return value;
+  return value.is_number_integer() && value.get<int64_t>() >= 0 ? json(value.get<uint64_t>()) : json(nullptr);
+}
+
+json sanitized_stats(const json& stats) {
+  if (!stats.is_object()) return nullptr;
+  json out = json::object();
+  for (const char* key : {"elements_read", "nan", "pos_inf", "neg_inf", "subnormal", "zero", "finite"})
+    out[key] = count_or_null(json_member(stats, key));
+  const json& max_abs = json_member(stats, "max_abs");
+  out["max_abs"] = max_abs.is_number() ? max_abs : json(nullptr);
+  return out;
+}
+
+// The members triage shows, each type-checked.
+json sanitized_buffer(const json& buffer) {
+  json out = json::object();
+  for (const char* key : {"comm", "comm_hash", "stage", "collective", "datatype", "element_type", "role", "address",
+                          "read_from", "unreadable"})
+    out[key] = short_string(json_member(buffer, key));
+  for (const char* key : {"rank", "nranks", "seq", "elements", "bytes"}) out[key] = count_or_null(json_member(buffer, key));
+  const json& sampled = json_member(buffer, "sampled");
+  out["sampled"] = sampled.is_boolean() ? sampled : json(false);
+  out["stats"] = sanitized_stats(json_member(buffer, "stats"));
+  return out;
+}
+
+bool holds_bad_values(const json& buffer) { return !bad_values_sentence(buffer).empty(); }
+
+// Where a buffer's communicator rank sits in the job: its process, world rank and group.
+struct Placement {
+  int process = -1;
+  const CommGroup* group = nullptr;
+};
+
+Placement place(const Job& job, const json& buffer) {
+  uint64_t hash = 0;
+  const json& hash_text = json_member(buffer, "comm_hash");
+  const json& rank = json_member(buffer, "rank");
+  if (!hash_text.is_string() || !parse_u64(hash_text.get<std::string>(), &hash) || !rank.is_number_unsigned()) return {};
+  for (const CommGroup& group : job.comms) {
+    if (group.hash != hash) continue;
+    const Member* member = group.find(static_cast<int>(rank.get<uint64_t>()));
+    if (member != nullptr) return {member->process, &group};
+  }
+  return {};
+}
+
+json joined_buffer(const Job& job, const NumericsView& view, const json& buffer) {
+  json out = buffer;
+  out["input"] = view.input_name;
+  out["source"] = view.source;
+  Placement where = place(job, buffer);
+  out["joined"] = where.process >= 0;
+  out["world_rank"] = where.process >= 0 && job.world_rank[where.process] ? json(*job.world_rank[where.process]) : json(nullptr);
+  const json& hash = buffer["comm_hash"];
+  out["who"] = where.process >= 0 ? job.process_label(where.process)
+                                  : "comm " + (hash.is_string() ? hash.get<std::string>() : "?") + " rank " +
+                                        (buffer["rank"].is_null() ? "?" : buffer["rank"].dump());
+  if (where.group != nullptr && !where.group->pg_name.empty()) out["process_group"] = where.group->pg_desc.empty() ? where.group->pg_name : where.group->pg_desc;
+  std::string bad = bad_values_sentence(buffer), low = underflow_sentence(buffer);
+  if (!bad.empty()) out["text"] = out["who"].get<std::string>() + "'s " + bad;
+  else if (!low.empty()) out["text"] = out["who"].get<std::string>() + "'s " + low;
+  return out;
+}
+
+// NaN/Inf first, then underflow, then the rest; by world rank within each.
+bool shown_before(const json& a, const json& b) {
+  auto key = [](const json& buffer) {
+    int order = holds_bad_values(buffer) ? 0 : !underflow_sentence(buffer).empty() ? 1 : buffer["stats"].is_object() ? 2 : 3;
+    int64_t rank = buffer["world_rank"].is_number_integer() ? buffer["world_rank"].get<int64_t>() : INT64_MAX;
+    return std::make_tuple(order, rank);
+  };
+  return key(a) < key(b);
+}
+
+}  // namespace
+
+bool is_numerics_document(const json& document) {
+  const json& schema = json_member(document, "schema");
+  return schema.is_string() && schema.get<std::string>() == kNumericsSchema;
+}
+
+NumericsView summarize_numerics_document(const json& document, const std::string& input_name,
+                                         const std::string& source) {
+  if (!is_numerics_document(document)) throw BadInput(input_name + ": not an " + std::string(kNumericsSchema) + " document");
+  NumericsView view{input_name, source, {}};
+  const json& buffers = json_member(document, "buffers");
+  if (!buffers.is_array()) throw BadInput(input_name + ": numerics document without a buffers[] array");
+  for (const json& buffer : buffers) {
+    if (view.buffers.size() >= kMaxBuffers) break;
+    if (buffer.is_object()) view.buffers.push_back(sanitized_buffer(buffer));
+  }
+  return view;
+}
+
+void join_numerics(Job* job, std::vector<NumericsView> views) {
+  bool any_read = false, any_given = false;
+  for (const NumericsView& view : views) {
+    any_given |= view.source == "input";
+    for (const json& buffer : view.buffers) any_read |= buffer["stats"].is_object();
+  }
+  if (!any_read && !any_given) return;  // cores whose buffers are all in device memory: no section
+  json section = {{"inputs", json::array()}, {"buffers", json::array()}};
+  size_t read = 0, bad = 0, underflowed = 0, unreadable = 0;
+  for (const NumericsView& view : views) {
+    size_t joined = 0;
+    for (const json& buffer : view.buffers) {
+      json entry = joined_buffer(*job, view, buffer);
+      joined += entry["joined"].get<bool>();
+      read += entry["stats"].is_object();
+      unreadable += !entry["stats"].is_object();
+      bad += holds_bad_values(entry);
+      underflowed += !holds_bad_values(entry) && !underflow_sentence(entry).empty();
+      section["buffers"].push_back(std::move(entry));
+    }
+    section["inputs"].push_back({{"input", view.input_name}, {"source", view.source},
+                                 {"buffers", view.buffers.size()}, {"joined", joined}});
+  }
+  std::stable_sort(section["buffers"].begin(), section["buffers"].end(), shown_before);
+  section["read"] = read;
+  section["unreadable"] = unreadable;
+  section["with_nan_or_inf"] = bad;
+  section["underflowed"] = underflowed;
+  job->numerics = std::move(section);
+}
+
+std::string numerics_sentence(const json& buffer) {
+  const json& text = json_member(buffer, "text");
+  return text.is_string() ? text.get<std::string>() : "";
+}
+
+}  // namespace nsc::triage
