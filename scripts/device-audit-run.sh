@@ -11,6 +11,7 @@
 #     mkdir -p .device-carry/bin .device-carry/lib
 #     cp build/bin/ncclscope .device-carry/bin/
 #     cp -L /usr/lib/x86_64-linux-gnu/libdw.so.1 /usr/lib/x86_64-linux-gnu/libelf.so.1 .device-carry/lib/
+#     cp build/scenarios/nccl_audit_scenarios .device-carry/   # CMake builds it where nvcc is; or:
 #     /usr/local/cuda-13.0/bin/nvcc -std=c++17 -arch=sm_90 -o .device-carry/nccl_audit_scenarios \
 #       tests/scenarios/nccl_audit_scenarios.cu -I/usr/local/cuda-13.0/include -L/usr/local/cuda-13.0/lib \
 #       -lnccl -Xlinker -rpath=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib
@@ -21,9 +22,14 @@
 set -uo pipefail
 : "${OUT:?OUT must name the folder whose files come back}"
 REPO=$(pwd); CARRY=$REPO/.device-carry
-BIN=$CARRY/nccl_audit_scenarios; NSC=$CARRY/bin/ncclscope
+BIN=$CARRY/nccl_audit_scenarios; NSC=$CARRY/ncclscope-audit-run
+# The carried libdw/libelf for ncclscope only; the ranks load the venv's libnccl by rpath.
+cat > "$NSC" <<SH
+#!/bin/sh
+LD_LIBRARY_PATH=$CARRY/lib exec $CARRY/bin/ncclscope "\$@"
+SH
+chmod +x "$NSC" "$CARRY/bin/ncclscope" "$BIN"
 NCCL_DIR=${NCCL_DIR:-/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib}
-export LD_LIBRARY_PATH=$CARRY/lib:$NCCL_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export NCCL_NVLS_ENABLE=0 NCCL_DEBUG=${NCCL_DEBUG:-WARN} NCCL_NET=Socket NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1
 R=$OUT/audit; CORES=/tmp/cores; mkdir -p "$R" "$CORES"
 echo "$CORES/core.%p" > /proc/sys/kernel/core_pattern
@@ -43,7 +49,7 @@ start_case() {  # NAME MODE TWO_GPUS
   for rank in 0 1; do
     device=0; host_id=nsc-audit-$rank
     [ "$two" = 1 ] && { device=$rank; host_id=nsc-audit-host; }
-    NCCL_HOSTID=$host_id bash -c 'ulimit -c unlimited; echo 0x33 > /proc/self/coredump_filter; exec "$@"' _ \
+    NCCL_HOSTID=$host_id LD_LIBRARY_PATH=$NCCL_DIR bash -c 'ulimit -c unlimited; echo 0x33 > /proc/self/coredump_filter; exec "$@"' _ \
       "$BIN" --rank $rank --nranks 2 --id-file "$W/id" --mode "$mode" --device $device > "$W/rank$rank.log" 2>&1 &
     PIDS+=($!)
   done
