@@ -123,6 +123,23 @@ echo '{"schema": "ncclscope.triage/1"}' >"$WORK/other.json"
 check "it says why" grep -q 'not an ncclscope.state/1 document (schema is "ncclscope.triage/1")' "$WORK/other.err"
 "$NSC" audit "$WORK/other.json" "$WORK"/mismatched-collective/rank0.json >/dev/null 2>&1
 check "one unusable input beside a usable one: 1" test $? = 1
+# Hostile snapshots: wrong types anywhere give "not checked", a non-object communicator bad input.
+python3 - "$WORK" <<'PY'
+import json, sys
+comm = {"comm_hash": "0x1", "rank": 0, "nranks": "x", "health": [1, 2], "seq_launched": {"AllReduce": "x"},
+        "proxy_ops": [5, {"state": 2, "subs": [7, {"transport": 3}]}, {"state": 2, "subs": 5}], "planned": 7,
+        "cuda": {"registrations": {"page_size": -4, "buffers": [1, {"begin": "zz", "end": 3},
+                 {"begin": "0x1000", "end": "0x0", "ipc_imports": [3, {"peer_rank": "a"}]}]},
+                 "p2p_transport": [1, {"recv_mem_ipc": "0x10", "type": None, "peer": 1}]}, "unavailable": []}
+doc = {"schema": "ncclscope.state/1", "target": 5, "communicators": [comm, dict(comm, seq_launched=[])], "errors": []}
+json.dump(doc, open(sys.argv[1] + "/odd.json", "w"))
+doc["communicators"].append(3)
+json.dump(doc, open(sys.argv[1] + "/hostile.json", "w"))
+PY
+"$NSC" audit "$WORK/odd.json" --json >"$WORK/odd.out" 2>&1; check "odd field types: exit 0, every rule not checked or passed" test $? = 0
+check "odd field types: no finding" python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert not d["findings"] and d["not_checked"]' "$WORK/odd.out"
+"$NSC" audit "$WORK/hostile.json" >/dev/null 2>"$WORK/hostile.err"; check "a communicator that is no object: 2" test $? = 2
+check "it names it" grep -q 'communicators\[2\] is not an object' "$WORK/hostile.err"
 "$NSC" audit --help | grep -q "^usage: ncclscope audit"; check "--help" test $? = 0
 "$NSC" --help | grep -q "^  audit "; check "listed in ncclscope --help" test $? = 0
 

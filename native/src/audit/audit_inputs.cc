@@ -47,6 +47,12 @@ json read_snapshot(const std::string& path) {
   if (schema != kStateSchema)
     throw BadInput(path + ": not an " + std::string(kStateSchema) + " document (schema is " +
                    (schema.is_string() ? "\"" + schema.get<std::string>() + "\"" : std::string("missing")) + ")");
+  // The rules read any field defensively; the list itself must be one of objects.
+  const json communicators = document.value("communicators", json::array());
+  if (!communicators.is_array()) throw BadInput(path + ": communicators is not a list");
+  for (size_t index = 0; index < communicators.size(); ++index)
+    if (!communicators[index].is_object())
+      throw BadInput(path + ": communicators[" + std::to_string(index) + "] is not an object");
   return document;
 }
 

@@ -30,9 +30,9 @@ void add_registration_imports(const json& comm, Imports* imports) {
   Field buffers = comm_field(comm, "cuda.registrations.buffers");
   if (!buffers.known() || !buffers.value->is_array()) return imports->unknown.push_back(buffers.why);
   for (const json& buffer : *buffers.value) {
-    if (!buffer.is_object() || !buffer.contains("ipc_imports")) continue;
+    if (!buffer.is_object() || !buffer.contains("ipc_imports") || !buffer["ipc_imports"].is_array()) continue;
     for (const json& import : buffer["ipc_imports"]) {
-      const json peer = import.value("peer_rank", json());
+      const json peer = import.is_object() ? import.value("peer_rank", json()) : json();
       if (!peer.is_number_integer()) {
         imports->unknown.push_back("an IPC import of registration " + buffer.value("begin", std::string("?")) + " is unreadable");
         continue;
