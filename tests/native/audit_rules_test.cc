@@ -44,8 +44,8 @@ json state_document(json comms) {
 
 // Rank 0 and rank 1 of one comm, each in its own process.
 std::vector<AuditInput> healthy_pair() {
-  return {{"rank0.core", "core", state_document({healthy_comm(0)})},
-          {"rank1.core", "core", state_document({healthy_comm(1)})}};
+  return {{"rank0.core", "core", state_document(json::array({healthy_comm(0)}))},
+          {"rank1.core", "core", state_document(json::array({healthy_comm(1)}))}};
 }
 
 json& comm_of(std::vector<AuditInput>& inputs, size_t input) { return inputs[input].document["communicators"][0]; }
@@ -181,7 +181,7 @@ BOOST_AUTO_TEST_CASE(async_error_is_an_error_in_progress_is_not) {
 BOOST_AUTO_TEST_CASE(destroyed_comm_with_pending_event_callbacks) {
   auto inputs = healthy_pair();
   json& comm = comm_of(inputs, 0);
-  comm["cuda"]["pending_event_callbacks"] = {{{"address", "0x9000"}, {"event", "0x5b000040"}}};
+  comm["cuda"]["pending_event_callbacks"] = json::array({json{{"address", "0x9000"}, {"event", "0x5b000040"}}});
   BOOST_TEST(findings_of(build_audit_document(inputs), "destroyed-comm-holds-cuda-work").empty());  // not destroyed
   comm["health"]["destroy_flag"] = true;
   auto fired = findings_of(build_audit_document(inputs), "destroyed-comm-holds-cuda-work");
@@ -198,9 +198,9 @@ BOOST_AUTO_TEST_CASE(destroyed_comm_with_pending_event_callbacks) {
 
 BOOST_AUTO_TEST_CASE(net_proxy_counters_out_of_order_and_past_nsteps) {
   auto inputs = healthy_pair();
-  comm_of(inputs, 0)["proxy_ops"] = {proxy_op(2, {net_sub(false, 8, 6, 4, 5, 2),     // transmitted > received
+  comm_of(inputs, 0)["proxy_ops"] = json::array({proxy_op(2, {net_sub(false, 8, 6, 4, 5, 2),     // transmitted > received
                                                   net_sub(true, 8, 8, 99, 8, 8),     // send: received unused
-                                                  net_sub(false, 8, 10, 10, 10, 9)})};  // done past nsteps
+                                                  net_sub(false, 8, 10, 10, 10, 9)})});  // done past nsteps
   json audit = build_audit_document(inputs);
   auto order = findings_of(audit, "proxy-counters-out-of-order");
   BOOST_REQUIRE(order.size() == 1u);
@@ -216,12 +216,12 @@ BOOST_AUTO_TEST_CASE(proxy_rules_follow_the_transport_and_skip_ops_not_in_progre
   auto inputs = healthy_pair();
   json p2p = {{"nsteps", 8}, {"posted", 0}, {"received", 0}, {"transmitted", 4}, {"done", 4}, {"transport", "p2p"}};
   json stale = net_sub(false, 8, 1, 7, 9, 9);  // a pool slot's old counters: the op is only Ready
-  comm_of(inputs, 0)["proxy_ops"] = {proxy_op(2, {p2p}), proxy_op(1, {stale})};
+  comm_of(inputs, 0)["proxy_ops"] = {proxy_op(2, json::array({p2p})), proxy_op(1, json::array({stale}))};
   json audit = build_audit_document(inputs);
   BOOST_TEST(audit["findings"].empty(), audit["findings"].dump());
   json unknown = net_sub(false, 8, 1, 7, 9, 9);
   unknown.erase("transport");
-  comm_of(inputs, 0)["proxy_ops"] = {proxy_op(2, {unknown})};
+  comm_of(inputs, 0)["proxy_ops"] = json::array({proxy_op(2, json::array({unknown}))});
   audit = build_audit_document(inputs);
   BOOST_TEST(audit["findings"].empty());
   BOOST_TEST(not_checked_of(audit, "proxy-counters-out-of-order")[0]["reason"] ==
@@ -248,7 +248,7 @@ BOOST_AUTO_TEST_CASE(ipc_import_from_a_destroyed_peer) {
   auto inputs = healthy_pair();
   json connector = {{"channel", 0}, {"peer", 1}, {"direction", "send"}, {"connector", 0}, {"type", "P2P_CUMEM"},
                     {"send_mem_ipc", "0x0"}, {"recv_mem_ipc", "0x7f2000000000"}};
-  comm_of(inputs, 0)["cuda"]["p2p_transport"] = {connector};
+  comm_of(inputs, 0)["cuda"]["p2p_transport"] = json::array({connector});
   BOOST_TEST(findings_of(build_audit_document(inputs), "ipc-import-from-dead-peer").empty());
   comm_of(inputs, 1)["health"]["destroy_flag"] = true;
   json audit = build_audit_document(inputs);
@@ -271,9 +271,9 @@ BOOST_AUTO_TEST_CASE(ipc_import_from_a_destroyed_peer) {
 
 BOOST_AUTO_TEST_CASE(registration_imports_name_their_exporter) {
   auto inputs = healthy_pair();
-  comm_of(inputs, 1)["cuda"]["registrations"]["buffers"] = {
-      {{"slot", 0}, {"begin", "0x7f0000200000"}, {"end", "0x7f0000400000"},
-       {"ipc_imports", {{{"slot", 0}, {"peer_rank", 0}, {"remote_address", "0x7f1000000000"}, {"legacy_ipc", true}}}}}};
+  json import = {{"slot", 0}, {"peer_rank", 0}, {"remote_address", "0x7f1000000000"}, {"legacy_ipc", true}};
+  comm_of(inputs, 1)["cuda"]["registrations"]["buffers"] = json::array(
+      {json{{"slot", 0}, {"begin", "0x7f0000200000"}, {"end", "0x7f0000400000"}, {"ipc_imports", json::array({import})}}});
   comm_of(inputs, 0)["health"]["destroy_flag"] = true;
   auto fired = findings_of(build_audit_document(inputs), "ipc-import-from-dead-peer");
   BOOST_REQUIRE(fired.size() == 1u);
@@ -407,7 +407,7 @@ BOOST_AUTO_TEST_CASE(decoded_memory_with_received_ahead_of_posted) {
   json comm = nsc::decode_communicator(target, proxy_layout(), kComm, &errors);
   BOOST_TEST(comm["proxy_ops"][0]["subs"][0]["transport"] == "net");
   BOOST_TEST(comm["proxy_ops"][0]["subs"][0]["send"] == false);
-  json audit = build_audit_document({{"synthetic", "core", state_document({comm})}});
+  json audit = build_audit_document({{"synthetic", "core", state_document(json::array({comm}))}});
   auto fired = findings_of(audit, "proxy-counters-out-of-order");
   BOOST_REQUIRE(fired.size() == 1u);
   BOOST_TEST(fired[0]["message"] == "proxy op 0x50000000 sub 0 (net recv): received 6 > posted 4");
@@ -415,6 +415,6 @@ BOOST_AUTO_TEST_CASE(decoded_memory_with_received_ahead_of_posted) {
 
   target.put<uint64_t>(kArgs + 32, 3);  // received back below posted: NCCL's own order
   comm = nsc::decode_communicator(target, proxy_layout(), kComm, &errors);
-  BOOST_TEST(findings_of(build_audit_document({{"synthetic", "core", state_document({comm})}}),
+  BOOST_TEST(findings_of(build_audit_document({{"synthetic", "core", state_document(json::array({comm}))}}),
                          "proxy-counters-out-of-order").empty());
 }
