@@ -29,8 +29,9 @@ void not_checked_both(AuditReport& report, const CommRef& ref, const std::string
 }
 
 // ncclCommAbort sets the abort flag and destroyFlag together, ncclCommRevoke the abort flag and
-// revokedFlag. A flag set with neither came from elsewhere (a parent's abort reaching a child
-// being split off): nobody will free this comm, and every operation on it fails.
+// revokedFlag. A flag set with neither came from another comm (a splitShare child shares its
+// parent's flag; a child still initializing gets it through childAbortFlag): every operation on
+// this comm fails, and nothing was called that will free it.
 void check_abort_flag(AuditReport& report, const CommRef& ref) {
   const json& comm = *ref.comm;
   std::string why;
