@@ -46,7 +46,8 @@ FRAME = {"pc": OPT_STR, "function": OPT_STR, "module": OPT_STR, "offset": OPT_IN
 THREAD = {"tid": OPT_INT, "name": OPT_STR, "state": OPT_STR, "frames": nullable(list_of(FRAME)),
           "blocked_in": OPT_STR, "syscall": OPT_STR, "error": OPT_STR}
 SUB = {"channel": OPT_INT, "peer": OPT_INT, "nsteps": OPT_INT, "nbytes": OPT_INT, "base": OPT_INT,
-       "posted": OPT_INT, "received": OPT_INT, "transmitted": OPT_INT, "done": OPT_INT, "end": OPT_INT}
+       "posted": OPT_INT, "received": OPT_INT, "transmitted": OPT_INT, "done": OPT_INT, "end": OPT_INT,
+       "send": OPT_BOOL, "transport": OPT_STR}
 PROXY_OP = {"address": OPT_STR, "op_count": OPT_INT, "collective": OPT_STR, "pattern": OPT_STR,
             "protocol": OPT_STR, "state": OPT_INT, "done": OPT_INT, "nsubs": OPT_INT,
             "subs": nullable(list_of(SUB))}

@@ -22,7 +22,7 @@ assert comm["seq_launched"] == {"Broadcast": 0, "Reduce": 0, "AllGather": 1, "Re
 assert comm["p2p_op_count"]["total"] == 3
 assert comm["health"] == {"async_result": "ncclSuccess", "abort_flag": False, "destroy_flag": False,
                           "init_state": "ncclSuccess", "finalize_called": False, "revoked": False,
-                          "blocking": False}, comm["health"]
+                          "blocking": False, "proxy_async_result": "ncclSuccess"}, comm["health"]
 assert [ch["ring"]["next"] for ch in comm["channels"]] == [0, 0]
 assert comm["channels"][0]["ring"]["user_ranks"] == [1, 0]
 op = comm["proxy_ops"][0]

@@ -4,7 +4,7 @@ import unittest
 from ncclscope.registry import COMMANDS, HelpShown, UsageError, split_arguments
 
 EXPECTED_COMMANDS = ["nccl-state", "nccl-comm", "nccl-ring", "nccl-proxy", "nccl-threads", "nccl-kernels",
-                     "nccl-numerics"]
+                     "nccl-numerics", "nccl-audit"]
 
 
 class RegistryTest(unittest.TestCase):

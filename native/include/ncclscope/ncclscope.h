@@ -44,7 +44,10 @@ typedef int (*nsc_read_memory_fn)(void *context, uint64_t address, void *buffer,
  * read_memory may be NULL. A document is returned even with a PARTIAL error.
  * {"command":"classify-threads", "threads":[{"name":..., "frames":[{"function",
  * "module", "pc"}...]}...]} returns {"blocked_in":["cudaStreamSynchronize", ...]}:
- * the library's classes (docs/schema-state.md) for frames a debugger unwound. */
+ * the library's classes (docs/schema-state.md) for frames a debugger unwound.
+ * {"command":"audit", "state":{...}, "name":"rank0", "text":true} returns the
+ * ncclscope.audit/1 document (docs/audit.md) over that state document (without
+ * "state": over one decoded from the target as above), its text in "text". */
 nsc_error *nsc_run_json(const char *request_json, nsc_read_memory_fn read_memory,
                         void *read_context, char **json_out);
 

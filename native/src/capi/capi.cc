@@ -8,12 +8,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "audit/audit.h"
+#include "audit/audit_text.h"
 #include "snapshot/kernels_document.h"
 #include "snapshot/numerics_document.h"
 #include "snapshot/numerics_text.h"
 #include "snapshot/state_document.h"
 #include "stacks/blocked_in.h"
 #include "util/errors.h"
+#include "util/json_access.h"
 #include "util/strings.h"
 
 struct nsc_error {
@@ -92,6 +95,18 @@ nlohmann::json run_numerics(const nlohmann::json& request, nsc_read_memory_fn re
   return document;
 }
 
+// One process's audit: over the state document the front end decoded earlier in its session
+// ("state"), else over one decoded now; "text": the one text renderer's output beside it.
+nlohmann::json run_audit(const nlohmann::json& request, nsc_read_memory_fn read_memory, void* read_context) {
+  nlohmann::json state = request.value("state", nlohmann::json());
+  if (!state.is_object()) state = nsc::build_state_document(state_request_from_json(request, read_memory, read_context));
+  std::string kind = nsc::json_member(nsc::json_member(state, "target"), "kind").is_string()
+                         ? state["target"]["kind"].get<std::string>() : "snapshot";
+  nlohmann::json document = nsc::audit::build_audit_document({{request.value("name", kind), kind, state}});
+  if (request.value("text", false)) document["text"] = nsc::audit::render_audit_text(document, request.value("verbose", false));
+  return document;
+}
+
 }  // namespace
 
 extern "C" {
@@ -124,6 +139,13 @@ nsc_error* nsc_run_json_device(const char* request_json, nsc_read_memory_fn read
       *json_out = copy_string(document.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
       return nsc::numerics_exit_code(document) != 0
                  ? make_error(NSC_ERROR_PARTIAL, "some buffers or fields were unreadable (see \"buffers\", \"errors\")")
+                 : nullptr;
+    }
+    if (command == "audit") {
+      nlohmann::json document = run_audit(request, read_memory, read_context);
+      *json_out = copy_string(document.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      return document["summary"]["inputs_read_in_part"] != 0
+                 ? make_error(NSC_ERROR_PARTIAL, "some memory or fields were unreadable: their rules are not checked")
                  : nullptr;
     }
     if (command != "state" && command != "kernel-view") throw nsc::UsageError("unknown command '" + command + "'");

@@ -21,5 +21,6 @@ int run_cuda_ipc_command(const std::vector<std::string>& args);      // cuda_com
 int run_py_stacks_command(const std::vector<std::string>& args);     // python_command.cc
 int run_fr_dump_command(const std::vector<std::string>& args);       // fr_dump_command.cc
 int run_numerics_command(const std::vector<std::string>& args);      // numerics_command.cc
+int run_audit_command(const std::vector<std::string>& args);         // audit_command.cc
 
 }  // namespace nsc::cli

@@ -22,6 +22,7 @@ const char kUsage[] =
     "  py-stacks    --core CORE | --pid PID           Python stack of every thread (CPython 3.11-3.14)\n"
     "  fr-dump      --core CORE | --pid PID -o F.pkl  PyTorch's flight-recorder dump, read from memory\n"
     "  numerics     --core CORE | --pid PID           NaN/Inf/subnormal counts of the stuck collective's buffers\n"
+    "  audit    INPUT... | --pid PID [--json]         named invariants over the decoded state (docs/audit.md)\n"
     "\n"
     "Run 'ncclscope COMMAND --help' for the options of one command.\n"
     "Exit codes: 0 ok, 1 partial (some memory unreadable), 2 bad input, 64 usage.\n";
@@ -52,6 +53,7 @@ int main(int argc, char** argv) {
   if (command == "py-stacks") return nsc::cli::run_py_stacks_command(args);
   if (command == "fr-dump") return nsc::cli::run_fr_dump_command(args);
   if (command == "numerics") return nsc::cli::run_numerics_command(args);
+  if (command == "audit") return nsc::cli::run_audit_command(args);
   std::fprintf(stderr, "ncclscope: unknown command '%s'\n%s", command.c_str(), kUsage);
   return nsc::cli::kExitUsage;
 }

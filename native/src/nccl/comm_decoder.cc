@@ -50,6 +50,20 @@ void decode_comm_name(const ObjectView& comm, FieldSink& out) {
   else out.mark_unavailable("comm_name", std::string(path) + ": " + error.message(), *pointer.value);
 }
 
+// ncclCommGetAsyncError's second source (init.cc): the proxy thread stores its failures (a peer's
+// closed socket) in proxyState->asyncResult, not in the comm's. Read beside the proxy ops; when
+// unreadable it is only unavailable (the audit then says "not checked"), not a read error of its own.
+void decode_proxy_async_result(const ObjectView& comm, FieldSink& health) {
+  auto proxy = comm.deref("proxyState");
+  Fetched<std::string> result =
+      proxy.ok() ? proxy.value->enum_name("asyncResult") : Fetched<std::string>::missing(proxy.unavailable);
+  if (result.ok()) health.json()["proxy_async_result"] = *result.value;
+  else {
+    health.json()["proxy_async_result"] = nullptr;
+    health.mark_unavailable("proxy_async_result", result.unavailable, 0);
+  }
+}
+
 }  // namespace
 
 void decode_identity(const ObjectView& comm, FieldSink& out) {
@@ -145,6 +159,7 @@ void decode_health(const ObjectView& comm, FieldSink& out) {
   health.put_bool("revoked", comm.integer("revokedFlag"));
   auto blocking = comm.integer("config.blocking");
   health.put_bool("blocking", blocking);
+  decode_proxy_async_result(comm, health);
 }
 
 nlohmann::json decode_communicator(Target& target, const LayoutProfile& layout, uint64_t address,

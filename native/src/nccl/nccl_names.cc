@@ -38,6 +38,12 @@ std::string algorithm_name(int64_t algorithm) {
   return "algorithm(" + std::to_string(algorithm) + ")";
 }
 
+std::string transport_name(int64_t transport) {
+  static const char* const kNames[] = {"p2p", "shm", "net", "collnet", "profiler"};
+  if (transport >= 0 && transport < 5) return kNames[transport];
+  return "transport(" + std::to_string(transport) + ")";
+}
+
 std::string bus_id_text(int64_t bus_id) {
   char text[32];
   std::snprintf(text, sizeof text, "%04llx:%02llx:%02llx.%01llx",

@@ -19,9 +19,19 @@ nlohmann::json decode_sub(const ObjectView& sub, const std::string& path, FieldS
   for (const char* counter : {"base", "posted", "received", "transmitted", "done", "end"})
     sink.put_count(counter, sub.unsigned_integer(counter));
   // The connection says which side this sub progresses: send (GPU -> network) or receive.
+  // Its transport says which counters that side advances (net.cc, p2p.cc, shm.cc differ).
   auto connection = sub.deref("connection");
-  if (connection.ok()) sink.put_bool("send", connection.value->integer("send"));
-  else sink.put("send", Fetched<int64_t>::missing(connection.unavailable, connection.address));
+  if (!connection.ok()) {
+    sink.put("send", Fetched<int64_t>::missing(connection.unavailable, connection.address));
+    sink.put("transport", Fetched<int64_t>::missing(connection.unavailable));  // one error is enough
+    return entry;
+  }
+  auto send = connection.value->integer("send");
+  sink.put_bool("send", send);
+  // Beside `send` in one struct: when that was unreadable, one error says so for both.
+  auto transport = send.ok() ? connection.value->integer("transport") : Fetched<int64_t>::missing(send.unavailable);
+  if (transport.ok()) entry["transport"] = transport_name(*transport.value);
+  else sink.put("transport", transport);
   return entry;
 }
 

@@ -11,6 +11,7 @@ constexpr const char* kPythonSchema = "ncclscope.python/1";    // cli/python_com
 constexpr const char* kKernelsSchema = "ncclscope.kernels/1";  // snapshot/kernels_document.cc
 constexpr const char* kNumericsSchema = "ncclscope.numerics/1";  // snapshot/numerics_document.cc
 constexpr const char* kTriageSchema = "ncclscope.triage/1";    // triage/triage.cc
+constexpr const char* kAuditSchema = "ncclscope.audit/1";      // audit/audit.cc
 constexpr const char* kLayoutSchema = "ncclscope.layout/1";    // layout/layout_profile.cc
 
 }  // namespace nsc
