@@ -4,16 +4,13 @@ and prints."""
 
 from .library import NativeError
 from .registry import UsageError, argument, nccl_command
-
-
-def render_audit(document, _args):
-    return document.get("text") or "no audit text returned\n"
+from .text import library_text
 
 
 @nccl_command(
     "nccl-audit", "Check the decoded state against named invariants (aborted or revoked comms, "
     "proxy counters, registrations, IPC imports); one process, so no rule across ranks.",
-    render=render_audit,
+    render=library_text("audit"),
     arguments=[argument("--refresh", action="store_true",
                         help="decode the target again instead of using the cached result"),
                argument("--verbose", action="store_true", help="every rule not checked and why")],

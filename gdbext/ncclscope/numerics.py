@@ -4,7 +4,7 @@ has not reclaimed), reads them through gdb (host memory) or cuda-gdb (device mem
 (@global ...)`), counts and renders; this module only asks and prints."""
 
 from .registry import UsageError, argument, nccl_command
-from .text import parse_number
+from .text import library_text, parse_number
 
 # Defaults under a debugger: each device read is one `x` command of 4 KiB, so buffers above
 # 4 MiB are sampled (64 chunks of 16 KiB) unless asked otherwise.
@@ -28,14 +28,10 @@ def numerics_request(args):
             "chunk_bytes": _positive(args.chunk_bytes, "--chunk-bytes")}
 
 
-def render_numerics(document, _args):
-    return document.get("text") or "no numerics text returned\n"
-
-
 @nccl_command(
     "nccl-numerics", "NaN, Inf, subnormal and zero counts of the buffers of each communicator's "
     "newest launched collective (device memory under cuda-gdb).",
-    render=render_numerics,
+    render=library_text("numerics"),
     arguments=[argument("--all", action="store_true",
                         help="every launched collective NCCL has not reclaimed, not only the newest"),
                argument("--full-read-bytes", default=str(GDB_FULL_READ_BYTES),

@@ -64,3 +64,10 @@ def unreadable_text(reason):
     if reason.startswith("0x"):
         return "<unreadable %s>" % reason
     return "<unreadable: %s>" % reason
+
+
+def library_text(what):
+    """A renderer for documents whose text the library wrote (the C API's "text" request)."""
+    def render(document, _args):
+        return document.get("text") or "no %s text returned\n" % what
+    return render

@@ -6,13 +6,7 @@
 # launched ReduceScatter #1); comm-async-error on abort and tpdp-rank-died is the proxy's
 # ncclRemoteError after a peer went away (checked with gdb, below). Also: snapshots audit like
 # their cores, usage and bad input.
-set -u
-BUILD=${NCCLSCOPE_BUILD:?}
-SRC=${NCCLSCOPE_SRC:?}
-NSC=$BUILD/bin/ncclscope
-[ -x "$NSC" ] || { echo "SKIP: $NSC not built"; exit 77; }
-command -v python3 >/dev/null || { echo "SKIP: python3 missing"; exit 77; }
-command -v xz >/dev/null || { echo "SKIP: xz missing"; exit 77; }
+source "$(dirname "$0")/corpus_prelude.sh"
 ls "$SRC"/corefiles/*/*.core.xz >/dev/null 2>&1 || { echo "SKIP: no corefiles/"; exit 77; }
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT

@@ -7,13 +7,7 @@
 #    (expected.json "triage"), and the named finding exists;
 #  - the verdict does not depend on input order (inputs reversed).
 # Skips (77) when the cores, xz or python3 are missing.
-set -u
-BUILD=${NCCLSCOPE_BUILD:?}
-SRC=${NCCLSCOPE_SRC:?}
-NSC=$BUILD/bin/ncclscope
-[ -x "$NSC" ] || { echo "SKIP: $NSC not built"; exit 77; }
-command -v python3 >/dev/null || { echo "SKIP: python3 missing"; exit 77; }
-command -v xz >/dev/null || { echo "SKIP: xz missing"; exit 77; }
+source "$(dirname "$0")/corpus_prelude.sh"
 ls "$SRC"/corefiles/*/ranks.tar.xz >/dev/null 2>&1 || { echo "SKIP: no ranks.tar.xz scenario in corefiles/"; exit 77; }
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT

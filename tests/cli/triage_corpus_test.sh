@@ -3,13 +3,7 @@
 # culprit and finding. Uses corefiles/<scenario>/ (sliced cores) when present,
 # else the full cores in $NCCLSCOPE_CORES (default /work/cores); skips (77)
 # when neither exists.
-set -u
-BUILD=${NCCLSCOPE_BUILD:?}
-SRC=${NCCLSCOPE_SRC:?}
-NSC=$BUILD/bin/ncclscope
-[ -x "$NSC" ] || { echo "SKIP: $NSC not built"; exit 77; }
-command -v python3 >/dev/null || { echo "SKIP: python3 missing"; exit 77; }
-command -v xz >/dev/null || { echo "SKIP: xz missing"; exit 77; }
+source "$(dirname "$0")/corpus_prelude.sh"
 roots=()
 ls "$SRC"/corefiles/*/*.core* >/dev/null 2>&1 && roots+=("$SRC/corefiles")
 CORES=${NCCLSCOPE_CORES:-/work/cores}

@@ -30,22 +30,7 @@
 #include <cstdlib>
 #include <string>
 
-#define CUDA_CHECK(call)                                                                        \
-  do {                                                                                          \
-    cudaError_t err_ = (call);                                                                  \
-    if (err_ != cudaSuccess) {                                                                  \
-      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(err_));   \
-      exit(2);                                                                                  \
-    }                                                                                           \
-  } while (0)
-#define NCCL_CHECK(call)                                                                        \
-  do {                                                                                          \
-    ncclResult_t res_ = (call);                                                                 \
-    if (res_ != ncclSuccess) {                                                                  \
-      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, ncclGetErrorString(res_));   \
-      exit(3);                                                                                  \
-    }                                                                                           \
-  } while (0)
+#include "scenario_checks.h"
 
 namespace {
 

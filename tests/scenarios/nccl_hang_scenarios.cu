@@ -23,27 +23,9 @@
 #include <string>
 #include <vector>
 
+#include "scenario_checks.h"
+
 namespace {
-
-#define CUDA_CHECK(call)                                                           \
-  do {                                                                             \
-    cudaError_t err_ = (call);                                                     \
-    if (err_ != cudaSuccess) {                                                     \
-      fprintf(stderr, "CUDA error %s at %s:%d: %s\n", #call, __FILE__, __LINE__,  \
-              cudaGetErrorString(err_));                                           \
-      exit(2);                                                                     \
-    }                                                                              \
-  } while (0)
-
-#define NCCL_CHECK(call)                                                           \
-  do {                                                                             \
-    ncclResult_t res_ = (call);                                                    \
-    if (res_ != ncclSuccess) {                                                     \
-      fprintf(stderr, "NCCL error %s at %s:%d: %s\n", #call, __FILE__, __LINE__,  \
-              ncclGetErrorString(res_));                                           \
-      exit(3);                                                                     \
-    }                                                                              \
-  } while (0)
 
 const char* const kModes[] = {"skip-collective", "mismatched-collective", "mismatched-count",
                               "p2p-cycle",       "cross-stream",          "split-comm",

@@ -23,22 +23,7 @@
 #include <string>
 #include <vector>
 
-#define CHECK_CUDA(call)                                                                  \
-  do {                                                                                    \
-    cudaError_t err_ = (call);                                                            \
-    if (err_ != cudaSuccess) {                                                            \
-      fprintf(stderr, "CUDA error %s at %s:%d\n", cudaGetErrorString(err_), __FILE__, __LINE__); \
-      exit(2);                                                                            \
-    }                                                                                     \
-  } while (0)
-#define CHECK_NCCL(call)                                                                  \
-  do {                                                                                    \
-    ncclResult_t res_ = (call);                                                           \
-    if (res_ != ncclSuccess) {                                                            \
-      fprintf(stderr, "NCCL error %s at %s:%d\n", ncclGetErrorString(res_), __FILE__, __LINE__); \
-      exit(3);                                                                            \
-    }                                                                                     \
-  } while (0)
+#include "scenario_checks.h"
 
 namespace {
 
@@ -121,7 +106,7 @@ float to_float(const unsigned char* data, size_t i, Dtype type) {
 // Counts through float conversion: an independent check of ncclscope's bit-level classifier.
 void print_counts(const char* role, const void* device_buffer, size_t n, Dtype type) {
   std::vector<unsigned char> host(n * size_of(type));
-  CHECK_CUDA(cudaMemcpy(host.data(), device_buffer, host.size(), cudaMemcpyDefault));
+  CUDA_CHECK(cudaMemcpy(host.data(), device_buffer, host.size(), cudaMemcpyDefault));
   size_t nan = 0, pos_inf = 0, neg_inf = 0, subnormal = 0, zero = 0;
   double max_abs = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -161,7 +146,7 @@ bool parse(int argc, char** argv, Options* o) {
 ncclUniqueId shared_id(const Options& o) {
   ncclUniqueId id;
   if (o.rank == 0) {
-    CHECK_NCCL(ncclGetUniqueId(&id));
+    NCCL_CHECK(ncclGetUniqueId(&id));
     std::string tmp = o.id_file + ".tmp";
     FILE* f = fopen(tmp.c_str(), "wb");
     if (!f || fwrite(&id, sizeof id, 1, f) != 1 || fclose(f) != 0 || rename(tmp.c_str(), o.id_file.c_str()) != 0) exit(4);
@@ -181,8 +166,8 @@ ncclUniqueId shared_id(const Options& o) {
 
 void* allocate(size_t bytes, bool host) {
   void* p = nullptr;
-  if (host) CHECK_CUDA(cudaHostAlloc(&p, bytes, cudaHostAllocMapped | cudaHostAllocPortable));
-  else CHECK_CUDA(cudaMalloc(&p, bytes));
+  if (host) CUDA_CHECK(cudaHostAlloc(&p, bytes, cudaHostAllocMapped | cudaHostAllocPortable));
+  else CUDA_CHECK(cudaMalloc(&p, bytes));
   return p;
 }
 
@@ -198,30 +183,30 @@ int main(int argc, char** argv) {
   }
   setvbuf(stdout, nullptr, _IOLBF, 0);
   Dtype type = dtype_of(o.dtype);
-  CHECK_CUDA(cudaSetDevice(0));
+  CUDA_CHECK(cudaSetDevice(0));
   ncclUniqueId id = shared_id(o);
   ncclComm_t comm;
-  CHECK_NCCL(ncclCommInitRank(&comm, o.nranks, id, o.rank));
+  NCCL_CHECK(ncclCommInitRank(&comm, o.nranks, id, o.rank));
   cudaStream_t stream;
-  CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   size_t bytes = o.count * size_of(type);
   void* send = allocate(bytes, o.host_buffers);
   void* recv = allocate(bytes, o.host_buffers);
   bool underflow = o.mode == "underflow";
   float scale = underflow ? underflow_scale(type) : 1.0f;
   fill<<<256, 256, 0, stream>>>(send, o.count, type, scale, 0);
-  CHECK_CUDA(cudaMemsetAsync(recv, 0, bytes, stream));
+  CUDA_CHECK(cudaMemsetAsync(recv, 0, bytes, stream));
   for (int i = 0; i < o.good_iters; ++i) {
     // The last good AllReduce carries the injected NaN to every rank's receive buffer.
     if (!underflow && i == o.good_iters - 1 && o.rank == o.inject_rank)
       fill<<<256, 256, 0, stream>>>(send, o.count, type, scale, o.nan_count);
-    CHECK_NCCL(ncclAllReduce(send, recv, o.count, nccl_type(type), ncclSum, comm, stream));
-    CHECK_CUDA(cudaStreamSynchronize(stream));
+    NCCL_CHECK(ncclAllReduce(send, recv, o.count, nccl_type(type), ncclSum, comm, stream));
+    CUDA_CHECK(cudaStreamSynchronize(stream));
   }
   int culprit = o.nranks - 1;
   // The send buffer of the collective the waiters hang in: NaN on the injecting rank.
   fill<<<256, 256, 0, stream>>>(send, o.count, type, scale, !underflow && o.rank == o.inject_rank ? o.nan_count : 0);
-  CHECK_CUDA(cudaStreamSynchronize(stream));
+  CUDA_CHECK(cudaStreamSynchronize(stream));
   printf("GROUND_TRUTH {\"rank\":%d,\"nranks\":%d,\"pid\":%d,\"comm\":\"%p\",\"dtype\":\"%s\",\"mode\":\"%s\","
          "\"host_buffers\":%s,\"count\":%zu,\"good_iters\":%d,\"culprit\":%d,\"role\":\"%s\",",
          o.rank, o.nranks, (int)getpid(), (void*)comm, o.dtype.c_str(), o.mode.c_str(),
@@ -234,7 +219,7 @@ int main(int argc, char** argv) {
     printf("HANG_POINT_REACHED rank=%d where=pause\n", o.rank);
     for (;;) pause();
   }
-  CHECK_NCCL(ncclAllReduce(send, recv, o.count, nccl_type(type), ncclSum, comm, stream));
+  NCCL_CHECK(ncclAllReduce(send, recv, o.count, nccl_type(type), ncclSum, comm, stream));
   printf("HANG_POINT_REACHED rank=%d where=cudaStreamSynchronize\n", o.rank);
   cudaError_t err = cudaStreamSynchronize(stream);
   printf("COLLECTIVE_COMPLETED rank=%d cuda=%s\n", o.rank, cudaGetErrorString(err));
