@@ -227,6 +227,21 @@ BOOST_AUTO_TEST_CASE(unreadable_buffers_are_not_zeros) {
   BOOST_TEST(through_device["buffers"][0]["stats"]["nan"] == 7);
 }
 
+// A count from torn or corrupt memory: flagged, never read (count * size would overflow).
+BOOST_AUTO_TEST_CASE(impossible_counts_are_flagged_not_read) {
+  nsc::test::SyntheticTarget memory;
+  fill_bf16(memory.add_block(kSend, 2 * 64), 64, 0);
+  const uint64_t corrupt = 0x8000000000000001ull;  // times 2 bytes wraps to 2
+  json document = nsc::numerics_of_state(state_with_allreduce(kSend, kSend, corrupt, "ncclBfloat16"), memory, nullptr,
+                                         nsc::NumericsOptions{});
+  BOOST_REQUIRE(document["buffers"].size() == 2u);
+  for (const json& buffer : document["buffers"]) {
+    BOOST_TEST(buffer["stats"].is_null());
+    BOOST_TEST(buffer["unreadable"].get<std::string>().find("impossible size: 9223372036854775809 elements") == 0);
+  }
+  BOOST_TEST(nsc::numerics_exit_code(document) == 1);
+}
+
 // A front end's region without contents (gdb reads a core's empty segment as zeros).
 BOOST_AUTO_TEST_CASE(callback_target_refuses_unsaved_regions) {
   uint64_t calls = 0;

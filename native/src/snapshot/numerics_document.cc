@@ -22,12 +22,23 @@ std::string text_member(const json& object, const char* key) {
 }
 
 constexpr uint64_t kReadBlock = 1ull << 20;  // bytes read at a time: bounded memory
+// x86-64 user space is 2^47 bytes: a buffer larger than that is torn or corrupt memory.
+constexpr uint64_t kMaxBufferBytes = 1ull << 47;
+
+// "" when `elements` of `size` bytes can be a buffer, else why not (the product may overflow).
+std::string impossible_size_reason(uint64_t elements, uint64_t size) {
+  if (elements <= kMaxBufferBytes / size) return "";
+  return "impossible size: " + std::to_string(elements) + " elements of " + std::to_string(size) +
+         " bytes exceed the address space (corrupt count?); not read";
+}
 
 // Elements of a collective's send and receive buffers (nccl.h: count is per rank for
 // AllGather's send and ReduceScatter's receive side).
 std::pair<uint64_t, uint64_t> buffer_elements(const std::string& collective, uint64_t count, uint64_t nranks) {
-  if (collective == "AllGather") return {count, count * nranks};
-  if (collective == "ReduceScatter") return {count * nranks, count};
+  // Saturated: an overflowing product is an impossible size, said as such by the caller.
+  uint64_t all = nranks != 0 && count > UINT64_MAX / nranks ? UINT64_MAX : count * nranks;
+  if (collective == "AllGather") return {count, all};
+  if (collective == "ReduceScatter") return {all, count};
   return {count, count};
 }
 
@@ -143,6 +154,10 @@ void add_work(const Readers& readers, const json& comm, const json& work, const 
       entry["address"] = hex(address);
       entry["stats"] = nullptr;
       entry["unreadable"] = "datatype or count unavailable";
+    } else if (std::string why = impossible_size_reason(where.second, element_size(*type)); !why.empty()) {
+      entry["address"] = hex(address);
+      entry["stats"] = nullptr;
+      entry["unreadable"] = why;
     } else {
       entry["address"] = hex(address);
       entry["element_type"] = element_type_name(*type);
