@@ -59,8 +59,10 @@ for lib in $(fixture_libraries); do
       fail "$tag $mode: slice failed"
     "$cli" numerics --core "$work/slice.core" --json --profile-path "$work/profiles" > "$work/slice.json" 2>/dev/null
     compare "$tag $mode numerics on the slice" "$work/slice.json"
-    "$cli" triage --pid "$pid" --profile-path "$work/profiles" > "$work/triage.txt" 2>&1
+    "$cli" triage --pid "$pid" --profile-path "$work/profiles" --html "$work/triage.html" > "$work/triage.txt" 2>&1
+    expect "$work/triage.html" '<section id="numerics">'
     if [ "$mode" = nan ]; then
+      expect "$work/triage.html" "<li>rank 1&#39;s send buffer of AllReduce #7 holds 1,000 NaN \(bf16\)</li>"
       expect "$work/triage.txt" "^  rank 1's send buffer of AllReduce #7 holds 1,000 NaN \(bf16\)$"
       expect "$work/triage.txt" "^  rank 1's recv buffer of AllReduce #7 holds 5 Inf \(bf16\)$"
     else

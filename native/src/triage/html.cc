@@ -537,6 +537,16 @@ void render_inputs(const json& report, std::ostringstream& page) {
   page << "</table>\n";
 }
 
+// Buffer numerics (present only when a buffer was read or a numerics document given): the
+// sentences triage wrote, then the counts of what was read and what was not readable here.
+void render_numerics(const json& section, std::ostringstream& page) {
+  page << "<ul>\n";
+  for (const json& buffer : field(section, "buffers"))
+    if (field(buffer, "text").is_string()) page << "<li>" << html_of(buffer["text"]) << "</li>\n";
+  page << "</ul>\n<p>" << html(field(section, "read").dump()) << " buffers read, " << html(field(section, "unreadable").dump())
+       << " not readable here (device memory: nccl-numerics under cuda-gdb)</p>\n";
+}
+
 }  // namespace
 
 std::string render_triage_html(const nlohmann::json& report) {
@@ -574,6 +584,10 @@ std::string render_triage_html(const nlohmann::json& report) {
   render_counter_table(report, page);
   page << "</section>\n<section id=\"findings\">\n<h2>Findings</h2>\n";
   render_findings(report, page);
+  if (field(report, "numerics").is_object()) {
+    page << "</section>\n<section id=\"numerics\">\n<h2>Numerics (buffers of the stuck collectives)</h2>\n";
+    render_numerics(report["numerics"], page);
+  }
   page << "</section>\n<section id=\"stacks\">\n<h2>Stacks</h2>\n";
   render_stacks(report, page);
   page << "</section>\n<section id=\"input-list\">\n<h2>Inputs</h2>\n";
