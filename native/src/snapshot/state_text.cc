@@ -178,6 +178,31 @@ void render_planned(const json& comm, std::ostringstream& out) {
         << " count " << cell_text(field(task, "count")) << " " << cell_text(field(task, "datatype")) << "\n";
 }
 
+// "  awaiting   4 launched plan(s) not reclaimed; newest AllReduce #4 count 1048576 ncclFloat32
+// ncclSum send 0x7f.. recv 0x7f..": the collective a hung rank's kernel runs (docs/numerics.md).
+void render_launched(const json& comm, std::ostringstream& out) {
+  const json& launched = field(comm, "launched");
+  if (!launched.is_object()) return;
+  const json& plans = field(launched, "plans_awaiting_reclaim");
+  if (!plans.is_number()) {
+    out << "  awaiting   launched plans not reclaimed: unavailable (below)\n";
+    return;
+  }
+  out << "  awaiting   " << plans.dump() << " launched plan(s) not reclaimed";
+  const json& colls = field(launched, "colls");
+  if (colls.is_array() && !colls.empty()) {
+    const json& newest = colls.back();
+    const json& seq = field(newest, "seq");
+    out << "; newest " << cell_text(field(newest, "collective")) << (seq.is_number() ? " #" + seq.dump() : "")
+        << " count " << cell_text(field(newest, "count")) << " " << cell_text(field(newest, "datatype")) << " "
+        << cell_text(field(newest, "op")) << " send " << cell_text(field(newest, "sendbuff")) << " recv "
+        << cell_text(field(newest, "recvbuff"));
+  }
+  const json& p2p = field(launched, "p2p");
+  if (p2p.is_array() && !p2p.empty()) out << "; " << p2p.size() << " p2p task(s)";
+  out << "\n";
+}
+
 void render_notes(const json& comm, std::ostringstream& out) {
   const json& unavailable = field(comm, "unavailable");
   if (unavailable.is_object() && !unavailable.empty()) {
@@ -221,6 +246,7 @@ void render_comm(const json& comm, const json& document, bool several_libraries,
   render_channels(comm, out);
   render_proxy_ops(comm, out);
   render_planned(comm, out);
+  render_launched(comm, out);
   render_notes(comm, out);
 }
 
