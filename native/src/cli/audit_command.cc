@@ -34,12 +34,7 @@ audit::AuditLoadRequest request_from_options(const ParsedOptions& options) {
   for (const std::string& pid : options.all("--pid")) request.pids.push_back(parse_pid(pid));
   if (request.paths.empty() && request.pids.empty()) throw UsageError("no input given");
   StateRequest& state = request.options;
-  state.executable = options.value("--exe");
-  state.sysroot = options.value("--sysroot");
-  for (const auto& list : options.all("--solib-search-path"))
-    for (const auto& dir : split_colon_list(list)) state.solib_search_path.push_back(dir);
-  for (const auto& list : options.all("--profile-path"))
-    for (const auto& dir : split_colon_list(list)) state.profile_path.push_back(dir);
+  library_options_into(options, &state);
   state.stacks = false;  // no rule reads host stacks
   state.progress = false;
   return request;

@@ -59,6 +59,15 @@ int parse_pid(const std::string& text) {
   return static_cast<int>(pid);
 }
 
+void library_options_into(const ParsedOptions& options, StateRequest* request) {
+  request->executable = options.value("--exe");
+  request->sysroot = options.value("--sysroot");
+  for (const auto& list : options.all("--solib-search-path"))
+    for (const auto& dir : split_colon_list(list)) request->solib_search_path.push_back(dir);
+  for (const auto& list : options.all("--profile-path"))
+    for (const auto& dir : split_colon_list(list)) request->profile_path.push_back(dir);
+}
+
 StateRequest target_request_from_options(const ParsedOptions& options) {
   StateRequest request;
   request.core_path = options.value("--core");
@@ -68,12 +77,7 @@ StateRequest target_request_from_options(const ParsedOptions& options) {
   if (!pid_text.empty()) request.pid = parse_pid(pid_text);
   if (request.core_path.empty() == (request.pid == 0))
     throw UsageError("give exactly one of --core CORE or --pid PID");
-  request.executable = options.value("--exe");
-  request.sysroot = options.value("--sysroot");
-  for (const auto& list : options.all("--solib-search-path"))
-    for (const auto& dir : split_colon_list(list)) request.solib_search_path.push_back(dir);
-  for (const auto& list : options.all("--profile-path"))
-    for (const auto& dir : split_colon_list(list)) request.profile_path.push_back(dir);
+  library_options_into(options, &request);
   request.force_mismatch = options.has("--force-mismatch");
   request.freeze = options.has("--freeze");
   return request;

@@ -32,6 +32,9 @@ ParsedOptions parse_options(const std::vector<std::string>& args,
 // pid_max). Throws nsc::UsageError "--pid TEXT: not a process id".
 int parse_pid(const std::string& text);
 
+// --exe, --sysroot, --solib-search-path and --profile-path (colon lists, repeatable) into request.
+void library_options_into(const ParsedOptions& options, StateRequest* request);
+
 // The target options shared by state, cuda-streams and cuda-ipc: --core CORE (or one
 // positional CORE) | --pid PID, --exe, --sysroot, --solib-search-path, --profile-path,
 // --force-mismatch, --freeze. Throws nsc::UsageError on a bad or missing target.
