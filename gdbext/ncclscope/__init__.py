@@ -2,7 +2,7 @@
 nccl-kernels, nccl-numerics, nccl-audit.
 
 Importing the package inside gdb registers the commands; outside gdb only the
-pure modules (registry, commands, render, text, gdbparse, library)
+pure modules (registry, commands, text, gdbparse, library)
 are usable, which is what the unit tests do.
 """
 

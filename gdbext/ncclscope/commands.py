@@ -8,15 +8,14 @@ a fake in the unit tests. It offers:
   debugger_threads(frames) -> thread dicts from the debugger, or None
   target_kind()           -> "live", "core", "remote", "none" or "snapshot"
   cuda_kernels()          -> rows of cuda-gdb's `info cuda kernels`, or None outside cuda-gdb
+  render_text(view, data, context, options) -> the library's text of a view
 Pure Python (no gdb import).
 """
 
 import re
 
 from .registry import UsageError, argument, nccl_command
-from .gdbparse import decode_nccl_kernel_name
-from .render import render_comm, render_kernels, render_proxy, render_ring, render_state, render_threads
-from .text import escape_for_terminal, parse_number
+from .text import escape_for_terminal, library_view, parse_number
 
 COMM_IDENTITY_KEYS = ["address", "comm_hash", "rank", "nranks"]
 
@@ -89,7 +88,7 @@ def _filtered(document, selector, session, command):
 
 @nccl_command(
     "nccl-state", "List every NCCL communicator of the process, one line each.",
-    render=render_state,
+    render=library_view("state"),
     arguments=[argument("--refresh", action="store_true",
                         help="decode the target again instead of using the cached result")],
     description="Each line: index, address, comm hash, rank/nranks, CUDA device, collectives "
@@ -101,7 +100,7 @@ def collect_state(session, args):
 
 @nccl_command(
     "nccl-comm", "Show one communicator in full: identity, counters, health, channels, proxy ops.",
-    render=render_comm,
+    render=library_view("comm"),
     arguments=[argument("selector", metavar="ADDR|HASH|#INDEX", nargs="+",
                         help="communicator address, comm hash, #index from nccl-state, "
                              "or a gdb expression giving the address"),
@@ -116,7 +115,7 @@ def collect_comm(session, args):
 
 @nccl_command(
     "nccl-ring", "Draw the ring and tree of every channel, per communicator.",
-    render=render_ring,
+    render=library_view("ring"),
     arguments=[argument("selector", nargs="*", metavar="HASH",
                         help="only this communicator (hash, address or #index)"),
                argument("--expand", action="store_true",
@@ -136,7 +135,7 @@ def collect_ring(session, args):
 
 @nccl_command(
     "nccl-proxy", "List the proxy operations in flight, with posted/received/transmitted/done steps.",
-    render=render_proxy,
+    render=library_view("proxy"),
     arguments=[argument("selector", nargs="*", metavar="HASH",
                         help="only this communicator (hash, address or #index)")],
     description="From proxyState->progressState.active (host memory: available in cores).\n"
@@ -184,7 +183,7 @@ def _classify(session, threads):
 
 @nccl_command(
     "nccl-threads", "Show host threads with their top frames and what each is blocked in.",
-    render=render_threads,
+    render=library_view("threads"),
     arguments=[argument("--frames", type=int, default=6, metavar="N",
                         help="frames shown per thread (default 6)"),
                argument("--source", choices=["auto", "gdb", "document"], default="auto",
@@ -234,7 +233,7 @@ def collect_threads(session, args):
 @nccl_command(
     "nccl-kernels", "The NCCL kernels resident on the GPUs (cuda-gdb only): per block its channel "
     "and what it waits for.",
-    render=render_kernels,
+    render=library_view("kernels"),
     arguments=[argument("--all", action="store_true", help="also list kernels that are not NCCL's"),
                argument("--record", metavar="FILE", help="also write a replay bundle (docs/kernels.md)")],
     description="From `info cuda kernels` and device memory read through cuda-gdb (no -G needed): "

@@ -26,7 +26,7 @@ def _run_command(spec, argument_text):
         if args.json:
             _write(json.dumps(data, indent=2, sort_keys=False) + "\n")
         else:
-            _write(spec.render(data, args))
+            _write(spec.render(data, args, SESSION))
         if SESSION.last_note and not args.json:
             gdb.write("note: %s\n" % SESSION.last_note.replace("\n", " "), gdb.STDERR)
     except HelpShown as shown:

@@ -192,6 +192,12 @@ class GdbSession:
                 raise UsageError("ncclscope: %s" % error)
         return self._library
 
+    def render_text(self, view, data, context=None, options=None):
+        try:
+            return self.library().render_text(view, data, context, options)
+        except NativeError as error:
+            raise UsageError("ncclscope: cannot render %s: %s" % (view, error.message))
+
     # --- cache ---
     def invalidate(self, *_event):
         self._document = None

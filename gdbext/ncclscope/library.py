@@ -129,6 +129,16 @@ class NativeLibrary:
         document, _partial = self.run({"command": "classify-threads", "threads": threads})
         return document.get("blocked_in") or []
 
+    def render_text(self, view, data, context=None, options=None):
+        """The library's text of one view of a document (snapshot/state_views.cc): the CLI's
+        renderer. view: state, comm, ring, proxy, threads, kernels; context: the state
+        document a subset came from; options: expand, frames."""
+        request = dict(options or {}, command="render", view=view, data=data)
+        if context is not None:
+            request["context"] = context
+        document, _partial = self.run(request)
+        return document.get("text") or ""
+
     def run(self, request, reader=None, device_reader=None):
         """(document, partial_message) for a request dict; raises NativeError without a document.
 

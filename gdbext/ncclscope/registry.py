@@ -1,7 +1,8 @@
 """One argparse-based decorator that declares every ncclscope command.
 
 A command is a pair: `collect(session, args)` returns data (what `--json`
-prints) and `render(data, args)` turns that data into text. Declaring a command
+prints) and `render(data, args, session)` turns that data into text (the library
+renders: the session reaches it). Declaring a command
 here does not touch gdb: gdb_commands.py turns each spec into a gdb.Command.
 Pure Python so argument parsing is unit-tested without a debugger.
 """

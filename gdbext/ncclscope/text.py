@@ -68,6 +68,20 @@ def unreadable_text(reason):
 
 def library_text(what):
     """A renderer for documents whose text the library wrote (the C API's "text" request)."""
-    def render(document, _args):
+    def render(document, _args, _session):
         return document.get("text") or "no %s text returned\n" % what
+    return render
+
+
+def library_view(view):
+    """A renderer that asks the library for the text of one view of the data
+    (snapshot/state_views.cc, the CLI's renderer): the extension renders nothing itself."""
+    def render(data, args, session):
+        options = {"expand": bool(getattr(args, "expand", False))}
+        if getattr(args, "frames", None) is not None:
+            options["frames"] = args.frames
+        if view == "threads" and isinstance(data, dict):
+            data = dict(data, target_kind=session.target_kind())
+        context = session.cached_document() if view == "comm" else None
+        return session.render_text(view, data, context, options)
     return render

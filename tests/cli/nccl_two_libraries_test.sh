@@ -55,7 +55,7 @@ check "two libraries live: exit 0" test "$rc" = 0
 check "two libraries live: each comm decoded with its own library's layout" check_both "$work/live.json"
 "$cli" state --pid "$FIXTURE_PID" > "$work/live.txt" 2>&1
 check "two libraries text: the libraries listed" grep -q "^libraries  2 libnccl mapped" "$work/live.txt"
-check "two libraries text: each comm's library" grep -q "^  library    lib [01]  2.30.7  $lib_b" "$work/live.txt"
+check "two libraries text: each comm's library" grep -q "^  library lib [01]  NCCL 2.30.7  $lib_b" "$work/live.txt"
 if command -v gdb > /dev/null && [ -f "$build/lib/libncclscope.so" ]; then
   NCCLSCOPE_LIB=$build/lib/libncclscope.so timeout 120 ${NCCLSCOPE_TEST_GDB:-gdb} -nx -batch -iex "source $src/gdbext/ncclscope-gdb.py" \
     -p "$FIXTURE_PID" -ex nccl-state > "$work/gdb.txt" 2>&1

@@ -44,12 +44,15 @@ class FakeSession:
     def classify_threads(self, threads):
         return built_library().classify_threads(threads)
 
+    def render_text(self, view, data, context=None, options=None):
+        return built_library().render_text(view, data, context, options)
+
 
 def run(name, argv, session):
     spec = COMMANDS[name]
     args = spec.parse(argv)
     data = spec.collect(session, args)
-    return data, spec.render(data, args)
+    return data, spec.render(data, args, session)
 
 
 class CommandsTest(unittest.TestCase):

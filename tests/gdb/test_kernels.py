@@ -11,7 +11,8 @@ import lzma
 import os
 import unittest
 
-from ncclscope import gdbparse, kernels, library, render
+from native_library import built_library
+from ncclscope import gdbparse, kernels, library
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "kernel-replay")
 
@@ -96,7 +97,8 @@ class ReplayTest(unittest.TestCase):
         self.assertEqual([p["tree_up"] for p in peers[:12]], [-1] * 6 + [1] * 6)
         self.assertEqual(peers[0]["tree_down"], [1])
         self.assertIn("blocks 6-11 (channels 6-11; ring 1 -> me -> 1, tree up 1) RING SIMPLE: "
-                      "waiting for data from rank 1 at step 24", render.render_kernels(document))
+                      "waiting for data from rank 1 at step 24",
+                      built_library().render_text("kernels", document))
 
     def test_skip_collective_ll128(self):
         self.assert_waiting_for_rank1(self.replay("skip-collective-ll128-rank0"), 24, 6, "LL128")

@@ -14,6 +14,7 @@
 #include "snapshot/numerics_document.h"
 #include "snapshot/numerics_text.h"
 #include "snapshot/state_document.h"
+#include "snapshot/state_views.h"
 #include "stacks/blocked_in.h"
 #include "util/errors.h"
 #include "util/json_access.h"
@@ -107,6 +108,17 @@ nlohmann::json run_audit(const nlohmann::json& request, nsc_read_memory_fn read_
   return document;
 }
 
+// The text of one view of a document the front end holds (gdb's nccl-state, nccl-comm,
+// nccl-ring, nccl-proxy, nccl-threads, nccl-kernels): the same renderer as the CLI's.
+std::string render_request(const nlohmann::json& request) {
+  nsc::ViewOptions options;
+  options.expand = request.value("expand", false);
+  options.max_frames = request.value("frames", -1L);
+  const nlohmann::json& context = nsc::json_member(request, "context");
+  if (context.is_object()) options.document = &context;
+  return nsc::render_view(request.value("view", std::string()), nsc::json_member(request, "data"), options);
+}
+
 }  // namespace
 
 extern "C" {
@@ -132,6 +144,11 @@ nsc_error* nsc_run_json_device(const char* request_json, nsc_read_memory_fn read
     if (command == "classify-threads") {
       nlohmann::json classes = {{"blocked_in", nsc::classify_json_threads(request.value("threads", nlohmann::json::array()))}};
       *json_out = copy_string(classes.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      return nullptr;
+    }
+    if (command == "render") {
+      nlohmann::json text = {{"text", render_request(request)}};
+      *json_out = copy_string(text.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
       return nullptr;
     }
     if (command == "numerics") {

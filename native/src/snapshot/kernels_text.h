@@ -24,4 +24,8 @@ std::string connection_wait_sentence(const nlohmann::json& wait);
 // "waiting for data from rank 1 (24 of 24 blocks)".
 std::string kernel_wait_sentence(const nlohmann::json& wait, size_t total_blocks);
 
+// The whole document as gdb's nccl-kernels prints it: per kernel what it runs, its
+// communicator, its waits, then its blocks grouped ("blocks 0-23 (channels 0-23) ...").
+std::string render_kernels_text(const nlohmann::json& document);
+
 }  // namespace nsc
