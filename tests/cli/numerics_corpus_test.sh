@@ -49,7 +49,7 @@ PY
 }
 
 check "rank 0: state text names the newest launched collective and its buffers" grep -q \
-  "^  awaiting   4 launched plan(s) not reclaimed; newest AllReduce #4 count 1048576 ncclFloat32 ncclSum send 0x7f0adcc00000 recv 0x7f0add400000$" \
+  "^  awaiting: 4 launched plan(s) not reclaimed; newest AllReduce #4 count 1048576 ncclFloat32 ncclSum send 0x7f0adcc00000 recv 0x7f0add400000$" \
   <("$cli" state --core "$work/rank0.core" --no-stacks 2>/dev/null)
 check_rank 0 4 4 0x564f529a99a8 0x7f0adcc00000 0x7f0add400000
 check_rank 1 3 3 0x556e6bb87a78 0x7f8ad4c00000 0x7f8ad5400000

@@ -39,11 +39,16 @@ expect "$work/text.txt" '^    #1 0x[0-9a-f]+ fixture_poll_loop\+[0-9]+ in stack_
 expect "$work/text.txt" '^4 threads \(from gdb\)$'
 expect_not "$work/text.txt" $'\x1b' "a raw escape character reached the terminal"
 expect "$out" '^SELECTED 2 1$' "nccl-threads did not restore thread 2 / frame 1"
-# No native library: threads still work; the decoding commands say why in one line.
+# No native library: gdb's threads still come as data (--json); every text, the threads'
+# included, is the library's (snapshot/state_views.cc), so the text commands say why in one line.
 NCCLSCOPE_LIB=/nonexistent/libncclscope.so gdb_run "$work/nolib.out" -p "$pid" -ex 'nccl-state' \
-  -ex 'nccl-threads --frames 1'
+  -ex 'nccl-threads --frames 1' -ex "$(begin json)" -ex 'nccl-threads --json --frames 1' -ex "$(end json)"
 expect "$work/nolib.out" '^ncclscope: NCCLSCOPE_LIB=/nonexistent/libncclscope.so: no libncclscope.so there$'
-expect "$work/nolib.out" '^4 threads \(from gdb\)$'
+test "$(grep -c '^ncclscope: NCCLSCOPE_LIB=/nonexistent/libncclscope.so: no libncclscope.so there$' "$work/nolib.out")" = 2 \
+  || fail "nccl-state and nccl-threads without the library: not one line each naming it"
+check_json "$work/nolib.out" json '
+assert doc["source"] == "gdb" and len(doc["threads"]) == 4, doc
+assert all(t["blocked_in"] is None for t in doc["threads"])  # the classifier is the library too'
 state=$(process_state "$pid")
 [ "$state" = S ] || fail "fixture left in state '$state' after gdb detached (expected S)"
 

@@ -369,7 +369,7 @@ std::string p2p_count_text(const FieldText& field) {
   FieldText p2p_field = field.child("p2p_op_count");
   std::string text = p2p_field.text("total");
   const json& per_channel = p2p_field.raw("per_channel");
-  if (!per_channel.is_array()) return text;
+  if (!per_channel.is_array() || per_channel.empty()) return text;
   bool all_same = std::all_of(per_channel.begin(), per_channel.end(), [&](const json& v) { return v == per_channel[0]; });
   if (per_channel.size() > 4 && all_same)
     return text + " (per channel: " + std::to_string(per_channel.size()) + " x " + plain_text(per_channel[0]) + ")";
@@ -516,8 +516,9 @@ Lines thread_lines(const json& thread, const json& data, long max_frames) {
   if (truthy(field.raw("state"))) head += " [" + plain_text(field.raw("state")) + "]";
   const json& frames = field.raw("frames");
   bool unwound = frames.is_array();
-  head += " blocked in " + (field.raw("blocked_in").is_null() && !unwound ? not_unwound_text(data)
-                                                                          : field.text("blocked_in", plain_text, "unknown"));
+  bool has_frames = unwound && !frames.empty();
+  head += " blocked in " + (field.raw("blocked_in").is_null() && !has_frames ? not_unwound_text(data)
+                                                                             : field.text("blocked_in", plain_text, "unknown"));
   Lines lines{head};
   if (!unwound) {
     if (field.has("frames")) lines.push_back("    frames " + field.text("frames"));
