@@ -14,7 +14,6 @@ Pure Python (no gdb import).
 import re
 
 from .registry import UsageError, argument, nccl_command
-from .gdbparse import decode_nccl_kernel_name
 from .render import render_comm, render_kernels, render_proxy, render_ring, render_state, render_threads
 from .text import escape_for_terminal, parse_number
 
