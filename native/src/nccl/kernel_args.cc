@@ -1,6 +1,8 @@
 #include "nccl/kernel_args.h"
 
+#include <algorithm>
 #include <bitset>
+#include <iterator>
 
 #include "util/json_access.h"
 #include "util/strings.h"
@@ -150,7 +152,7 @@ json kernel_args_answer(const json& request) {
   if (dev_comms.empty()) return not_found("no communicator's devComm known (the state has no device sections)");
   std::optional<uint64_t> nblocks = json_u64(json_member(request, "nblocks"));
   if (!nblocks || *nblocks == 0 || *nblocks > 64)
-    return not_found("grid of " + json_member(request, "nblocks").dump() + " blocks: a channel mask has 1 to 64");
+    return not_found("grid of " + json_member(request, "nblocks").dump(-1, ' ', false, json::error_handler_t::replace) + " blocks: a channel mask has 1 to 64");
   KernelArgsLayout layout = layout_from_json(json_member(request, "args_layout"));
   if (layout.comm_offset % 8 || layout.channel_mask_offset % 8)
     return not_found("ncclDevKernelArgs layout: comm and channelMask offsets are not 8-byte aligned");
