@@ -158,28 +158,6 @@ def parse_cuda_kernels(text):
     return kernels
 
 
-def decode_nccl_kernel_name(invocation, prefix="ncclDevKernel_"):
-    """{"collective", "op", "datatype", "algorithm", "protocol"} from an NCCL kernel name, or None.
-
-    NCCL names its kernels ncclDevKernel_<Coll>_<Op>_<type>_<ALGO>_<PROTO>
-    (e.g. ncclDevKernel_AllReduce_Sum_f32_RING_LL) and the device functions
-    they run ncclDevFunc_<...> (prefix="ncclDevFunc_"); SendRecv and generic
-    kernels carry fewer parts.
-    """
-    name = (invocation or "").split("(", 1)[0].split("<", 1)[0].strip()
-    if not name.startswith(prefix):
-        return None
-    parts = name[len(prefix):].split("_")
-    keys = ["collective", "op", "datatype", "algorithm", "protocol"]
-    decoded = {"kernel_name": name}
-    if len(parts) == len(keys):
-        decoded.update(zip(keys, parts))
-    else:
-        decoded["collective"] = parts[0]
-        decoded["detail"] = "_".join(parts[1:])
-    return decoded
-
-
 _X_LINE = re.compile(r"^\s*(0x[0-9a-fA-F]+)(?:\s*<[^>]*>)?:\s*(.*)$")
 
 
@@ -200,31 +178,3 @@ def grid_blocks(grid_dim):
         return None
     x, y, z = (int(number) for number in numbers)
     return x * y * z
-
-
-def nth_set_bit(mask, n):
-    """Index of the n-th (0-based) set bit of mask, or None: NCCL runs block b on that channel."""
-    seen = 0
-    for bit in range(64):
-        if mask >> bit & 1:
-            if seen == n:
-                return bit
-            seen += 1
-    return None
-
-
-def find_kernel_args(words, dev_comms, nblocks, comm_offset=0, mask_offset=8):
-    """Byte offset of a copy of ncclDevKernelArgs in a shared-memory dump, or None.
-
-    The copy is found by content, not by symbol (NCCL is built without -G): its
-    comm pointer is one of the host communicators' devComm and its channel mask
-    has one bit per block of the grid.
-    """
-    step_comm, step_mask = comm_offset // 8, mask_offset // 8
-    for index in range(0, len(words) - max(step_comm, step_mask)):
-        if index % 2:
-            continue  # ncclShmemData is 16-byte aligned
-        comm, mask = words[index + step_comm], words[index + step_mask]
-        if comm in dev_comms and mask and bin(mask).count("1") == nblocks:
-            return index * 8
-    return None

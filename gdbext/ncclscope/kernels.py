@@ -7,6 +7,9 @@ same code in tests on machines without a GPU.
 Works without -G (NCCL is not built with it): device memory is read with
 `x/Ngx (@global void*)ADDR`, shared memory with `x/Ngx (@shared void*)OFF`, and
 the kernel's arguments are found by content in shared memory, never by symbol.
+This module only issues the commands and parses their text: what the values mean
+(NCCL kernel names, where the arguments are, each block's channel) is decided by the
+library (native/src/nccl/kernel_args.cc, C API commands kernel-names, kernel-args).
 """
 
 from . import gdbparse
@@ -49,86 +52,61 @@ def device_reader(execute):
 
 
 def _running_function(execute):
-    """(name, decoded) of the device function at the focused thread's pc."""
+    """The function at the focused thread's pc as `info symbol $pc` names it, or None."""
     try:
         symbol = gdbparse.parse_info_symbol(execute("info symbol $pc"))
     except CommandFailed:
-        return None, None
-    if not symbol:
-        return None, None
-    name = symbol[0].split("(", 1)[0].strip()
-    decoded = (gdbparse.decode_nccl_kernel_name(name, "ncclDevFunc_")
-               or gdbparse.decode_nccl_kernel_name(name))
-    return name, decoded
+        return None
+    return symbol[0] if symbol else None
 
 
 def _focus(execute, kernel, block):
     execute("cuda kernel %d block (%d,0,0) thread (0,0,0)" % (kernel, block))
 
 
-def _kernel_args(execute, kernel, dev_comms, nblocks, args_layout):
-    """(offset, comm, channel_mask) of ncclShmem.args in block 0's shared memory, or None."""
+def _kernel_args(library, execute, kernel, dev_comms, nblocks, args_layout):
+    """The library's kernel-args answer over block 0's shared memory (where NCCL keeps
+    ncclShmem.args): {"found", "channel_id_offset", ...} or {"found": False, "reason"}."""
     _focus(execute, kernel, 0)
     words = read_words(execute, "shared", 0, SHARED_SCAN_BYTES // 8)
-    comm_offset = args_layout.get("comm_offset", 0)
-    mask_offset = args_layout.get("channel_mask_offset", 8)
-    offset = gdbparse.find_kernel_args(words, dev_comms, nblocks, comm_offset, mask_offset)
-    if offset is None:
-        return None
-    return offset, words[(offset + comm_offset) // 8], words[(offset + mask_offset) // 8]
+    answer, _partial = library.run({"command": "kernel-args", "shared_words": words, "dev_comms": dev_comms,
+                                    "nblocks": nblocks, "args_layout": args_layout})
+    return answer
 
 
-def collect_blocks(execute, kernel, dev_comms, args_layout):
-    """The kernel-view request entry of one cuda-gdb kernel row: its blocks and their channels.
+def collect_blocks(library, execute, kernel, dev_comms, args_layout):
+    """The kernel-view request entry of one cuda-gdb kernel row: what cuda-gdb shows of its blocks.
 
-    Block b runs the b-th set bit of the kernel's channel mask (NCCL's own rule);
-    NCCL also stores that channel right after the arguments (ncclShmem.channelId),
-    which is read back as a check.
+    The library decides (nccl/kernel_args.cc): where the arguments are, each block's
+    channel and the check against the channel id NCCL stores after the arguments.
     """
     entry = {key: kernel.get(key) for key in ("kernel", "device", "grid", "status", "grid_dim",
                                                "block_dim", "invocation", "focus")}
-    entry["nccl"] = gdbparse.decode_nccl_kernel_name(kernel.get("invocation"))
     nblocks = gdbparse.grid_blocks(kernel.get("grid_dim")) or 0
-    entry["dev_comm"] = entry["channel_mask"] = None
-    entry["notes"] = []
+    entry["nblocks"] = nblocks
     try:
-        found = _kernel_args(execute, kernel["kernel"], dev_comms, nblocks, args_layout or {})
+        entry["args"] = _kernel_args(library, execute, kernel["kernel"], dev_comms, nblocks, args_layout)
     except CommandFailed as error:
-        found = None
-        entry["notes"].append("shared memory unreadable: %s" % error)
-    if found is None:
-        entry["notes"].append("kernel arguments not found in shared memory: channels unknown")
-    else:
-        offset, comm, mask = found
-        entry["dev_comm"], entry["channel_mask"] = "0x%x" % comm, "0x%x" % mask
-        entry["args_shared_offset"] = "0x%x" % offset
-    entry["blocks"] = []
-    for block in range(min(nblocks, MAX_BLOCKS)):
-        entry["blocks"].append(_block(execute, kernel["kernel"], block, found, args_layout or {}))
-    if nblocks > MAX_BLOCKS:
-        entry["notes"].append("%d blocks shown of %d" % (MAX_BLOCKS, nblocks))
+        entry["args"] = None
+        entry["shared_memory_error"] = str(error)
+    channel_id_offset = (entry["args"] or {}).get("channel_id_offset")  # only when found
+    entry["blocks"] = [_block(execute, kernel["kernel"], block, channel_id_offset)
+                       for block in range(min(nblocks, MAX_BLOCKS))]
     return entry
 
 
-def _block(execute, kernel, block, found, args_layout):
-    record = {"block": block, "channel": None, "channel_source": None, "function": None, "running": None}
+def _block(execute, kernel, block, channel_id_offset):
+    record = {"block": block}
     try:
         _focus(execute, kernel, block)
     except CommandFailed as error:
         record["unavailable"] = "cannot focus block %d: %s" % (block, error)
         return record
-    record["function"], record["running"] = _running_function(execute)
-    if found is None:
+    record["function"] = _running_function(execute)
+    if channel_id_offset is None:
         return record
-    offset, _comm, mask = found
-    record["channel"] = gdbparse.nth_set_bit(mask, block)
-    record["channel_source"] = "channel mask"
     try:
-        # ncclShmem.channelId: the int after the arguments (NCCL 2.19+ ncclShmemData order).
-        stored = read_words(execute, "shared", offset + args_layout.get("size", 32), 1)[0] & 0xffffffff
-        record["channel_in_shared"] = stored
-        if stored == record["channel"]:
-            record["channel_source"] = "channel mask, confirmed by the block's shared memory"
+        record["channel_word"] = read_words(execute, "shared", channel_id_offset, 1)[0]
     except CommandFailed:
         pass
     return record
@@ -225,11 +203,13 @@ def build_view(library, execute, state_request, host_reader, read_device, host_f
     with (host_focus or contextlib.nullcontext)():
         state, _partial = library.run(state_request, host_reader, read_device)
     devices = [comm.get("device") or {} for comm in state.get("communicators") or []]
-    dev_comms = {int(device["dev_comm"], 16) for device in devices if device.get("dev_comm")}
+    dev_comms = [device["dev_comm"] for device in devices if device.get("dev_comm")]
     args_layout = next((device["kernel_args"] for device in devices if device.get("kernel_args")), {})
-    entries = [collect_blocks(execute, row, dev_comms, args_layout) for row in rows
-               if gdbparse.decode_nccl_kernel_name(row.get("invocation"))]
+    names, _partial = library.run({"command": "kernel-names", "names": [row.get("invocation") for row in rows]})
+    is_nccl = [bool(decoded) for decoded in names.get("nccl") or []]
+    entries = [collect_blocks(library, execute, row, dev_comms, args_layout)
+               for row, nccl in zip(rows, is_nccl) if nccl]
     document, _partial = library.run({"command": "kernel-view", "state": state, "kernels": entries})
-    document["other_kernels"] = [row for row in rows if not gdbparse.decode_nccl_kernel_name(row.get("invocation"))]
+    document["other_kernels"] = [row for row, nccl in zip(rows, is_nccl) if not nccl]
     document["total_kernels"] = len(rows)
     return document

@@ -127,13 +127,6 @@ class ParseTest(unittest.TestCase):
         self.assertEqual(kernels[1]["invocation"], "myKernel(float*, int)")
         self.assertEqual(gdbparse.parse_cuda_kernels("No CUDA kernels.\n"), [])
 
-    def test_nccl_kernel_names(self):
-        self.assertEqual(gdbparse.decode_nccl_kernel_name("ncclDevKernel_AllReduce_Sum_f32_RING_LL()"),
-                         {"kernel_name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "collective": "AllReduce",
-                          "op": "Sum", "datatype": "f32", "algorithm": "RING", "protocol": "LL"})
-        self.assertEqual(gdbparse.decode_nccl_kernel_name("ncclDevKernel_SendRecv()")["collective"], "SendRecv")
-        self.assertIsNone(gdbparse.decode_nccl_kernel_name("myKernel(float*, int)"))
-
     def test_sysroot(self):
         self.assertEqual(gdbparse.normalise_sysroot("target:"), "")
         self.assertEqual(gdbparse.normalise_sysroot("target:/srv/root"), "/srv/root")

@@ -28,31 +28,14 @@ class ParsingTest(unittest.TestCase):
         self.assertEqual(gdbparse.parse_x_words("0x400 <ncclShmem>:\t0x0000000000000018"), [24])
         self.assertEqual(gdbparse.parse_x_words("Cannot access memory at address 0x0"), [])
 
-    def test_channel_of_block_is_the_nth_set_bit(self):
-        self.assertEqual([gdbparse.nth_set_bit(0xffffff, b) for b in (0, 5, 23)], [0, 5, 23])
-        self.assertEqual([gdbparse.nth_set_bit(0b1010_0100, b) for b in range(3)], [2, 5, 7])
-        self.assertIsNone(gdbparse.nth_set_bit(0b1, 1))
-
-    def test_kernel_args_found_by_content(self):
-        dev_comm = 0x7f94d4800000
-        words = [0] * 64 + [dev_comm, 0xffffff, 0, 0, 7]
-        self.assertEqual(gdbparse.find_kernel_args(words, {dev_comm}, 24), 64 * 8)
-        self.assertIsNone(gdbparse.find_kernel_args(words, {dev_comm}, 23))  # mask must fit the grid
-        self.assertIsNone(gdbparse.find_kernel_args(words, {0x1234}, 24))  # comm must be a devComm
-
-    def test_running_function_decoded(self):
-        name = "ncclDevFunc_AllReduce_Sum_f32_RING_SIMPLE"
-        self.assertEqual(gdbparse.decode_nccl_kernel_name(name, "ncclDevFunc_")["protocol"], "SIMPLE")
-        self.assertIsNone(gdbparse.decode_nccl_kernel_name(name))
-
 
 def load_bundle(name):
     with lzma.open(os.path.join(DATA, name + ".replay.json.xz"), "rt", encoding="utf-8") as handle:
         return json.load(handle)
 
 
-class ReplayTest(unittest.TestCase):
-    """Needs libncclscope.so (NCCLSCOPE_BUILD); reads only the bundles, no GPU and no CUDA."""
+class NeedsLibrary(unittest.TestCase):
+    """Needs libncclscope.so (NCCLSCOPE_BUILD)."""
 
     def setUp(self):
         build = os.environ.get("NCCLSCOPE_BUILD", "")
@@ -60,6 +43,34 @@ class ReplayTest(unittest.TestCase):
         if not build or not os.path.isfile(path):
             self.skipTest("no libncclscope.so in NCCLSCOPE_BUILD")
         self.lib = library.NativeLibrary(path)
+
+
+class LibraryDecisionTest(NeedsLibrary):
+    """The C API commands the collector asks (decisions: native/src/nccl/kernel_args.cc,
+    tested there in tests/native/kernel_args_test.cc): the request shapes it sends."""
+
+    def test_kernel_names(self):
+        answer, _ = self.lib.run({"command": "kernel-names",
+                                  "names": ["ncclDevKernel_AllReduce_Sum_f32_RING_LL()", "myKernel(float*, int)"]})
+        self.assertEqual(answer["nccl"][0]["protocol"], "LL")
+        self.assertIsNone(answer["nccl"][1])
+
+    def test_kernel_args_from_parsed_words(self):
+        dev_comm = 0x7f94d4800000
+        words = gdbparse.parse_x_words("0x400:\t0x%016x\t0x0000000000ffffff\n0x410:\t0xffffffffffffffff\t0x0" % dev_comm)
+        request = {"command": "kernel-args", "shared_words": [0] * 128 + words, "dev_comms": ["0x%x" % dev_comm],
+                   "nblocks": 24, "args_layout": {"comm_offset": 0, "channel_mask_offset": 8, "size": 32}}
+        answer, _ = self.lib.run(request)
+        self.assertEqual(answer, {"found": True, "args_shared_offset": "0x400", "dev_comm": "0x7f94d4800000",
+                                  "channel_mask": "0xffffff", "channel_id_offset": 0x420})
+        request["nblocks"] = 23
+        answer, _ = self.lib.run(request)
+        self.assertFalse(answer["found"])
+        self.assertIn("23-bit channel mask in 132 shared words", answer["reason"])
+
+
+class ReplayTest(NeedsLibrary):
+    """Reads only the bundles, no GPU and no CUDA."""
 
     def replay(self, name):
         bundle = load_bundle(name)

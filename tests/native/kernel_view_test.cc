@@ -32,10 +32,12 @@ json state_with(json connections) {
              {"device", {{"dev_comm", "0xd0"}, {"nccl_steps", 8}, {"channels", json::array({channel})}}}}}}};
 }
 
+// One kernel on device 0 as the gdb extension passes it: its arguments found (comm
+// dev_comm, channel mask 0x1), block 0 running a RING function of this protocol.
 json kernel(const char* protocol, const char* dev_comm = "0xd0") {
-  return json::array({{{"kernel", 0}, {"device", 0}, {"dev_comm", dev_comm},
-                       {"blocks", {{{"block", 0}, {"channel", 0},
-                                    {"running", {{"algorithm", "RING"}, {"protocol", protocol}}}}}}}});
+  json args = {{"found", true}, {"dev_comm", dev_comm}, {"channel_mask", "0x1"}, {"args_shared_offset", "0x400"}};
+  json block = {{"block", 0}, {"function", std::string("ncclDevFunc_AllReduce_Sum_f32_RING_") + protocol}};
+  return json::array({{{"kernel", 0}, {"device", 0}, {"args", args}, {"blocks", json::array({block})}}});
 }
 
 json only_block(const json& view) { return view.at(0).at("blocks").at(0); }
@@ -131,4 +133,7 @@ BOOST_AUTO_TEST_CASE(garbage_documents_do_not_throw) {
     json view = nsc::build_kernel_view(state, kernel("SIMPLE"));
     BOOST_TEST(only_block(view)["state"] == "unknown");
   }
+  // Kernels that are not a list of objects (a front end's bad request) give no view, not a throw.
+  for (const json& kernels : {json(nullptr), json(5), json("x"), json::array({1, "x", nullptr}), json{{"a", 1}}})
+    BOOST_TEST(nsc::build_kernel_view(json::object(), kernels).size() == 0u);
 }

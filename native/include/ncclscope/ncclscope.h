@@ -45,6 +45,9 @@ typedef int (*nsc_read_memory_fn)(void *context, uint64_t address, void *buffer,
  * {"command":"classify-threads", "threads":[{"name":..., "frames":[{"function",
  * "module", "pc"}...]}...]} returns {"blocked_in":["cudaStreamSynchronize", ...]}:
  * the library's classes (docs/schema-state.md) for frames a debugger unwound.
+ * {"command":"render", "view":"state"|"comm"|"ring"|"proxy"|"threads"|"kernels",
+ * "data":{...}, "context":{state document}, "expand":false, "frames":N} returns
+ * {"text":"..."}: the library's one text of that view (the CLI prints the same).
  * {"command":"audit", "state":{...}, "name":"rank0", "text":true} returns the
  * ncclscope.audit/1 document (docs/audit.md) over that state document (without
  * "state": over one decoded from the target as above), its text in "text". */
@@ -57,7 +60,17 @@ nsc_error *nsc_run_json(const char *request_json, nsc_read_memory_fn read_memory
  *   {"command":"kernel-view", ...target as above..., "kernels":[...]}
  * joins the kernels the debugger saw (docs/kernels.md) with them and returns an
  * ncclscope.kernels/1 document; given "state" (a state document decoded with a
- * device reader), kernel-view only joins and reads no memory. */
+ * device reader), kernel-view only joins and reads no memory. The decisions on what
+ * cuda-gdb showed are the library's (docs/kernels.md):
+ *   {"command":"kernel-names", "names":["ncclDevKernel_...()", ...]}
+ *     -> {"nccl":[{"kernel_name","collective","op","datatype","algorithm","protocol"} | null]}
+ *   {"command":"kernel-args", "shared_words":[u64 | "0x..."], "dev_comms":["0x..."],
+ *    "nblocks":24, "args_layout":{"comm_offset","channel_mask_offset","size"}}
+ *     -> {"found":true, "args_shared_offset", "dev_comm", "channel_mask", "channel_id_offset"}
+ *      | {"found":false, "reason"}
+ * and each kernel-view kernel carries the raw material: cuda-gdb's row, "nblocks",
+ * "args" (the kernel-args answer), per block "function" (`info symbol $pc`) and
+ * "channel_word" (the shared word at channel_id_offset). */
 nsc_error *nsc_run_json_device(const char *request_json, nsc_read_memory_fn read_memory,
                                void *read_context, nsc_read_memory_fn read_device,
                                void *device_context, char **json_out);

@@ -10,6 +10,7 @@
 
 #include "audit/audit.h"
 #include "audit/audit_text.h"
+#include "nccl/kernel_args.h"
 #include "snapshot/kernels_document.h"
 #include "snapshot/numerics_document.h"
 #include "snapshot/numerics_text.h"
@@ -149,6 +150,12 @@ nsc_error* nsc_run_json_device(const char* request_json, nsc_read_memory_fn read
     if (command == "render") {
       nlohmann::json text = {{"text", render_request(request)}};
       *json_out = copy_string(text.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      return nullptr;
+    }
+    if (command == "kernel-names" || command == "kernel-args") {  // decisions on what cuda-gdb showed
+      nlohmann::json answer = command == "kernel-names" ? nsc::kernel_names_answer(request)
+                                                        : nsc::kernel_args_answer(request);
+      *json_out = copy_string(answer.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
       return nullptr;
     }
     if (command == "numerics") {

@@ -3,6 +3,7 @@
 #include <map>
 #include <set>
 
+#include "nccl/kernel_args.h"
 #include "util/json_access.h"
 #include "util/strings.h"
 
@@ -229,7 +230,9 @@ json connection_wait(const json& connection, const std::string& protocol, uint64
 
 json build_kernel_view(const json& state, const json& kernels) {
   json out = json::array();
-  for (const json& kernel : kernels) {
+  for (const json& seen : kernels.is_array() ? kernels : json::array()) {
+    if (!seen.is_object()) continue;
+    json kernel = kernel_facts(seen);
     json view = kernel;
     view.erase("blocks");
     std::string match;

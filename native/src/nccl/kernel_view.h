@@ -11,10 +11,9 @@ namespace nsc {
 
 // state: an ncclscope.state/1 document whose communicators carry a "device"
 // section (connection_decoder). kernels: what the debugger saw, one entry per
-// kernel: {"kernel", "device", "grid", "status", "grid_dim", "block_dim", "invocation",
-// "nccl":{collective, op, datatype, algorithm, protocol}, "dev_comm", "channel_mask",
-// "blocks":[{"block", "channel", "channel_source", "function",
-//            "running":{algorithm, protocol}}]}.
+// kernel, the raw material nccl/kernel_args.h `kernel_facts` turns into its channels and
+// names: cuda-gdb's row, "nblocks", "args" (the C API's kernel-args answer), and per
+// block its `info symbol $pc` function and the shared word at the channel id offset.
 // Returns the `kernels` array of ncclscope.kernels/1 without the "text" of its waits
 // (snapshot/kernels_document.cc adds them).
 nlohmann::json build_kernel_view(const nlohmann::json& state, const nlohmann::json& kernels);
