@@ -585,8 +585,8 @@ std::string render_state_list(const json& document) {
 }
 
 std::string render_comm_details(const json& communicators, const ViewOptions& options) {
+  if (!communicators.is_array() || communicators.empty()) return "no communicators\n";
   std::string out;
-  if (!communicators.is_array()) return out;
   for (size_t i = 0; i < communicators.size(); ++i)
     out += (i ? "\n" : "") + joined_lines(comm_detail_lines(communicators[i], options));
   return out;
