@@ -47,6 +47,15 @@ if command -v gdb > /dev/null; then
   check "gcore: no SECRET_TOKEN in any output" no_secret "$work/core.json" "$work/core.err" "$work/core.txt"
   "$cli" slice "$work/fixture.core" -o "$work/small.core" --profile-path "$work/profiles" > /dev/null 2>&1
   check "slice: exit 0" test $? = 0
+  check "gcore: the secret's value is in the whole core" grep -qa "SECRET_TOKEN=hunter2" "$work/fixture.core"
+  check "slice: no value of a variable outside the allowlist (hunter2, PATH's) in the slice" \
+    bash -c '! grep -qa "hunter2\|$0" "$1"' "$PATH" "$work/small.core"
+  check "slice: the allowlisted values are kept" grep -qa "RANK=5" "$work/small.core"
+  "$cli" slice "$work/fixture.core" -o "$work/small2.core" --profile-path "$work/profiles" --json > "$work/slice.json" 2>/dev/null
+  check "slice --json: environment bytes dropped counted" python3 -c '
+import json, sys
+figures = json.load(open(sys.argv[1]))
+sys.exit(0 if figures["environment_bytes_redacted"] > len("hunter2") else 1)' "$work/slice.json"
   "$cli" state --json --core "$work/small.core" --profile-path "$work/profiles" > "$work/small.json" 2>/dev/null
   check "slice: the same launcher object" python3 -c '
 import json, sys

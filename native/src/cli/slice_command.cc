@@ -1,6 +1,8 @@
 // `ncclscope slice CORE -o SMALL.core`: a small valid core that keeps the notes,
 // thread stacks, ELF headers, the dynamic linker's list, every range the
 // decoders read (host-memory buffers of launched collectives included), and --keep-region ranges; everything else becomes "not saved".
+// The environment strings on the initial stack are dropped but for the launcher's allowlisted
+// values (a slice is made to be shared: tokens and keys in the environment must not travel).
 #include <cstdio>
 #include <iostream>
 
@@ -112,18 +114,29 @@ bool verify_slice(CoreFile& original, const std::string& output_path,
 }
 
 nlohmann::json figures_json(const SliceRequest& request, const SliceStats& stats,
-                            size_t decoder_ranges, size_t communicators) {
+                            size_t decoder_ranges, size_t communicators, uint64_t environment_redacted) {
   return {{"core", request.core_path},          {"output", request.output_path},
           {"input_bytes", stats.input_bytes},   {"output_bytes", stats.output_bytes},
           {"kept_bytes", stats.kept_bytes},     {"load_segments", stats.load_segments},
           {"note_bytes", stats.note_bytes},     {"decoder_ranges", decoder_ranges},
-          {"communicators", communicators}};
+          {"communicators", communicators},     {"environment_bytes_redacted", environment_redacted}};
+}
+
+// The environment strings of the initial stack hold secrets (tokens, keys). A slice keeps
+// the stack's pages, so these bytes are redacted instead of dropped: every byte but the NULs
+// becomes '*', except what the decoders (and --keep-region) read: every name and the
+// allowlisted values of target/launcher_environment.h. envp[] and the strings stay well formed.
+std::vector<AddressRange> environment_to_redact(CoreFile& core, const std::vector<AddressRange>& read) {
+  LauncherEnvironment environment = read_launcher_environment(core);
+  if (environment.strings_end <= environment.strings_start) return {};
+  std::vector<AddressRange> redact{{environment.strings_start, environment.strings_end}};
+  for (const AddressRange& range : read) redact = without_range(redact, range);
+  return redact;
 }
 
 int slice(const SliceRequest& request, bool json_output) {
   auto core = open_core_file(request.core_path, request.executable);
   std::vector<AddressRange> keep = default_keep_ranges(*core, SliceKeepOptions{});
-  keep.insert(keep.end(), request.extra_ranges.begin(), request.extra_ranges.end());
   std::vector<AddressRange> decoded;
   size_t communicators = 0;
   int exit_code = kExitOk;
@@ -135,19 +148,26 @@ int slice(const SliceRequest& request, bool json_output) {
       exit_code = kExitPartial;
       decoded = record_recorder_reads(*core);
     }
-    keep.insert(keep.end(), decoded.begin(), decoded.end());
   }
+  std::vector<AddressRange> read = decoded;
+  read.insert(read.end(), request.extra_ranges.begin(), request.extra_ranges.end());
+  std::vector<AddressRange> redact = environment_to_redact(*core, read);
+  keep.insert(keep.end(), read.begin(), read.end());
   keep = merge_ranges(std::move(keep));
-  SliceStats stats = write_sliced_core(*core, keep, request.output_path);
-  if (!verify_slice(*core, request.output_path, keep))
+  SliceStats stats = write_sliced_core(*core, keep, request.output_path, redact);
+  std::vector<AddressRange> verified = keep;
+  for (const AddressRange& range : redact) verified = without_range(verified, range);
+  if (!verify_slice(*core, request.output_path, verified))
     throw BadInput("slice " + request.output_path + ": verification failed (kept bytes differ)");
   if (json_output) {
-    std::cout << figures_json(request, stats, decoded.size(), communicators).dump(2) << "\n";
+    std::cout << figures_json(request, stats, decoded.size(), communicators, stats.redacted_bytes).dump(2) << "\n";
   } else {
-    std::printf("%s: %.1f MB -> %s: %.2f MB (%llu bytes of memory kept, %llu segments, %zu decoder ranges, %zu communicators)\n",
+    std::printf("%s: %.1f MB -> %s: %.2f MB (%llu bytes of memory kept, %llu segments, %zu decoder ranges, %zu communicators, "
+                "%llu bytes of environment values redacted)\n",
                 request.core_path.c_str(), stats.input_bytes / 1e6, request.output_path.c_str(),
                 stats.output_bytes / 1e6, static_cast<unsigned long long>(stats.kept_bytes),
-                static_cast<unsigned long long>(stats.load_segments), decoded.size(), communicators);
+                static_cast<unsigned long long>(stats.load_segments), decoded.size(), communicators,
+                static_cast<unsigned long long>(stats.redacted_bytes));
   }
   return exit_code;
 }

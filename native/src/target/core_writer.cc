@@ -83,6 +83,26 @@ Elf64_Ehdr output_header(const CoreFile& core, size_t phdr_count) {
   return header;
 }
 
+// A copy of [vaddr, vaddr + size) with the bytes inside `redact` written as '*' (NULs kept);
+// empty when no redact range touches it. Counts the bytes changed in *redacted.
+std::vector<uint8_t> redacted_copy(const uint8_t* bytes, uint64_t vaddr, uint64_t size,
+                                   const std::vector<AddressRange>& redact, uint64_t* redacted) {
+  std::vector<uint8_t> copy;
+  for (const AddressRange& range : redact) {
+    uint64_t start = std::max(range.start, vaddr), end = std::min(range.end, vaddr + size);
+    if (start >= end) continue;
+    if (copy.empty()) copy.assign(bytes, bytes + size);
+    for (uint64_t at = start; at < end; ++at) {
+      uint8_t& byte = copy[at - vaddr];
+      if (byte != 0 && byte != '*') {
+        byte = '*';
+        ++*redacted;
+      }
+    }
+  }
+  return copy;
+}
+
 }  // namespace
 
 std::vector<SlicePiece> plan_slice(const CoreFile& core, const std::vector<AddressRange>& keep) {
@@ -105,7 +125,7 @@ std::vector<SlicePiece> plan_slice(const CoreFile& core, const std::vector<Addre
 }
 
 SliceStats write_sliced_core(const CoreFile& core, const std::vector<AddressRange>& keep,
-                             const std::string& output_path) {
+                             const std::string& output_path, const std::vector<AddressRange>& redact) {
   struct stat input, output;
   if (stat(core.path().c_str(), &input) == 0 && stat(output_path.c_str(), &output) == 0 &&
       input.st_dev == output.st_dev && input.st_ino == output.st_ino)
@@ -160,7 +180,9 @@ SliceStats write_sliced_core(const CoreFile& core, const std::vector<AddressRang
     const Elf64_Phdr& phdr = phdrs[notes.size() + i];
     if (!phdr.p_filesz) continue;
     out.pad_to(phdr.p_offset);
-    out.write(core.file_bytes() + pieces[i].input_offset, phdr.p_filesz);
+    const uint8_t* bytes = core.file_bytes() + pieces[i].input_offset;
+    std::vector<uint8_t> redacted = redacted_copy(bytes, pieces[i].vaddr, phdr.p_filesz, redact, &stats.redacted_bytes);
+    out.write(redacted.empty() ? bytes : redacted.data(), phdr.p_filesz);
   }
   stats.output_bytes = out.offset();
   out.close();

@@ -18,6 +18,7 @@ struct SliceStats {
   uint64_t kept_bytes = 0;      // memory bytes carried in the output
   uint64_t load_segments = 0;   // PT_LOADs written
   uint64_t note_bytes = 0;
+  uint64_t redacted_bytes = 0;  // bytes written as '*' (see write_sliced_core)
 };
 
 // One output PT_LOAD: [vaddr, vaddr+memsz) with bytes from the input when `saved`.
@@ -33,7 +34,8 @@ struct SlicePiece {
 std::vector<SlicePiece> plan_slice(const CoreFile& core, const std::vector<AddressRange>& keep);
 
 // Writes the sliced core; throws nsc::BadInput naming output_path on I/O failure.
+// Kept bytes inside `redact` are written as '*' (NULs stay NULs): secrets on a kept page.
 SliceStats write_sliced_core(const CoreFile& core, const std::vector<AddressRange>& keep,
-                             const std::string& output_path);
+                             const std::string& output_path, const std::vector<AddressRange>& redact = {});
 
 }  // namespace nsc

@@ -197,17 +197,25 @@ std::optional<std::string> read_name(Target& target, uint64_t addr, uint64_t lim
   return std::string(begin, stop);
 }
 
-// Reads a NUL-terminated value (recorded); reason set when truncated or unreadable.
+// Reads a NUL-terminated value; reason set when truncated or unreadable. Found without
+// recording, then exactly its bytes and NUL read again recorded: a slice keeps this value
+// and not the neighbouring strings a block read would cover.
 std::optional<std::string> read_value(Target& target, uint64_t addr, uint64_t limit, std::string* why) {
   std::string value;
+  const uint64_t start = addr;
   char block[256];
   while (value.size() < kMaxValueBytes) {
     if (addr >= limit) { *why = "runs to the end of the stack mapping without a NUL"; return std::nullopt; }
     size_t want = std::min<uint64_t>({sizeof block, limit - addr, kMaxValueBytes - value.size()});
     ReadError error;
-    size_t got = read_prefix(target, addr, block, want, true, &error);
+    size_t got = read_prefix(target, addr, block, want, false, &error);
     const char* nul = static_cast<const char*>(std::memchr(block, 0, got));
-    if (nul) return value.append(block, nul - block);
+    if (nul) {
+      value.append(block, nul - block);
+      std::string recorded(value.size() + 1, '\0');
+      if (!target.read(start, recorded.data(), recorded.size(), &error)) { *why = "unreadable: " + error.message(); return std::nullopt; }
+      return value;
+    }
     value.append(block, got);
     if (got < want) { *why = "truncated: " + error.message(); return std::nullopt; }
     addr += got;
@@ -276,6 +284,34 @@ void read_strings(Target& target, const InitialStack& stack, const std::vector<u
   if (unreadable)
     out->notes.push_back(std::to_string(unreadable) + " environment string(s) unreadable (first: " +
                          first_unreadable + ")");
+}
+
+// The end of the NUL-terminated string at addr (unrecorded reads), 0 when none within the mapping.
+uint64_t string_end(Target& target, uint64_t addr, uint64_t limit) {
+  char block[256];
+  for (uint64_t at = addr; at < limit && at - addr < kMaxValueBytes + 256;) {
+    size_t want = std::min<uint64_t>(sizeof block, limit - at);
+    if (!target.scan_read(at, block, want, nullptr)) return 0;
+    if (const char* nul = static_cast<const char*>(std::memchr(block, 0, want))) return at + (nul - block) + 1;
+    at += want;
+  }
+  return 0;
+}
+
+// [lowest string start, end of the environment strings): AT_EXECFN's string follows them.
+void locate_strings(Target& target, const InitialStack& stack, const std::vector<uint64_t>& starts,
+                    LauncherEnvironment* out) {
+  uint64_t low = 0, high = 0;
+  for (uint64_t start : starts)
+    if (start != 0) {
+      low = low == 0 ? start : std::min(low, start);
+      high = std::max(high, start);
+    }
+  if (low == 0) return;
+  uint64_t end = stack.env_end != 0 && stack.env_end > high ? stack.env_end : string_end(target, high, stack.region->end);
+  if (end == 0) return;
+  out->strings_start = low;
+  out->strings_end = end;
 }
 
 LauncherEnvironment unavailable(std::string why) {
@@ -380,7 +416,9 @@ LauncherEnvironment read_initial_stack_environment(Target& target, const std::ve
   if (array.cleared)
     out.notes.push_back(std::to_string(array.cleared) + " envp[] slot(s) cleared by the program (unsetenv): "
                         "the strings they pointed to are not known");
-  read_strings(target, stack, original_string_starts(target, stack, array.slots, &out), &out);
+  std::vector<uint64_t> starts = original_string_starts(target, stack, array.slots, &out);
+  read_strings(target, stack, starts, &out);
+  locate_strings(target, stack, starts, &out);
   return out;
 }
 

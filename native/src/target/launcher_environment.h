@@ -25,6 +25,10 @@ struct LauncherEnvironment {
   std::string source;       // "initial stack" or "/proc/PID/environ"; "" when not read
   std::string unavailable;  // why nothing could be read ("" when read)
   std::vector<std::string> notes;  // what limited the answer (rewritten slots, truncated strings)
+  // In a core: where the launcher's environment strings lie on the initial stack, [start, end);
+  // 0/0 when not found. `ncclscope slice` drops these bytes but for the allowlisted values.
+  uint64_t strings_start = 0;
+  uint64_t strings_end = 0;
 };
 
 // Live (LiveProcess): /proc/PID/environ. Otherwise: the initial stack, through target.auxv().

@@ -18,6 +18,19 @@ std::vector<AddressRange> merge_ranges(std::vector<AddressRange> ranges) {
   return merged;
 }
 
+std::vector<AddressRange> without_range(const std::vector<AddressRange>& ranges, AddressRange cut) {
+  std::vector<AddressRange> out;
+  for (const AddressRange& range : ranges) {
+    if (range.end <= cut.start || range.start >= cut.end) {
+      out.push_back(range);
+      continue;
+    }
+    if (range.start < cut.start) out.push_back({range.start, cut.start});
+    if (range.end > cut.end) out.push_back({cut.end, range.end});
+  }
+  return out;
+}
+
 void RecordingTarget::record(uint64_t addr, size_t len) {
   ++read_count_;
   if (len == 0) return;

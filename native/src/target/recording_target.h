@@ -18,6 +18,8 @@ struct AddressRange {
 
 // Sorts and merges overlapping or touching ranges.
 std::vector<AddressRange> merge_ranges(std::vector<AddressRange> ranges);
+// ranges with every byte of `cut` removed (a range that straddles it is split in two).
+std::vector<AddressRange> without_range(const std::vector<AddressRange>& ranges, AddressRange cut);
 
 class RecordingTarget : public Target {
  public:
