@@ -21,6 +21,11 @@ from .validate import check_state_document
 MEMORY_MODES = ["auto", "library", "callback"]
 REMOTE_CONNECTIONS = ("remote", "extended-remote")
 MAX_REGIONS = 100000
+# The registers of frame 0 the library unwinds from (x86-64 DWARF 0-16: rax rdx rcx rbx rsi
+# rdi rbp rsp r8-r15 rip) and reads besides (the system call a thread sits in, its TCB).
+X86_64_REGISTERS = ("rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10",
+                    "r11", "r12", "r13", "r14", "r15", "rip", "orig_rax", "fs_base")
+X86_64_ARCHITECTURES = ("i386:x86-64",)
 
 
 class TargetInfo:
@@ -165,6 +170,93 @@ def memory_regions(target):
     return mappings[:MAX_REGIONS]
 
 
+def _architecture_name():
+    try:
+        return gdb.selected_inferior().architecture().name()  # gdb 12+
+    except (AttributeError, gdb.error, RuntimeError):
+        pass
+    try:
+        return gdb.newest_frame().architecture().name()
+    except (gdb.error, RuntimeError):
+        return ""
+
+
+def _vdso_address():
+    """AT_SYSINFO_EHDR from `info auxv` (a core's mappings do not name the vDSO), or None."""
+    try:
+        text = _execute("info auxv")
+    except gdb.error:
+        return None
+    for line in text.splitlines():
+        words = line.split()
+        if len(words) > 2 and words[1] == "AT_SYSINFO_EHDR" and words[-1].startswith("0x"):
+            return int(words[-1], 16)
+    return None
+
+
+def _name_vdso(regions):
+    """Names the unnamed region holding the vDSO "[vdso]", as a live process's mappings do:
+    the library reads the vDSO's unwind tables from it."""
+    if any(region.get("path") == "[vdso]" for region in regions):
+        return
+    address = _vdso_address()
+    for region in regions if address is not None else []:
+        if not region.get("path") and int(region["start"], 16) <= address < int(region["end"], 16):
+            region["path"] = "[vdso]"
+            return
+
+
+def _frame_zero_registers():
+    """{name: "0x..."} of the selected thread's innermost frame; one gdb cannot read is left out."""
+    frame = gdb.newest_frame()
+    registers = {}
+    for name in X86_64_REGISTERS:
+        try:
+            registers[name] = "0x%x" % (int(frame.read_register(name)) & 0xffffffffffffffff)
+        except (gdb.error, ValueError, TypeError, RuntimeError):
+            continue  # <unavailable>, or a register this gdb does not know
+    return registers
+
+
+def thread_registers(threads, architecture):
+    """The callback request's "threads": tid, name and (x86-64) frame 0's registers of each.
+
+    Each stopped thread is switched to, to read its registers; the selected thread and frame are
+    restored afterwards and nothing is resumed. Running threads (non-stop) are not touched.
+    """
+    selected_thread = gdb.selected_thread()
+    try:
+        selected_frame = gdb.selected_frame()
+    except gdb.error:
+        selected_frame = None
+    records = []
+    try:
+        for thread in sorted(threads, key=lambda item: item.num):
+            if not thread.is_valid():
+                continue
+            pid, lwp, tid = thread.ptid
+            record = {"tid": lwp or tid or pid, "name": thread.name or ""}
+            if architecture not in X86_64_ARCHITECTURES:
+                pass  # the library says once that it reads x86-64 registers only
+            elif thread.is_running():
+                record["registers_unavailable"] = "thread is running"
+            else:
+                thread.switch()
+                try:
+                    registers = _frame_zero_registers()
+                except gdb.error as error:
+                    registers, record["registers_unavailable"] = None, str(error)
+                if registers:
+                    record["registers"] = registers
+            records.append(record)
+    finally:
+        if selected_thread is not None and selected_thread.is_valid():
+            selected_thread.switch()
+            if selected_frame is not None and selected_frame.is_valid():
+                selected_frame.select()
+    return records
+
+
 def _parameter(name, default=""):
     try:
         value = gdb.parameter(name)
@@ -232,14 +324,21 @@ class GdbSession:
             request["pid"] = target.pid
         return request
 
-    def callback_request(self, target):
+    def callback_request(self, target, threads=False):
+        """threads: also each thread's frame-0 registers, so that the library unwinds the
+        stacks over gdb's memory (switches threads, restores the selection)."""
         request = self.base_request(target)
         request["use_callback"] = True
         if target.kind in ("live", "core") and target.pid:
             request["pid"] = target.pid  # a label only: the library reads through the callback
         regions = memory_regions(target)
         if regions:
+            if threads:
+                _name_vdso(regions)
             request["regions"] = regions
+        if threads:
+            request["architecture"] = _architecture_name()
+            request["threads"] = thread_registers(gdb.selected_inferior().threads(), request["architecture"])
         return request
 
     def choose_mode(self, target):
@@ -300,7 +399,7 @@ class GdbSession:
                 # The library may be unable to open this target itself: let gdb supply the memory.
                 first_error = error
         try:
-            document, _partial = library.run(self.callback_request(target), read_target_memory)
+            document, _partial = library.run(self.callback_request(target, threads=True), read_target_memory)
         except NativeError as error:
             # Both failed: the library's own reading names the real problem best.
             raise UsageError("ncclscope: %s" % (first_error or error).message)

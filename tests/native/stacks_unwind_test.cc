@@ -316,12 +316,12 @@ BOOST_AUTO_TEST_CASE(live_unwind_bounds_frames_and_names_bad_pids) {
   BOOST_TEST(none.empty());
   BOOST_REQUIRE(warnings.size() == 1u);
   BOOST_TEST(warnings[0].find("stacks pid 999999999: dwfl_linux_proc_report") == 0u);
-  // Memory from a callback (gdb's), no core and no process of ours: said, no stacks.
+  // Memory from a callback (gdb's) without threads: said, no stacks.
   warnings.clear();
   nsc::CallbackTarget from_gdb("gdb memory", 0, nullptr, {}, "");
   BOOST_TEST(nsc::unwind_threads(from_gdb, nsc::StackOptions{}, &warnings).empty());
   BOOST_REQUIRE(warnings.size() == 1u);
-  BOOST_TEST(warnings[0] == "stacks gdb memory: no core file and no process to unwind");
+  BOOST_TEST(warnings[0] == "stacks gdb memory: no core file, no process of ours and no thread registers to unwind from");
 }
 
 BOOST_AUTO_TEST_CASE(core_of_the_fixture_unwinds_with_sysroot_solib_and_mismatch,

@@ -40,7 +40,11 @@ typedef int (*nsc_read_memory_fn)(void *context, uint64_t address, void *buffer,
  *    "executable":"/path/exe",              optional
  *    "sysroot":"DIR", "solib_search_path":"DIR:DIR", "profile_path":"DIR:DIR",
  *    "force_mismatch":false, "freeze":false,
- *    "use_callback":false}                  read through read_memory instead
+ *    "use_callback":false,                  read through read_memory instead; then also
+ *    "regions":[{"start":"0x..","end":"0x..","path":..,"file_offset":"0x.."}...],
+ *    "threads":[{"tid":N,"name":"..","registers":{"rip":"0x..","rsp":"0x..",...}}...],
+ *    "architecture":"i386:x86-64"}          x86-64 registers of each thread's frame 0: the
+ *                                           library unwinds the stacks over read_memory
  * read_memory may be NULL. A document is returned even with a PARTIAL error.
  * {"command":"classify-threads", "threads":[{"name":..., "frames":[{"function",
  * "module", "pc"}...]}...]} returns {"blocked_in":["cudaStreamSynchronize", ...]}:

@@ -69,6 +69,8 @@ nsc::StateRequest state_request_from_json(const nlohmann::json& request, nsc_rea
     if (read_memory == nullptr) throw nsc::UsageError("use_callback set but no read_memory callback given");
     state.read_memory = wrap_callback(read_memory, context);
     state.callback_regions = request.value("regions", nlohmann::json::array());
+    state.callback_threads = request.value("threads", nlohmann::json::array());
+    state.callback_architecture = request.value("architecture", "");
   }
   return state;
 }

@@ -22,11 +22,13 @@
 #include "torch/pg_join.h"
 #include "stacks/thread_stacks.h"
 #include "target/callback_target.h"
+#include "target/core_notes.h"
 #include "target/core_file.h"
 #include "target/launcher_environment.h"
 #include "target/library_resolver.h"
 #include "target/live_process.h"
 #include "util/errors.h"
+#include "util/json_access.h"
 #include "util/schemas.h"
 #include "util/strings.h"
 
@@ -34,6 +36,62 @@ namespace nsc {
 namespace {
 
 using nlohmann::json;
+
+bool is_x86_64_name(const std::string& architecture) {
+  return architecture.empty() || architecture == "i386:x86-64" || architecture == "x86-64" ||
+         architecture == "x86_64";
+}
+
+// One register value as the front end sent it: "0x..." (or decimal) text, or a JSON number.
+std::optional<uint64_t> register_value(const json& value) {
+  uint64_t number = 0;
+  if (value.is_number_unsigned()) return value.get<uint64_t>();
+  if (value.is_number_integer()) return static_cast<uint64_t>(value.get<int64_t>());
+  if (value.is_string() && parse_u64(value.get<std::string>(), &number)) return number;
+  return std::nullopt;
+}
+
+// A thread of the front end: its registers become an NT_PRSTATUS (core_notes); what is
+// wrong with them (missing, not numbers, another architecture) stays with the thread.
+ThreadInfo callback_thread(const json& entry, const std::string& architecture) {
+  if (!entry.is_object() || !json_member(entry, "tid").is_number_integer())
+    throw UsageError("threads: each entry needs an integer \"tid\"");
+  ThreadInfo thread;
+  thread.tid = json_member(entry, "tid").get<int>();
+  if (json_member(entry, "name").is_string()) thread.name = json_member(entry, "name").get<std::string>();
+  const json& registers = json_member(entry, "registers");
+  const json& unavailable = json_member(entry, "registers_unavailable");
+  if (!is_x86_64_name(architecture)) {
+    thread.registers_unavailable = "registers of " + architecture + " are not understood (x86-64 only)";
+  } else if (!registers.is_object()) {
+    thread.registers_unavailable = unavailable.is_string() ? unavailable.get<std::string>()
+                                                           : "the front end sent no registers";
+  } else {
+    NamedRegisters named;
+    for (const auto& [name, value] : registers.items()) {
+      std::optional<uint64_t> number = register_value(value);
+      if (number) named[name] = *number;
+    }
+    std::vector<std::string> missing = missing_unwind_registers(named);
+    if (missing.empty()) {
+      thread.prstatus = prstatus_from_registers(thread.tid, named);
+    } else {
+      std::string names;
+      for (const std::string& name : missing) names += (names.empty() ? "" : ", ") + name;
+      thread.registers_unavailable = "no " + names + " from the front end";
+      if (unavailable.is_string()) thread.registers_unavailable += " (" + unavailable.get<std::string>() + ")";
+    }
+  }
+  return thread;
+}
+
+std::vector<ThreadInfo> callback_threads(const StateRequest& request) {
+  std::vector<ThreadInfo> threads;
+  if (!request.callback_threads.is_array()) throw UsageError("threads: not a list");
+  for (const json& entry : request.callback_threads)
+    threads.push_back(callback_thread(entry, request.callback_architecture));
+  return threads;
+}
 
 std::unique_ptr<Target> open_callback_target(const StateRequest& request) {
   std::vector<MemoryRegion> regions;
@@ -50,8 +108,10 @@ std::unique_ptr<Target> open_callback_target(const StateRequest& request) {
     parse_u64(entry.value("file_offset", "0x0"), &region.file_offset);
     regions.push_back(region);
   }
-  return std::make_unique<CallbackTarget>(request.callback_description, request.pid, request.read_memory,
-                                          std::move(regions), request.executable);
+  auto target = std::make_unique<CallbackTarget>(request.callback_description, request.pid, request.read_memory,
+                                                 std::move(regions), request.executable);
+  target->set_threads(callback_threads(request));
+  return target;
 }
 
 
@@ -362,25 +422,28 @@ json unwind_threads(Target& target, const StateRequest& request, json* warnings_
   return threads;
 }
 
-// Live threads without unwinding (no ptrace): names and states only.
+// Threads without unwinding (live: no ptrace): names and states only.
 json thread_list(Target& target) {
   json threads = json::array();
   for (const ThreadInfo& thread : target.threads())
     threads.push_back({{"tid", thread.tid}, {"name", valid_utf8(thread.name)},
-                       {"state", std::string(1, thread.state)}, {"frames", json::array()},
-                       {"blocked_in", nullptr}});
+                       {"state", thread.state == '?' ? json(nullptr) : json(std::string(1, thread.state))},
+                       {"frames", json::array()}, {"blocked_in", nullptr}});
   return threads;
 }
 
 // The document's threads (unwound when asked and possible) and the unwinder's warnings.
 void add_threads(Target& target, const StateRequest& request, json* document,
                  json warnings = json::array()) {
-  bool can_unwind = target.is_core() || (request.pid > 0 && request.live_stacks && !request.read_memory);
+  // A callback target unwinds over its memory and the registers the front end sent with its threads.
+  bool from_front_end = request.read_memory && !request.callback_threads.empty();
+  bool can_unwind = target.is_core() || from_front_end ||
+                    (request.pid > 0 && request.live_stacks && !request.read_memory);
   if (request.stacks && can_unwind) {
     // The unwinder ends a freeze we hold (state is already read): libdwfl stops each thread itself.
     (*document)["threads"] = unwind_threads(target, request, &warnings);
   } else {
-    (*document)["threads"] = request.read_memory ? json::array() : thread_list(target);
+    (*document)["threads"] = thread_list(target);  // a callback target: the front end's threads, if any
   }
   (*document)["warnings"] = warnings;
 }

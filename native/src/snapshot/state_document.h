@@ -40,6 +40,11 @@ struct StateRequest {
   // With read_memory: the process's regions, [{"start":"0x..","end":"0x..","writable":true,
   // "shared":false,"path":"/usr/lib/libnccl.so.2","file_offset":"0x0"}] (gdb: info proc mappings).
   nlohmann::json callback_regions = nlohmann::json::array();
+  // With read_memory: the threads and the registers of their innermost frame, as the front end
+  // read them: [{"tid": N, "name": "..", "registers": {"rip": "0x..", "rsp": "0x..", ...}}]
+  // (x86-64 names; "registers_unavailable": why none). Stacks are then unwound over read_memory.
+  nlohmann::json callback_threads = nlohmann::json::array();
+  std::string callback_architecture;  // the front end's name for it ("i386:x86-64"); "" unknown
   std::string callback_description = "gdb inferior";
 };
 

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
@@ -18,8 +19,10 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <sstream>
 
+#include "target/build_ids.h"
 #include "target/core_file.h"
 #include "target/core_notes.h"
 #include "target/ptrace_freezer.h"
@@ -43,6 +46,13 @@ std::string hex_bytes(const void* bytes, size_t length) {
     out += kDigits[data[i] & 0xf];
   }
   return out;
+}
+
+std::vector<unsigned char> bytes_of_hex(const std::string& text) {
+  std::vector<unsigned char> bytes;
+  for (size_t at = 0; at + 1 < text.size(); at += 2)
+    bytes.push_back(static_cast<unsigned char>(std::stoul(text.substr(at, 2), nullptr, 16)));
+  return bytes;
 }
 
 std::string dwfl_error_text() {
@@ -84,6 +94,10 @@ struct UnwindSession {
   std::map<int, ThreadInfo> core_threads;  // core: tid -> its notes (name, NT_PRSTATUS)
   std::map<Dwfl_Module*, BuildIdMismatch> mismatches;
   std::map<Dwfl_Module*, std::string> module_labels;  // cache
+  std::string executable_name;      // when entry_point is unknown: the executable's basename
+  std::string executable_build_id;  // and the build-id of options.executable's file
+  std::vector<char> vdso_image;  // over Target::read: the vDSO's bytes (libdwfl's Elf lives on them)
+  std::string read_failure;      // over Target::read: the last stack read that failed, this thread
 };
 
 void warn(UnwindSession* session, const std::string& text) {
@@ -132,9 +146,14 @@ int open_candidate(UnwindSession* session, Dwfl_Module* module, const std::strin
 
 bool is_executable_module(UnwindSession* session, Dwfl_Module* module) {
   Dwarf_Addr start = 0, end = 0;
-  dwfl_module_info(module, nullptr, &start, &end, nullptr, nullptr, nullptr, nullptr);
-  return session->entry_point != 0 && start <= session->entry_point &&
-         session->entry_point < end;
+  const char* name = dwfl_module_info(module, nullptr, &start, &end, nullptr, nullptr, nullptr, nullptr);
+  if (session->entry_point != 0) return start <= session->entry_point && session->entry_point < end;
+  // A target without an auxiliary vector (gdb's memory): the module of the program's name, or
+  // the one whose build-id (read from memory) the given executable's file carries.
+  if (session->executable_name.empty()) return false;
+  if (name != nullptr && basename_of(name) == session->executable_name) return true;
+  std::string recorded = module_build_id(module);
+  return !recorded.empty() && recorded == session->executable_build_id;
 }
 
 // find_elf has no user argument: the session of the unwind_core_threads call
@@ -149,6 +168,11 @@ int core_find_elf(Dwfl_Module* module, void** /*userdata*/, const char* module_n
   *elfp = nullptr;
   UnwindSession* session = current_core_session;
   std::string recorded = module_name != nullptr ? module_name : "";
+  if (session != nullptr && recorded == "[vdso]" && !session->vdso_image.empty()) {
+    // Read from the target's memory (report_target_modules): no file holds it.
+    *elfp = elf_memory(session->vdso_image.data(), session->vdso_image.size());
+    return -1;
+  }
   if (session != nullptr) {
     std::vector<std::string> candidates;
     const StackOptions& options = *session->options;
@@ -350,6 +374,17 @@ struct ProcessWalk {
   size_t threads_left_out = 0;
 };
 
+// Why dwfl_thread_getframes failed: a thread the front end gave no registers, a stack read
+// Target::read refused (libdwfl's own message says nothing there), else libdwfl's message.
+std::string getframes_failure(UnwindSession* session, int tid) {
+  auto noted = session->core_threads.find(tid);
+  if (noted != session->core_threads.end() && noted->second.prstatus.empty())
+    return "no registers: " + (noted->second.registers_unavailable.empty() ? std::string("none saved")
+                                                                            : noted->second.registers_unavailable);
+  if (!session->read_failure.empty()) return "dwfl_thread_getframes: stack memory unreadable: " + session->read_failure;
+  return "dwfl_thread_getframes: " + dwfl_error_text();
+}
+
 int on_thread(Dwfl_Thread* thread, void* arg) {
   auto* walk = static_cast<ProcessWalk*>(arg);
   try {
@@ -375,8 +410,12 @@ int on_thread(Dwfl_Thread* thread, void* arg) {
     if (walk->session->live) {
       result = unwind_stopped_live_thread(walk->pid, thread, &thread_walk, &getframes_error);
     } else {
+      walk->session->read_failure.clear();
       result = dwfl_thread_getframes(thread, on_frame, &thread_walk);
-      if (result == -1) getframes_error = "dwfl_thread_getframes: " + dwfl_error_text();
+      // libdwfl ends a walk quietly when a stack read fails in its fallback unwinder: that is
+      // a cut, not the outermost frame (Target::read reads only; libdwfl's core reader: never set).
+      if (result == 0 && !walk->session->read_failure.empty()) result = -1;
+      if (result == -1) getframes_error = getframes_failure(walk->session, stack->tid);
     }
     for (const RawFrame& raw : thread_walk.raw_frames)
       stack->frames.push_back(symbolize(walk->session, walk->dwfl, raw.pc, raw.is_activation));
@@ -462,7 +501,7 @@ namespace {
 // mapping that overlaps a real module, seen on real PyTorch rank cores and their slices). Then
 // each file the core's NT_FILE maps from offset 0 is reported by its address span, as
 // libdwfl's own /proc/PID/maps reader does; find_elf opens the files as before.
-int report_mapped_files(Dwfl* dwfl, const Target& core) {
+int report_mapped_files(Dwfl* dwfl, Target& core) {
   std::map<std::string, std::pair<uint64_t, uint64_t>> spans;
   std::map<std::string, bool> has_header;
   for (const MappedFile& mapping : core.mapped_files()) {
@@ -476,8 +515,19 @@ int report_mapped_files(Dwfl* dwfl, const Target& core) {
   }
   dwfl_report_begin(dwfl);
   int reported = 0;
-  for (const auto& [path, span] : spans)
-    if (has_header[path] && dwfl_report_module(dwfl, path.c_str(), span.first, span.second) != nullptr) ++reported;
+  for (const auto& [path, span] : spans) {
+    if (!has_header[path]) continue;
+    Dwfl_Module* module = dwfl_report_module(dwfl, path.c_str(), span.first, span.second);
+    if (module == nullptr) continue;
+    ++reported;
+    // The build-id the target holds, as libdwfl's core reporting records it: find_elf then
+    // rejects a file of another build (open_candidate), as it does for a core.
+    std::optional<MappedFile> header = first_mapping_of(core, path);
+    std::optional<std::string> build_id =
+        header ? build_id_in_memory(core, path, header->start).build_id : std::nullopt;
+    std::vector<unsigned char> bits = build_id ? bytes_of_hex(*build_id) : std::vector<unsigned char>{};
+    if (!bits.empty()) dwfl_module_report_build_id(module, bits.data(), bits.size(), 0);
+  }
   return reported;
 }
 
@@ -526,17 +576,162 @@ std::vector<ThreadStack> unwind_core_target(Target& core, const StackOptions& op
   return threads;
 }
 
+// --- Over a Target alone: the registers its threads carry, its memory through Target::read ---
+
+struct TargetThreads {
+  Target* target;
+  UnwindSession* session;
+  std::vector<ThreadInfo> threads;  // libdwfl's thread argument points into it: never resized
+};
+
+// *thread_argp is libdwfl's iteration state and then the thread's argument: its ThreadInfo.
+pid_t target_next_thread(Dwfl* /*dwfl*/, void* dwfl_arg, void** thread_argp) {
+  auto* walk = static_cast<TargetThreads*>(dwfl_arg);
+  size_t next = *thread_argp == nullptr
+                    ? 0 : static_cast<size_t>(static_cast<const ThreadInfo*>(*thread_argp) - walk->threads.data()) + 1;
+  if (next >= walk->threads.size()) return 0;
+  *thread_argp = &walk->threads[next];
+  return walk->threads[next].tid;
+}
+
+bool target_memory_read(Dwfl* /*dwfl*/, Dwarf_Addr address, Dwarf_Word* result, void* dwfl_arg) {
+  auto* walk = static_cast<TargetThreads*>(dwfl_arg);
+  try {
+    ReadError error;
+    if (walk->target->read(address, result, sizeof *result, &error)) return true;
+    walk->session->read_failure = error.message();
+  } catch (...) {  // never unwind a C++ exception through libdwfl's C frames
+    walk->session->read_failure = hex(address) + ": read failed";
+  }
+  return false;
+}
+
+// The innermost frame's registers from the thread's NT_PRSTATUS (a core's, or the one built
+// from what a front end read); false, so no frames, for a thread without them.
+bool target_set_initial_registers(Dwfl_Thread* thread, void* thread_arg) {
+  std::optional<std::array<uint64_t, 17>> registers = dwarf_registers_of(*static_cast<const ThreadInfo*>(thread_arg));
+  if (!registers) return false;
+  static_assert(sizeof(Dwarf_Word) == sizeof(uint64_t), "x86-64 registers are 64-bit words");
+  if (!dwfl_thread_state_registers(thread, 0, registers->size(), registers->data())) return false;
+  dwfl_thread_state_register_pc(thread, (*registers)[16]);  // DWARF 16: rip
+  return true;
+}
+
+const Dwfl_Thread_Callbacks kTargetThreadCallbacks = {
+    target_next_thread, nullptr, target_memory_read, target_set_initial_registers, nullptr, nullptr,
+};
+
+// An x86-64 ELF header alone tells dwfl_attach_state the architecture, so that it needs no
+// module's file (else it takes the first module whose file is found here, and with none found
+// no thread would get even its innermost frame).
+struct ArchitectureElf {
+  ArchitectureElf() {
+    Elf64_Ehdr header{};
+    std::memcpy(header.e_ident, ELFMAG, SELFMAG);
+    header.e_ident[EI_CLASS] = ELFCLASS64;
+    header.e_ident[EI_DATA] = ELFDATA2LSB;
+    header.e_ident[EI_VERSION] = EV_CURRENT;
+    header.e_type = ET_CORE;
+    header.e_machine = EM_X86_64;
+    header.e_version = EV_CURRENT;
+    header.e_ehsize = sizeof header;
+    bytes.resize(sizeof header);
+    std::memcpy(bytes.data(), &header, sizeof header);
+    elf = elf_memory(bytes.data(), bytes.size());
+  }
+  ~ArchitectureElf() {
+    if (elf != nullptr) elf_end(elf);
+  }
+  std::vector<char> bytes;
+  Elf* elf = nullptr;
+};
+
+// Modules from the target's file mappings (with the build-ids its memory holds), and the vDSO
+// from its memory when a region is named "[vdso]" (gdb's `info proc mappings` names it).
+int report_target_modules(UnwindSession* session, Dwfl* dwfl, Target& target) {
+  int reported = report_mapped_files(dwfl, target);
+  for (const MemoryRegion& region : target.regions()) {
+    if (region.path != "[vdso]" || region.size() == 0 || region.size() > (1u << 20)) continue;
+    std::vector<char> image(region.size());
+    if (!target.read(region.start, image.data(), image.size(), nullptr) ||
+        std::memcmp(image.data(), ELFMAG, SELFMAG) != 0)
+      break;
+    session->vdso_image = std::move(image);
+    if (dwfl_report_module(dwfl, "[vdso]", region.start, region.end) != nullptr) ++reported;
+    break;
+  }
+  return reported;
+}
+
+// Any target: threads from Target::threads() with the registers they carry, stack memory
+// through Target::read, modules from Target::mapped_files(); symbols found and build-ids
+// checked as for a core (core_find_elf). A gdb-supplied target gets its stacks this way.
+std::vector<ThreadStack> unwind_target_threads(Target& target, const StackOptions& options,
+                                               std::vector<std::string>* warnings) {
+  std::lock_guard<std::mutex> one_unwind_at_a_time(libdwfl_mutex());
+  std::vector<ThreadStack> threads;
+  UnwindSession session;
+  session.options = &options;
+  session.warnings = warnings;
+  const std::string subject = target.describe();
+  TargetThreads walk{&target, &session, {}};
+  for (ThreadInfo& thread : target.threads()) {
+    if (thread.tid <= 0) {
+      warn(&session, "stacks " + subject + ": a thread without a thread id left out");
+      continue;
+    }
+    walk.threads.push_back(std::move(thread));
+  }
+  if (walk.threads.empty()) {
+    warn(&session, "stacks " + subject + ": no core file, no process of ours and no thread registers to unwind from");
+    return threads;
+  }
+  size_t with_registers = 0;
+  for (const ThreadInfo& thread : walk.threads) {
+    session.core_threads[thread.tid] = thread;
+    if (!thread.prstatus.empty()) ++with_registers;
+  }
+  if (with_registers == 0)  // one line; each thread also says why in its "error"
+    warn(&session, "stacks " + subject + ": no thread has registers (" +
+                       (walk.threads.front().registers_unavailable.empty() ? std::string("none given")
+                                                                          : walk.threads.front().registers_unavailable) +
+                       "): threads are listed without frames");
+  session.entry_point = auxv_value(target.auxv(), AT_ENTRY).value_or(0);
+  session.executable_name = basename_of(options.executable.empty() ? target.executable() : options.executable);
+  if (!options.executable.empty()) session.executable_build_id = build_id_of_file(options.executable).value_or("");
+  elf_version(EV_CURRENT);
+  ArchitectureElf architecture;  // outlives the Dwfl (declared first): libdwfl keeps its backend
+  CoreSessionScope scope(&session);
+  DwflPtr dwfl(dwfl_begin(&kCoreCallbacks));
+  if (!dwfl || architecture.elf == nullptr) {
+    warn(&session, "stacks " + subject + ": dwfl_begin: " + dwfl_error_text());
+    return threads;
+  }
+  report_target_modules(&session, dwfl.get(), target);
+  dwfl_report_end(dwfl.get(), nullptr, nullptr);
+  if (!dwfl_attach_state(dwfl.get(), architecture.elf, target.pid(), &kTargetThreadCallbacks, &walk)) {
+    warn(&session, "stacks " + subject + ": dwfl_attach_state: " + dwfl_error_text());
+    return threads;
+  }
+  walk_threads(&session, dwfl.get(), target.pid(), subject, &threads);
+  return threads;
+}
+
 }  // namespace
 
 std::vector<ThreadStack> unwind_threads(Target& target, const StackOptions& options,
                                         std::vector<std::string>* warnings) {
   if (target.is_core()) return unwind_core_target(target, options, warnings);
-  if (target.pid() <= 0) {
-    if (warnings != nullptr) warnings->push_back("stacks " + target.describe() + ": no core file and no process to unwind");
-    return {};
+  if (target.is_local_process() && target.pid() > 0) {
+    target.resume();  // libdwfl stops each thread itself: a freeze we hold would refuse it
+    return unwind_live_threads(target.pid(), options, warnings);
   }
-  target.resume();  // libdwfl stops each thread itself: a freeze we hold would refuse it
-  return unwind_live_threads(target.pid(), options, warnings);
+  return unwind_target_threads(target, options, warnings);
+}
+
+std::vector<ThreadStack> unwind_threads_over_target(Target& target, const StackOptions& options,
+                                                    std::vector<std::string>* warnings) {
+  return unwind_target_threads(target, options, warnings);
 }
 
 std::vector<ThreadStack> unwind_core_threads(const std::string& core_path,

@@ -49,11 +49,21 @@ struct StackOptions {
 class Target;
 
 // Unwinds every thread of the target: a core through the Target's own libelf handle
-// (Target::core_elf) and notes; a live process by its pid, after Target::resume() ends a
-// freeze we hold (see unwind_live_threads). A target with neither gets a warning and no
-// stacks.
+// (Target::core_elf) and notes; a live process of ours by its pid, after Target::resume() ends
+// a freeze we hold (see unwind_live_threads); any other target (memory a debugger supplies:
+// CallbackTarget) with unwind_threads_over_target.
 std::vector<ThreadStack> unwind_threads(Target& target, const StackOptions& options,
                                         std::vector<std::string>* warnings);
+
+// Unwinds over the Target alone (libdwfl's dwfl_attach_state): each thread of
+// Target::threads() from the registers of its NT_PRSTATUS (a callback target builds one from
+// the registers its front end read), stack memory through Target::read, modules from
+// Target::mapped_files() with the build-ids the target's memory holds (the vDSO from a region
+// named "[vdso]"), files found and checked as for a core (executable, sysroot,
+// solib_search_path). x86-64 only. A thread without registers, or whose stack cannot be read,
+// gets its `error`; a target with no threads gets a warning and no stacks.
+std::vector<ThreadStack> unwind_threads_over_target(Target& target, const StackOptions& options,
+                                                    std::vector<std::string>* warnings);
 
 // Opens the core (open_core_file: its warnings and an unusable file become warnings here)
 // and unwinds every thread saved in it. A module whose file has a different

@@ -1,10 +1,12 @@
 // CallbackTarget: memory supplied by a front end (gdb, cuda-gdb, a remote
-// target) through a callback; regions and file mappings given by the caller.
+// target) through a callback; regions, file mappings and threads (with the registers
+// the front end read: stacks are unwound over read() and those) given by the caller.
 #pragma once
 
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "target/target.h"
@@ -25,8 +27,12 @@ class CallbackTarget : public Target {
   bool read(uint64_t addr, void* buf, size_t len, ReadError* error) override;
   const std::vector<MemoryRegion>& regions() const override { return regions_; }
   const std::vector<MappedFile>& mapped_files() const override { return mapped_files_; }
-  std::vector<ThreadInfo> threads() override { return {}; }
+  std::vector<ThreadInfo> threads() override { return threads_; }
   std::string executable() const override { return executable_; }
+
+  // The threads as the front end listed them: each with a prstatus built from its registers
+  // (prstatus_from_registers), or registers_unavailable saying why not.
+  void set_threads(std::vector<ThreadInfo> threads) { threads_ = std::move(threads); }
 
  private:
   std::optional<uint64_t> unsaved_byte(uint64_t addr, size_t len) const;
@@ -37,6 +43,7 @@ class CallbackTarget : public Target {
   std::vector<MemoryRegion> regions_;
   std::vector<MappedFile> mapped_files_;
   std::string executable_;
+  std::vector<ThreadInfo> threads_;
 };
 
 }  // namespace nsc

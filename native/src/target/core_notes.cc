@@ -128,6 +128,71 @@ std::optional<int> syscall_of(const ThreadInfo& thread) {
   return static_cast<int>(*orig_rax);
 }
 
+namespace {
+
+// user_regs_struct's fields by the names gdb gives x86-64 registers.
+const std::map<std::string, size_t>& register_offsets() {
+  static const std::map<std::string, size_t> offsets = {
+      {"r15", offsetof(user_regs_struct, r15)},           {"r14", offsetof(user_regs_struct, r14)},
+      {"r13", offsetof(user_regs_struct, r13)},           {"r12", offsetof(user_regs_struct, r12)},
+      {"rbp", offsetof(user_regs_struct, rbp)},           {"rbx", offsetof(user_regs_struct, rbx)},
+      {"r11", offsetof(user_regs_struct, r11)},           {"r10", offsetof(user_regs_struct, r10)},
+      {"r9", offsetof(user_regs_struct, r9)},             {"r8", offsetof(user_regs_struct, r8)},
+      {"rax", offsetof(user_regs_struct, rax)},           {"rcx", offsetof(user_regs_struct, rcx)},
+      {"rdx", offsetof(user_regs_struct, rdx)},           {"rsi", offsetof(user_regs_struct, rsi)},
+      {"rdi", offsetof(user_regs_struct, rdi)},           {"orig_rax", offsetof(user_regs_struct, orig_rax)},
+      {"rip", offsetof(user_regs_struct, rip)},           {"cs", offsetof(user_regs_struct, cs)},
+      {"eflags", offsetof(user_regs_struct, eflags)},     {"rsp", offsetof(user_regs_struct, rsp)},
+      {"ss", offsetof(user_regs_struct, ss)},             {"fs_base", offsetof(user_regs_struct, fs_base)},
+      {"gs_base", offsetof(user_regs_struct, gs_base)},   {"ds", offsetof(user_regs_struct, ds)},
+      {"es", offsetof(user_regs_struct, es)},             {"fs", offsetof(user_regs_struct, fs)},
+      {"gs", offsetof(user_regs_struct, gs)},
+  };
+  return offsets;
+}
+
+}  // namespace
+
+std::optional<std::array<uint64_t, 17>> dwarf_registers_of(const ThreadInfo& thread) {
+  // DWARF numbering of the x86-64 psABI, as user_regs_struct offsets.
+  static const size_t kDwarfOrder[17] = {
+      offsetof(user_regs_struct, rax), offsetof(user_regs_struct, rdx), offsetof(user_regs_struct, rcx),
+      offsetof(user_regs_struct, rbx), offsetof(user_regs_struct, rsi), offsetof(user_regs_struct, rdi),
+      offsetof(user_regs_struct, rbp), offsetof(user_regs_struct, rsp), offsetof(user_regs_struct, r8),
+      offsetof(user_regs_struct, r9),  offsetof(user_regs_struct, r10), offsetof(user_regs_struct, r11),
+      offsetof(user_regs_struct, r12), offsetof(user_regs_struct, r13), offsetof(user_regs_struct, r14),
+      offsetof(user_regs_struct, r15), offsetof(user_regs_struct, rip)};
+  if (thread.prstatus.size() < offsetof(elf_prstatus, pr_reg) + sizeof(user_regs_struct)) return std::nullopt;
+  std::array<uint64_t, 17> registers{};
+  for (size_t regno = 0; regno < registers.size(); ++regno)
+    registers[regno] = *register_at(thread, kDwarfOrder[regno]);
+  return registers;
+}
+
+std::vector<uint8_t> prstatus_from_registers(int tid, const NamedRegisters& registers) {
+  elf_prstatus status;
+  std::memset(&status, 0, sizeof status);
+  status.pr_pid = tid;
+  std::vector<uint8_t> bytes(sizeof status);
+  std::memcpy(bytes.data(), &status, sizeof status);
+  auto store = [&](size_t offset_in_regs, uint64_t value) {
+    std::memcpy(bytes.data() + offsetof(elf_prstatus, pr_reg) + offset_in_regs, &value, sizeof value);
+  };
+  store(offsetof(user_regs_struct, orig_rax), UINT64_MAX);  // -1: in no system call unless told
+  for (const auto& [name, value] : registers) {
+    auto offset = register_offsets().find(name);
+    if (offset != register_offsets().end()) store(offset->second, value);
+  }
+  return bytes;
+}
+
+std::vector<std::string> missing_unwind_registers(const NamedRegisters& registers) {
+  std::vector<std::string> missing;
+  for (const char* name : {"rip", "rsp"})
+    if (registers.count(name) == 0) missing.push_back(name);
+  return missing;
+}
+
 std::optional<uint64_t> auxv_value(const std::vector<uint8_t>& auxv_bytes, uint64_t key) {
   for (size_t at = 0; at + 16 <= auxv_bytes.size(); at += 16) {
     uint64_t entry_key = load_u64(auxv_bytes.data() + at);

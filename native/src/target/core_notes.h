@@ -2,6 +2,7 @@
 // NT_PRPSINFO, NT_AUXV. Pure functions of note bytes (testable without a core).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -38,6 +39,21 @@ std::optional<uint64_t> frame_pointer_of(const ThreadInfo& thread);
 std::optional<uint64_t> thread_pointer_of(const ThreadInfo& thread);  // fs_base: the TCB
 // The x86-64 system call number the thread sits in (orig_rax), or nullopt when in none.
 std::optional<int> syscall_of(const ThreadInfo& thread);
+
+// x86-64 DWARF registers 0-16 (rax rdx rcx rbx rsi rdi rbp rsp r8-r15, rip: the numbering
+// libdwfl's unwinder takes) from a thread's NT_PRSTATUS; nullopt when it is too short.
+std::optional<std::array<uint64_t, 17>> dwarf_registers_of(const ThreadInfo& thread);
+
+// The general registers a front end names (gdb's: "rax", "rip", "orig_rax", "fs_base", ...).
+using NamedRegisters = std::map<std::string, uint64_t>;
+
+// An x86-64 NT_PRSTATUS for tid holding those registers, so that a thread whose registers a
+// debugger read looks like a core's (syscall_of, stack_pointer_of, the unwinder). Registers
+// not given stay 0, orig_rax -1 (in no system call). Unknown names are ignored.
+std::vector<uint8_t> prstatus_from_registers(int tid, const NamedRegisters& registers);
+
+// The names of the registers the unwinder needs to start (rip, rsp), missing from `registers`.
+std::vector<std::string> missing_unwind_registers(const NamedRegisters& registers);
 
 // The value of auxiliary-vector entry `key` (AT_ENTRY, ...) in raw NT_AUXV bytes.
 std::optional<uint64_t> auxv_value(const std::vector<uint8_t>& auxv_bytes, uint64_t key);

@@ -20,6 +20,7 @@ class LiveProcess : public Target {
 
   std::string describe() const override { return "pid " + std::to_string(pid_); }
   bool is_core() const override { return false; }
+  bool is_local_process() const override { return true; }
   int pid() const override { return pid_; }
   bool read(uint64_t addr, void* buf, size_t len, ReadError* error) override;
   const std::vector<MemoryRegion>& regions() const override { return regions_; }

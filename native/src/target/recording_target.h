@@ -27,6 +27,7 @@ class RecordingTarget : public Target {
 
   std::string describe() const override { return inner_.describe(); }
   bool is_core() const override { return inner_.is_core(); }
+  bool is_local_process() const override { return inner_.is_local_process(); }
   int pid() const override { return inner_.pid(); }
   bool read(uint64_t addr, void* buf, size_t len, ReadError* error) override;
   const uint8_t* direct(uint64_t addr, size_t len) override;

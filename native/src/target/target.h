@@ -57,7 +57,10 @@ struct ThreadInfo {
   int tid = 0;
   std::string name;        // comm; may come from target memory: escape before printing
   char state = '?';        // live: /proc state letter; core: from prstatus when known
-  std::vector<uint8_t> prstatus;  // raw NT_PRSTATUS note (core only), for unwinding
+  // Raw x86-64 NT_PRSTATUS, for unwinding: a core's note; a stopped live thread's; for a
+  // callback target, one built from the registers its front end read (prstatus_from_registers).
+  std::vector<uint8_t> prstatus;
+  std::string registers_unavailable;  // callback target: why prstatus is empty ("" otherwise)
 };
 
 class Target {
@@ -99,6 +102,11 @@ class Target {
   // A core's libelf handle over its mapped file, for libdwfl's core reporting (the unwinder
   // reads segments and notes through it); nullptr when the target is not a core file.
   virtual Elf* core_elf() const { return nullptr; }
+
+  // A process on this machine that the library may ptrace itself (live targets): the unwinder
+  // then stops each thread through /proc; other targets are unwound over read() and the
+  // registers threads() carries.
+  virtual bool is_local_process() const { return false; }
 
   // Ends a freeze this target holds (live --freeze), so that another tracer (the unwinder)
   // can stop its threads; nothing to do for other targets.
