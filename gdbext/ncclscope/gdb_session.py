@@ -218,22 +218,37 @@ def _frame_zero_registers():
     return registers
 
 
+@contextlib.contextmanager
+def selection_kept():
+    """Puts the selected thread and frame back after the body switched threads (nothing resumes)."""
+    selected_thread = gdb.selected_thread()
+    try:
+        selected_frame = gdb.selected_frame()
+    except gdb.error:
+        selected_frame = None
+    try:
+        yield
+    finally:
+        if selected_thread is not None and selected_thread.is_valid():
+            selected_thread.switch()
+            if selected_frame is not None and selected_frame.is_valid():
+                selected_frame.select()
+
+
+def valid_threads(threads):
+    """The threads gdb still knows, in gdb's numbering order."""
+    return [thread for thread in sorted(threads, key=lambda item: item.num) if thread.is_valid()]
+
+
 def thread_registers(threads, architecture):
     """The callback request's "threads": tid, name and (x86-64) frame 0's registers of each.
 
     Each stopped thread is switched to, to read its registers; the selected thread and frame are
     restored afterwards and nothing is resumed. Running threads (non-stop) are not touched.
     """
-    selected_thread = gdb.selected_thread()
-    try:
-        selected_frame = gdb.selected_frame()
-    except gdb.error:
-        selected_frame = None
     records = []
-    try:
-        for thread in sorted(threads, key=lambda item: item.num):
-            if not thread.is_valid():
-                continue
+    with selection_kept():
+        for thread in valid_threads(threads):
             pid, lwp, tid = thread.ptid
             record = {"tid": lwp or tid or pid, "name": thread.name or ""}
             if architecture not in X86_64_ARCHITECTURES:
@@ -249,11 +264,6 @@ def thread_registers(threads, architecture):
                 if registers:
                     record["registers"] = registers
             records.append(record)
-    finally:
-        if selected_thread is not None and selected_thread.is_valid():
-            selected_thread.switch()
-            if selected_frame is not None and selected_frame.is_valid():
-                selected_frame.select()
     return records
 
 
@@ -562,16 +572,9 @@ def _thread_frames(max_frames):
 
 def collect_gdb_threads(threads, max_frames):
     """Thread dicts (schema shape) unwound by gdb; restores the selected thread and frame."""
-    selected_thread = gdb.selected_thread()
-    try:
-        selected_frame = gdb.selected_frame()
-    except gdb.error:
-        selected_frame = None
     records = []
-    try:
-        for thread in sorted(threads, key=lambda item: item.num):
-            if not thread.is_valid():
-                continue
+    with selection_kept():
+        for thread in valid_threads(threads):
             _pid, lwp, tid = thread.ptid
             record = {"tid": lwp or tid, "gdb_num": thread.num, "name": thread.name, "state": None}
             if thread.is_running():
@@ -585,9 +588,4 @@ def collect_gdb_threads(threads, max_frames):
                 if frames is None:
                     record["unavailable"] = {"frames": why}
             records.append(record)
-    finally:
-        if selected_thread is not None and selected_thread.is_valid():
-            selected_thread.switch()
-            if selected_frame is not None and selected_frame.is_valid():
-                selected_frame.select()
     return records

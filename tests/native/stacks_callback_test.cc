@@ -34,6 +34,7 @@
 #include "target/core_notes.h"
 #include "util/errors.h"
 #include "util/strings.h"
+#include "support/elf_edit.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -96,30 +97,6 @@ const FixtureCore& fixture_core() {
   static FixtureCore core;
   BOOST_REQUIRE_MESSAGE(core.made, "gdb gcore of the stack fixture failed");
   return core;
-}
-
-// Flips the first byte of the GNU build-id note of an ELF file in place.
-void corrupt_build_id(const std::string& path) {
-  elf_version(EV_CURRENT);
-  int fd = open(path.c_str(), O_RDWR);
-  BOOST_REQUIRE(fd >= 0);
-  Elf* elf = elf_begin(fd, ELF_C_READ, nullptr);
-  size_t section_names = 0;
-  elf_getshdrstrndx(elf, &section_names);
-  off_t id_offset = -1;
-  for (Elf_Scn* section = nullptr; (section = elf_nextscn(elf, section)) != nullptr;) {
-    GElf_Shdr header;
-    gelf_getshdr(section, &header);
-    const char* name = elf_strptr(elf, section_names, header.sh_name);
-    if (name != nullptr && std::string(name) == ".note.gnu.build-id") id_offset = static_cast<off_t>(header.sh_offset) + 16;
-  }
-  elf_end(elf);
-  BOOST_REQUIRE(id_offset > 0);
-  unsigned char byte = 0;
-  BOOST_REQUIRE(pread(fd, &byte, 1, id_offset) == 1);
-  byte ^= 0xff;
-  BOOST_REQUIRE(pwrite(fd, &byte, 1, id_offset) == 1);
-  close(fd);
 }
 
 // The registers gdb would read of frame 0, from a thread's NT_PRSTATUS: "0x..." by name.
@@ -268,7 +245,7 @@ BOOST_AUTO_TEST_CASE(a_file_of_another_build_is_not_used_for_symbols, *boost::un
   BOOST_REQUIRE_MESSAGE(copied.made, "gdb gcore of the copied stack fixture failed");
   std::string good_copy = copied.directory + "/good_stack_fixture";
   fs::copy_file(copied.program, good_copy);
-  corrupt_build_id(copied.program);  // the file at the recorded path is now another build
+  nsc_test::corrupt_build_id(copied.program);  // the file at the recorded path is now another build
   auto core = nsc::open_core(copied.path, "");
   json threads = threads_json(*core);
   json document = nsc::build_state_document(callback_request(*core, threads));

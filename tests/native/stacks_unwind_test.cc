@@ -26,6 +26,7 @@
 #include "target/core_file.h"
 #include "target/live_process.h"
 #include "util/strings.h"
+#include "support/elf_edit.h"
 
 namespace fs = std::filesystem;
 
@@ -181,31 +182,6 @@ void check_fresh_fixture_syscalls(const std::vector<nsc::ThreadStack>& threads,
   const nsc::ThreadStack* poller = find_thread(threads, fixture.tid("fx-poller"));
   BOOST_TEST(nsc::syscall_name(poller->syscall) == "poll");
   BOOST_TEST(nsc::to_json(*poller)["syscall"] == "poll");
-}
-
-// Flips the first byte of the GNU build-id note of an ELF file in place.
-void corrupt_build_id(const std::string& path) {
-  elf_version(EV_CURRENT);
-  int fd = open(path.c_str(), O_RDWR);
-  BOOST_REQUIRE(fd >= 0);
-  Elf* elf = elf_begin(fd, ELF_C_READ, nullptr);
-  size_t section_names = 0;
-  elf_getshdrstrndx(elf, &section_names);
-  off_t id_offset = -1;
-  for (Elf_Scn* section = nullptr; (section = elf_nextscn(elf, section)) != nullptr;) {
-    GElf_Shdr header;
-    gelf_getshdr(section, &header);
-    const char* name = elf_strptr(elf, section_names, header.sh_name);
-    if (name != nullptr && std::string(name) == ".note.gnu.build-id")
-      id_offset = static_cast<off_t>(header.sh_offset) + 16;  // Nhdr + "GNU\0"
-  }
-  elf_end(elf);
-  BOOST_REQUIRE(id_offset > 0);
-  unsigned char byte = 0;
-  BOOST_REQUIRE(pread(fd, &byte, 1, id_offset) == 1);
-  byte ^= 0xff;
-  BOOST_REQUIRE(pwrite(fd, &byte, 1, id_offset) == 1);
-  close(fd);
 }
 
 // File offsets [start, end) of a core's PT_NOTE segment.
@@ -381,7 +357,7 @@ BOOST_AUTO_TEST_CASE(core_of_the_fixture_unwinds_with_sysroot_solib_and_mismatch
   std::string sysroot = temp.path + "/sysroot";
   fs::create_directories(sysroot + temp.path + "/bin");
   fs::copy_file(program, sysroot + program);
-  corrupt_build_id(program);
+  nsc_test::corrupt_build_id(program);
   {
     std::vector<std::string> warnings;
     auto threads = nsc::unwind_core_threads(core, nsc::StackOptions{}, &warnings);

@@ -98,6 +98,9 @@ struct UnwindSession {
   std::string executable_build_id;  // and the build-id of options.executable's file
   std::vector<char> vdso_image;  // over Target::read: the vDSO's bytes (libdwfl's Elf lives on them)
   std::string read_failure;      // over Target::read: the last stack read that failed, this thread
+
+  UnwindSession(const StackOptions& unwind_options, std::vector<std::string>* unwind_warnings, bool live_process = false)
+      : options(&unwind_options), warnings(unwind_warnings), live(live_process) {}
 };
 
 void warn(UnwindSession* session, const std::string& text) {
@@ -537,9 +540,7 @@ std::vector<ThreadStack> unwind_core_target(Target& core, const StackOptions& op
                                             std::vector<std::string>* warnings) {
   std::lock_guard<std::mutex> one_unwind_at_a_time(libdwfl_mutex());
   std::vector<ThreadStack> threads;
-  UnwindSession session;
-  session.options = &options;
-  session.warnings = warnings;
+  UnwindSession session(options, warnings);
   const std::string subject = core.describe();
   Elf* elf = core.core_elf();
   if (elf == nullptr) {
@@ -670,9 +671,7 @@ std::vector<ThreadStack> unwind_target_threads(Target& target, const StackOption
                                                std::vector<std::string>* warnings) {
   std::lock_guard<std::mutex> one_unwind_at_a_time(libdwfl_mutex());
   std::vector<ThreadStack> threads;
-  UnwindSession session;
-  session.options = &options;
-  session.warnings = warnings;
+  UnwindSession session(options, warnings);
   const std::string subject = target.describe();
   TargetThreads walk{&target, &session, {}};
   for (ThreadInfo& thread : target.threads()) {
@@ -753,10 +752,7 @@ std::vector<ThreadStack> unwind_live_threads(int pid, const StackOptions& option
                                              std::vector<std::string>* warnings) {
   std::lock_guard<std::mutex> one_unwind_at_a_time(libdwfl_mutex());
   std::vector<ThreadStack> threads;
-  UnwindSession session;
-  session.options = &options;
-  session.warnings = warnings;
-  session.live = true;
+  UnwindSession session(options, warnings, /*live_process=*/true);
   const std::string subject = "pid " + std::to_string(pid);
   elf_version(EV_CURRENT);
   DwflPtr dwfl(dwfl_begin(&kLiveCallbacks));
