@@ -35,6 +35,12 @@ for cut in 1048576 $((size / 2)) $((size - 4096)); do
     '[i for i in d["inputs"] if i["name"].endswith("cut.core") and i["status"] == "error"] or ("read only in part" in d["summary"] and "truncated" in d["summary"])'
   "$cli" triage "$work/cut.core" "$work/rank1.core" > "$work/cut-triage.txt" 2>&1
   check "cut at $cut: triage text names the truncation" grep -q 'cut.core: .*core file truncated' "$work/cut-triage.txt"
+  check "cut at $cut: labelled as its status says (error: unusable, partial: read in part)" python3 -c '
+import json, sys
+report = json.load(open(sys.argv[1]))
+status = [i["status"] for i in report["inputs"] if i["name"].endswith("cut.core")][0]
+label = {"error": "error: ", "partial": "partial: "}[status]
+sys.exit(0 if any(line.startswith(label) and "cut.core" in line for line in open(sys.argv[2])) else 1)' "$work/cut-triage.json" "$work/cut-triage.txt"
 done
 "$cli" triage "$work/rank0.core" "$work/rank1.core" --json > "$work/whole.json" 2>/dev/null
 check "whole (sliced) cores: no truncation reported" json_check "$work/whole.json" \
@@ -148,6 +154,8 @@ for name in zero negative huge; do
   check "snapshot nranks $name: the input is partial, both values named impossible" json_check "$work/nranks.json" \
     '[i for i in d["inputs"] if i["name"].endswith("nranks-'$name'.json") and i["status"] == "partial" and any("nranks: snapshot value" in p and "is impossible (a communicator has 1..2147483647 ranks)" in p for p in i["problems"]) and any("coll_op_count: snapshot value -7 is impossible" in p for p in i["problems"])]'
   check "snapshot nranks $name: said in the text" grep -q "nranks-$name.json: read only in part" "$work/nranks.txt"
+  check "snapshot nranks $name: labelled partial, not error (the verdict used what was read)" \
+    grep -q "^partial: .*nranks-$name.json: read only in part" "$work/nranks.txt"
 done
 
 # --- 6. a directory's unusable entries are listed

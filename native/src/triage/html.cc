@@ -565,7 +565,7 @@ std::string render_triage_html(const nlohmann::json& report) {
   if (suspects.is_array() && !suspects.empty())
     page << "<p id=\"suspects\">Suspect " << html(ranks_text(suspects)) << "</p>\n";
   for (const json& error : field(report, "errors"))
-    page << "<p class=\"error\">error: " << html_of(field(error, "message")) << "</p>\n";
+    page << "<p class=\"error\">" << html(triage_error_label(report, error)) << html_of(field(error, "message")) << "</p>\n";
   page << "<section id=\"graph\">\n<h2>Wait-for graph</h2>\n";
   render_svg(field(report, "graph"), page);
   for (const json& reason : field(field(report, "graph"), "blame")) {

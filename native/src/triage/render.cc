@@ -7,6 +7,7 @@
 #include "triage/graph_groups.h"
 #include "triage/rank_set.h"
 #include "triage/triage.h"
+#include "util/json_access.h"
 #include "util/strings.h"
 
 namespace nsc {
@@ -159,13 +160,23 @@ void render_numerics(const json& section, std::vector<std::string>* lines) {
                      "on those ranks and give triage the files");
 }
 
+
 }  // namespace
+
+std::string triage_error_label(const json& report, const json& error) {
+  const json& name = json_member(error, "input");
+  const json& inputs = json_member(report, "inputs");
+  if (name.is_string() && inputs.is_array())
+    for (const json& input : inputs)
+      if (json_member(input, "name") == name && json_member(input, "status") == "partial") return "partial: ";
+  return "error: ";
+}
 
 std::string render_triage_text(const nlohmann::json& report) {
   std::vector<std::string> lines;
   lines.push_back("VERDICT: " + text_of(report["verdict"], "error"));
   lines.push_back(text_of(report["summary"]));
-  for (const json& error : report["errors"]) lines.push_back("error: " + text_of(error["message"]));
+  for (const json& error : report["errors"]) lines.push_back(triage_error_label(report, error) + text_of(error["message"]));
   if (report.value("verdict", "") == "error") {
     std::string text;
     for (const std::string& line : lines) text += escape_for_terminal(line) + "\n";

@@ -50,6 +50,9 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
 
 // Renderers are pure functions of the triage document.
 std::string render_triage_text(const nlohmann::json& report);
+// "partial: " for an entry of report["errors"] whose input was read, only not all of it (the
+// verdict used what was read); "error: " for an input that could not be used.
+std::string triage_error_label(const nlohmann::json& report, const nlohmann::json& error);
 std::string render_triage_dot(const nlohmann::json& report, const TriageOptions& options);
 // One self-contained HTML page (inline SVG graph, no script, no external resource): html.cc.
 std::string render_triage_html(const nlohmann::json& report);
