@@ -12,6 +12,9 @@ collect=$src/scripts/cluster-collect.sh
 
 skip() { echo "SKIP: $*"; exit 77; }
 need_root() { [ "$(id -u)" = 0 ] || skip "not root (the daemons run as root here)"; }
+# The node named "localhost" must resolve as on any installed machine (/etc/hosts); a bare
+# chroot (debootstrap) has no /etc/hosts.
+need_localhost() { getent hosts localhost >/dev/null || skip "'localhost' does not resolve here (no /etc/hosts entry)"; }
 for needed in "$cli" "$comm_fixture" "$fake_lib"; do [ -e "$needed" ] || skip "$needed not built"; done
 need_commands() {  # need_commands CMD... : skip, naming the Debian package, when one is missing
   local command

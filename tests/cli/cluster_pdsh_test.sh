@@ -12,6 +12,7 @@
 set -uo pipefail
 source "${NCCLSCOPE_SRC:?}/tests/cli/cluster_lib.sh"
 need_root
+need_localhost
 need_commands pdsh:pdsh ssh:openssh-client ssh-keygen:openssh-client
 [ -x /usr/sbin/sshd ] || skip "/usr/sbin/sshd missing (apt-get install openssh-server)"
 pdsh -V 2>&1 | grep -q 'rcmd modules:.*ssh' || skip "pdsh has no ssh module"

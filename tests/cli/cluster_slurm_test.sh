@@ -8,6 +8,7 @@
 set -uo pipefail
 source "${NCCLSCOPE_SRC:?}/tests/cli/cluster_lib.sh"
 need_root
+need_localhost
 need_commands munged:munge slurmctld:slurmctld slurmd:slurmd srun:slurm-client squeue:slurm-client \
   scancel:slurm-client sinfo:slurm-client
 NRANKS=4 CULPRIT=2
