@@ -2,12 +2,12 @@
 # Proves README's two commands on a fresh Debian 12: a new `debootstrap --variant=minbase
 # bookworm` chroot (no compiler, no CUDA), a clean clone of HEAD inside it, then
 # `bash scripts/run-main.sh` and `bash scripts/run-tests.sh` as root. Needs root, debootstrap
-# and Debian's mirror. Logs and "main rc ... / tests rc ..." go to $OUT_DIR (default ./fresh-check).
+# and Debian's mirror. Logs and "main rc ... / tests rc ..." go to $OUT_DIR (default /tmp/ncclscope-fresh-check).
 #   scripts/fresh-debian-check.sh [CHROOT_DIR]   (default /srv/ncclscope-fresh; made when absent)
 set -u
 repo=$(cd "$(dirname "$0")/.." && pwd)
 root=${1:-/srv/ncclscope-fresh}
-out=${OUT_DIR:-$PWD/fresh-check}
+out=${OUT_DIR:-/tmp/ncclscope-fresh-check}
 mkdir -p "$out"
 [ "$(id -u)" = 0 ] || { echo "fresh-debian-check: needs root" >&2; exit 2; }
 if [ ! -x "$root/bin/sh" ]; then
@@ -19,13 +19,15 @@ commit=$(git -C "$repo" rev-parse HEAD)
 rm -rf "$root/root/ncclscope"
 git clone -q "$repo" "$root/root/ncclscope" && git -C "$root/root/ncclscope" checkout -q "$commit"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
-# As an installed Debian 12 has it (the installer writes it; debootstrap does not).
-[ -f "$root/etc/hosts" ] || printf '127.0.0.1\tlocalhost\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' > "$root/etc/hosts"
-mounted=()
-for m in proc sys dev dev/pts; do
-  mountpoint -q "$root/$m" || { mount --bind "/$m" "$root/$m" && mounted=("$m" "${mounted[@]}"); }
-done
-trap 'for m in "${mounted[@]}"; do umount "$root/$m"; done' EXIT
+# As an installed Debian 12 has it (the installer writes it; debootstrap does not): munged
+# resolves the host's own name.
+[ -f "$root/etc/hosts" ] || printf '127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' \
+  "$(hostname)" > "$root/etc/hosts"
+# /sys recursively: slurmd (tests/cli/cluster_slurm_test.sh) needs the cgroup file systems.
+mount --bind /proc "$root/proc" && mount --rbind /sys "$root/sys" && mount --make-rslave "$root/sys" &&
+  mount --bind /dev "$root/dev" && mount --bind /dev/pts "$root/dev/pts" ||
+  { echo "fresh-debian-check: cannot mount /proc, /sys, /dev into $root" >&2; exit 2; }
+trap 'umount "$root/dev/pts" "$root/dev" "$root/proc"; umount -R "$root/sys"' EXIT
 in_chroot() { chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin TERM=dumb bash -c "cd /root/ncclscope && $1"; }
 start=$(date +%s)
 in_chroot 'bash scripts/run-main.sh' > "$out/main.log" 2>&1

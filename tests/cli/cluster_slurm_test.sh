@@ -15,6 +15,10 @@ NRANKS=4 CULPRIT=2
 setup_work
 export SLURM_CONF=$work/slurm.conf
 mkdir -p "$work/munge" "$work/state" "$work/spool" "$work/log"
+# munged wants every directory above its socket open to all (x): $work may sit under a
+# mode-700 home (a root's clone in /root), so the socket gets its own directory in /tmp.
+munge_socket_dir=$(mktemp -d /tmp/ncclscope-munge.XXXXXX) && chmod 755 "$munge_socket_dir"
+munge_socket=$munge_socket_dir/munge.sock
 chmod 700 "$work/state" "$work/spool" "$work/log"
 daemons=() job_srun=""
 queue_empty() { [ -z "$(timeout 2 squeue -h 2>/dev/null)" ]; }
@@ -31,18 +35,18 @@ cleanup() {
     [ "$p" != $$ ] && [ "$p" != "$BASHPID" ] && kill -9 "$p" 2>/dev/null
   done
   [ -d "${CLUSTER_TEST_SAMPLES:-}" ] && cp "$work"/*.err "$CLUSTER_TEST_SAMPLES"/ 2>/dev/null
-  rm -rf "$work"
+  rm -rf "$work" "$munge_socket_dir"
 }
 trap cleanup EXIT
 # Every daemon runs under `timeout 120`: even a test killed with SIGKILL leaves nothing behind for long.
 
 # munge: a fresh key, its own socket, pid, seed and log.
 head -c 1024 /dev/urandom >"$work/munge/munge.key" && chmod 400 "$work/munge/munge.key"
-timeout 120 munged -F --socket="$work/munge/munge.sock" --key-file="$work/munge/munge.key" \
+timeout 120 munged -F --socket="$munge_socket" --key-file="$work/munge/munge.key" \
   --pid-file="$work/munge/munged.pid" --seed-file="$work/munge/seed" \
   --log-file="$work/log/munged.log" >"$work/log/munged.out" 2>&1 &
 daemons+=($!)
-wait_for 10 test -S "$work/munge/munge.sock" || { cat "$work/log/munged.out"; echo "FAIL: munged did not start"; exit 1; }
+wait_for 10 test -S "$munge_socket" || { cat "$work/log/munged.out"; echo "FAIL: munged did not start"; exit 1; }
 
 ctld_port=$(free_port) slurmd_port=$(free_port)
 cat >"$SLURM_CONF" <<EOF
@@ -53,7 +57,7 @@ SlurmdPort=$slurmd_port
 SlurmUser=root
 AuthType=auth/munge
 CredType=cred/munge
-AuthInfo=socket=$work/munge/munge.sock
+AuthInfo=socket=$munge_socket
 StateSaveLocation=$work/state
 SlurmdSpoolDir=$work/spool
 SlurmctldPidFile=$work/slurmctld.pid
