@@ -3,12 +3,7 @@
 # processes (libnccl mapped executable, RANK in their environment) on two fake
 # "nodes" behind a pdsh-like launcher; a fake `ncclscope state` hands out
 # synthetic snapshots; the real `ncclscope triage` must name the culprit.
-set -u
-BUILD=${NCCLSCOPE_BUILD:?}
-SRC=${NCCLSCOPE_SRC:?}
-NSC=$BUILD/bin/ncclscope
-[ -x "$NSC" ] || { echo "SKIP: $NSC not built"; exit 77; }
-command -v python3 >/dev/null || { echo "SKIP: python3 missing"; exit 77; }
+source "${NCCLSCOPE_SRC:?}/tests/cli/corpus_prelude.sh"  # BUILD, SRC, NSC; skips when not built
 WORK=$(mktemp -d -p "$BUILD" cluster-test.XXXXXX)  # not /tmp: it may be mounted noexec
 pids=()
 cleanup() {

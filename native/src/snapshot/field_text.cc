@@ -1,6 +1,7 @@
 #include "snapshot/field_text.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "util/json_access.h"
 #include "util/strings.h"
@@ -17,14 +18,13 @@ size_t display_width(const std::string& text) {
   }));
 }
 
-const std::string* unavailable_reason(const json& object, const std::string& key) {
+// The reason object["unavailable"][key] gives, if any.
+std::optional<std::string> unavailable_reason(const json& object, const std::string& key) {
   const json& map = json_member(object, "unavailable");
-  if (!map.is_object()) return nullptr;
+  if (!map.is_object()) return std::nullopt;
   auto found = map.find(key);
-  if (found == map.end()) return nullptr;
-  static thread_local std::string text;
-  text = found->is_string() ? found->get<std::string>() : found->dump();
-  return &text;
+  if (found == map.end()) return std::nullopt;
+  return found->is_string() ? found->get<std::string>() : found->dump();
 }
 
 }  // namespace
@@ -104,16 +104,16 @@ FieldText FieldText::item(size_t index) const {
 const json& FieldText::raw(const std::string& key) const { return json_member(*value_, key.c_str()); }
 
 std::string FieldText::reason(const std::string& key) const {
-  if (const std::string* own = unavailable_reason(*value_, key)) return *own;
+  if (auto own = unavailable_reason(*value_, key)) return *own;
   // The dotted path relative to each enclosing object, then the bare key (decoders that
   // lose the path of a nested object's own keys still give a reason).
   std::string dotted = joined(key);
   for (const FieldText* scope = parent_; scope != nullptr; scope = scope->parent_) {
     std::string relative = scope->path_.empty() ? dotted : dotted.substr(std::min(dotted.size(), scope->path_.size() + 1));
-    if (const std::string* found = unavailable_reason(*scope->value_, relative)) return *found;
+    if (auto found = unavailable_reason(*scope->value_, relative)) return *found;
   }
   for (const FieldText* scope = parent_; scope != nullptr; scope = scope->parent_)
-    if (const std::string* found = unavailable_reason(*scope->value_, key)) return *found;
+    if (auto found = unavailable_reason(*scope->value_, key)) return *found;
   return "";
 }
 
