@@ -48,13 +48,16 @@ struct Finding {
   std::string kind;
   std::string collective;   // "" -> null
   Maybe<int64_t> seq;
-  std::vector<int> waiting, culprits;  // ranks of this communicator
+  // Ranks of this communicator: the waiting side, and the far side it waits on (whose local
+  // role finding_kinds.h names; the verdict alone decides whether they are to blame).
+  std::vector<int> waiting, culprits;
   std::vector<std::string> evidence;
   bool explains_hang = false;
   bool culprits_absent = false;  // the culprits have no input (absent ranks)
-  // false: the "culprits" issued the operation but have not reached it on their GPU (queued
-  // behind their own wait); they are waited on, never blamed for it (blame.h).
-  bool blames_culprits = true;
+  // PyTorch's name and per-group sequence number of the operation (torch_join.cc: the first
+  // the waiting ranks' flight recorders hold beyond the far side's last), "" / null without one.
+  std::string torch_op;
+  Maybe<int64_t> torch_seq;
   std::string edge_kind;    // graph edge kind: collective, p2p, host-call, error, absent
   nlohmann::json extra = nlohmann::json::object();
   // Kernel views: the device-side waits of a waiting rank on a culprit (rank, peer,

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "triage/analysis.h"
+#include "triage/finding_kinds.h"
 #include "triage/rank_set.h"
 #include "util/strings.h"
 
@@ -124,7 +125,7 @@ class CommAnalyzer {
   void add_doing_evidence(Finding* finding) const {
     if (!finding->culprits.empty() && !finding->culprits_absent) {
       std::string doing = doing_phrase(finding->culprits);
-      if (!doing.empty()) finding->evidence.push_back("culprit host threads: " + doing);
+      if (!doing.empty()) finding->evidence.push_back("waited-on host threads: " + doing);
     }
     if (!finding->waiting.empty()) {
       std::string doing = doing_phrase(finding->waiting);
@@ -515,7 +516,6 @@ class CommAnalyzer {
       int peer = key.first;
       Finding finding{"data-wait", key.second};
       finding.culprits = {peer};
-      finding.blames_culprits = false;
       finding.edge_kind = "queued";
       for (const auto& [rank, wait] : waiters) {
         finding.waiting.push_back(rank);
@@ -655,14 +655,14 @@ class CommAnalyzer {
       findings_.push_back(std::move(finding));
     }
     std::string agreed = agreed_counts();
-    bool queued = std::any_of(findings_.begin(), findings_.end(), [](const Finding& f) { return !f.blames_culprits; });
+    bool queued = std::any_of(findings_.begin(), findings_.end(), [](const Finding& f) { return !finding_kind(f.kind).may_blame && !f.culprits.empty(); });
     if (queued) return;
     if (!proxy_busy.empty()) {
       Finding finding{"in-flight-consistent"};
       finding.waiting = proxy_busy;
       finding.evidence.push_back("launched counters agree (" + agreed + ") but " + members_phrase(proxy_busy) +
                                  " " + verb_for(proxy_busy, "has", "have") + " proxy operations in flight");
-      finding.evidence.push_back("no culprit is visible in host state: a count, datatype or root mismatch at the "
+      finding.evidence.push_back("nobody is visibly behind in host state: a count, datatype or root mismatch at the "
                                  "same position can hang or complete silently; device step counters "
                                  "(cuda-gdb) or the network tell more");
       findings_.push_back(std::move(finding));

@@ -281,7 +281,7 @@ class RecorderAnalyzer {
     normalize_ranks(&finding.culprits);
     normalize_ranks(&finding.waiting);
     if (holders > 1)
-      finding.evidence.push_back("no majority: either side may hold the wrong arguments, so no culprit is named");
+      finding.evidence.push_back("no majority: either side may hold the wrong arguments, so neither is blamed");
     else
       finding.evidence.push_back(ranks_phrase(finding.culprits) + " " + verb_for(finding.culprits, "disagrees", "disagree") +
                                  " with the " + std::to_string(largest) + " ranks that agree");

@@ -50,10 +50,30 @@ std::string phrase_of_ranks(const json& ranks) {
 std::string finding_ranks(const json& finding, const std::string& role) {
   const json& world = finding[role + "_ranks"];
   const json& own = finding.contains(role + "_comm_ranks") ? finding[role + "_comm_ranks"] : world;
-  bool known = std::all_of(world.begin(), world.end(), [](const json& r) { return r.is_number_integer(); });
+  bool known = world.size() == own.size() &&
+               std::all_of(world.begin(), world.end(), [](const json& r) { return r.is_number_integer(); });
   if (!known) return phrase_of_ranks(own) + " of this communicator";
   if (world == own) return phrase_of_ranks(world);
   return phrase_of_ranks(world) + " (" + phrase_of_ranks(own) + " of this communicator)";
+}
+
+// ": rank 1 waits; rank 3 never launched it (the verdict's culprit)": each side's local role.
+std::string finding_roles(const json& finding, bool hang) {
+  std::string text;
+  if (!json_member(finding, "waiting_ranks").empty()) text += finding_ranks(finding, "waiting") + " waiting";
+  const json& far = json_member(finding, "waited_on_comm_ranks");
+  if (!far.empty()) {
+    std::string role = text_of(json_member(finding, "waited_on_role"));
+    std::string who = json_member(finding, "waited_on_ranks").size() == far.size()
+                          ? finding_ranks(finding, "waited_on") : phrase_of_ranks(far) + " of this communicator";
+    text += (text.empty() ? "" : "; ") + who + (role.empty() ? "" : " " + role) +
+            (json_member(finding, "culprits_absent") == true ? " (no input)" : "");
+    const json& blamed = json_member(finding, "culprit_ranks");
+    if (!blamed.empty())
+      text += std::string(" (") + (blamed.size() == far.size() ? "" : phrase_of_ranks(blamed) + ": ") +
+              (hang ? "the verdict's culprit" : "a suspect") + (blamed.size() == 1 ? "" : "s") + ")";
+  }
+  return text.empty() ? "" : ": " + text;
 }
 
 void render_tree(const json& node, int depth, std::vector<std::string>* lines) {
@@ -174,8 +194,10 @@ std::string triage_error_label(const json& report, const json& error) {
 
 std::string render_triage_text(const nlohmann::json& report) {
   std::vector<std::string> lines;
-  lines.push_back("VERDICT: " + text_of(report["verdict"], "error"));
-  lines.push_back(text_of(report["summary"]));
+  // The headline alone is the first paragraph: what a person reads and acts on.
+  for (const json& line : json_member(json_member(report, "headline"), "lines")) lines.push_back(text_of(line));
+  lines.push_back("");
+  lines.push_back("Why (verdict " + text_of(report["verdict"], "error") + "): " + text_of(report["summary"]));
   for (const json& error : report["errors"]) lines.push_back(triage_error_label(report, error) + text_of(error["message"]));
   if (report.value("verdict", "") == "error") {
     std::string text;
@@ -223,13 +245,10 @@ std::string render_triage_text(const nlohmann::json& report) {
       if (finding["seq"].is_number_integer()) head += " #" + std::to_string(finding["seq"].get<int64_t>());
       // Recorder findings also give the recorder's own 0-based seq.
       if (finding.contains("recorder_seq")) head += " (seq " + finding["recorder_seq"].dump() + ")";
-      if (!finding["waiting_ranks"].empty()) head += ": waiting " + finding_ranks(finding, "waiting");
-      if (!finding["culprit_ranks"].empty())
-        head += std::string(finding["waiting_ranks"].empty() ? ": " : ", ") + "culprit " +
-                finding_ranks(finding, "culprit") + (finding["culprits_absent"].get<bool>() ? " (no input)" : "");
-      if (finding.contains("waited_on_ranks"))
-        head += ", waiting on " + finding_ranks(finding, "waited_on") + " (queued there, not blamed)";
-      lines.push_back(head);
+      lines.push_back(head + finding_roles(finding, report.value("verdict", "") == "hang"));
+      for (const json& explained : json_member(finding, "explained_by"))
+        lines.push_back("      " + phrase_of_ranks(explained["ranks"]) + ": " + text_of(explained["text"]) +
+                        ", which explains " + (explained["ranks"].size() == 1 ? "its" : "their") + " absence here");
       for (const json& evidence : finding["evidence"]) lines.push_back("      - " + text_of(evidence));
     }
   }

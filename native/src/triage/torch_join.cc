@@ -12,6 +12,8 @@
 #include <set>
 
 #include "triage/analysis.h"
+#include "triage/call_site.h"
+#include "triage/summary_helpers.h"
 #include "triage/rank_set.h"
 #include "util/strings.h"
 
@@ -123,15 +125,17 @@ std::string sizes_text(const json& sizes) {
 }
 
 // The innermost frame outside torch/distributed: the user's own call ("tpdp_step (train.py:161)").
+// The user's call site of a recorded entry (call_site.h's rule): "tpdp_step (train.py:175)".
 std::string user_frame(const json& entry) {
-  for (const json& frame : entry["frames"]) {
-    std::string file = frame["filename"].is_string() ? frame["filename"].get<std::string>() : "";
-    if (file.empty() || file.find("/torch/") != std::string::npos) continue;
-    std::string base = file.substr(file.rfind('/') + 1);
-    std::string name = frame["name"].is_string() ? frame["name"].get<std::string>() : "?";
-    return name + " (" + base + (frame["line"].is_number_integer() ? ":" + std::to_string(frame["line"].get<int64_t>()) : "") + ")";
-  }
-  return "";
+  std::vector<FrameView> frames;
+  for (const json& frame : entry["frames"])
+    frames.push_back(make_python_frame(frame["name"].is_string() ? frame["name"].get<std::string>() : "?",
+                                       frame["filename"].is_string() ? frame["filename"].get<std::string>() : "",
+                                       frame["line"].is_number_integer() ? Maybe<int64_t>(frame["line"].get<int64_t>())
+                                                                         : std::nullopt,
+                                       ""));
+  CallSite site = user_call_site(frames);
+  return site.found() ? site.function + " (" + site.location + ")" : "";
 }
 
 // "all_reduce #4 [65536] Float (scheduled) from f (x.py:3)"; without the state when the caller
@@ -297,6 +301,7 @@ class TorchJoin {
       std::sort(named.begin(), named.end());
       named.erase(std::unique(named.begin(), named.end()), named.end());
       bool p2p = finding.collective == "Send" || finding.collective == "Recv";
+      name_torch_operation(group, p2p, &finding);
       for (int rank : named) {
         const Member* member = group.find(rank);
         if (member == nullptr) continue;
@@ -308,6 +313,28 @@ class TorchJoin {
                             : "PyTorch's flight recorder (pg " + group.pg_desc + "): " + who + " last issued " +
                                   entry_text(*entries.rbegin()->second));
       }
+    }
+  }
+
+  // PyTorch's words for the operation the far side owes: the first entry a waiting rank
+  // recorded beyond the far side's last one on this group. Unknown when a far rank has no recorder.
+  void name_torch_operation(const CommGroup& group, bool p2p, Finding* finding) const {
+    uint64_t far_last = 0;
+    for (int rank : finding->culprits) {
+      const Member* member = group.find(rank);
+      if (member == nullptr || !job_.processes[member->process].torch.is_object()) return;
+      auto entries = entries_on(job_, *member, group.pg_name, p2p);
+      if (!entries.empty()) far_last = std::max(far_last, entries.rbegin()->first);
+    }
+    for (int rank : finding->waiting) {
+      const Member* member = group.find(rank);
+      if (member == nullptr) continue;
+      auto entries = entries_on(job_, *member, group.pg_name, p2p);
+      auto next = entries.upper_bound(far_last);
+      if (next == entries.end()) continue;
+      finding->torch_op = op_name(*next->second);
+      finding->torch_seq = static_cast<int64_t>(next->first);
+      return;
     }
   }
 

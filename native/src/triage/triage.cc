@@ -6,6 +6,8 @@
 #include <set>
 
 #include "triage/analysis.h"
+#include "triage/finding_kinds.h"
+#include "triage/headline.h"
 #include "triage/rank_set.h"
 #include "util/errors.h"
 #include "util/schemas.h"
@@ -24,34 +26,89 @@ using triage::Job;
 
 json maybe_json(const triage::Maybe<int64_t>& value) { return value ? json(*value) : json(nullptr); }
 
-// World ranks (null when a rank's world rank is unknown); the communicator's own beside.
-json world_ranks_json(const Job& job, const CommGroup& group, const std::vector<int>& ranks) {
+// The verdict's blame (its culprits, or suspects), which alone decides who a finding may call
+// culprit: processes by index, absent ranks by (comm hash, comm rank).
+struct VerdictBlame {
+  std::set<int> processes;
+  std::set<std::pair<std::string, int>> absent;
+
+  VerdictBlame(const Job& job, const json& graph) {
+    for (const char* key : {"root_culprits", "suspects"})
+      for (const json& id : graph[key]) {
+        const json& node = graph["nodes"][id.get<size_t>()];
+        if (id.get<size_t>() < job.processes.size()) processes.insert(id.get<int>());
+        else if (node["comm_hash"].is_string()) absent.insert({node["comm_hash"].get<std::string>(), node["comm_rank"].get<int>()});
+      }
+  }
+  bool blames(const CommGroup& group, int rank) const {
+    const triage::Member* member = group.find(rank);
+    return member ? processes.count(member->process) > 0 : absent.count({group.hash_text, rank}) > 0;
+  }
+};
+
+// A finding's ranks in world numbering where known; each rank whose world rank is unknown
+// goes to `unnamed` with why (never a null in a rank list).
+json world_ranks_json(const Job& job, const CommGroup& group, const std::vector<int>& ranks, json* unnamed) {
   json out = json::array();
   bool world = job.world_comm >= 0 && &job.comms[job.world_comm] == &group;
   for (int rank : ranks) {
     const triage::Member* member = group.find(rank);
     if (member != nullptr && job.world_rank[member->process]) out.push_back(*job.world_rank[member->process]);
-    else out.push_back(world ? json(rank) : json(nullptr));
+    else if (world) out.push_back(rank);
+    else if (unnamed->size() < 64)
+      unnamed->push_back({{"comm_rank", rank},
+                          {"why", member ? job.processes[member->process].input_name + " is in no world communicator"
+                                         : "no input holds rank " + std::to_string(rank) + " of " + group.hash_text}});
   }
   return out;
 }
 
-json finding_json(const Job& job, const CommGroup& group, const Finding& finding) {
-  std::vector<int> blamed = finding.blames_culprits ? finding.culprits : std::vector<int>{};
+// "ranks 0-2: wait on rank 3 (AllReduce #4 on 0x88..)": what each far rank the verdict does not
+// blame waits on itself, from its edges in the wait-for graph.
+json explained_by_json(const Job& job, const CommGroup& group, const std::vector<int>& ranks, const json& graph) {
+  std::map<std::string, std::vector<int>> ranks_by_wait;
+  for (int rank : ranks) {
+    const triage::Member* member = group.find(rank);
+    if (member == nullptr || !job.world_rank[member->process]) continue;
+    for (const json& edge : graph["edges"]) {
+      if (std::find(edge["from"].begin(), edge["from"].end(), json(member->process)) == edge["from"].end()) continue;
+      std::vector<int> to;
+      for (const json& id : edge["to"])
+        if (const json& node = graph["nodes"][id.get<size_t>()]; node["world_rank"].is_number_integer())
+          to.push_back(node["world_rank"].get<int>());
+      std::string text = std::string(to.size() == 1 ? "waits" : "wait") + " on " + triage::ranks_phrase(to) + " (" +
+                         edge["label"].get<std::string>() + " on " + edge["comm_hash"].get<std::string>() + ")";
+      ranks_by_wait[text].push_back(*job.world_rank[member->process]);
+      break;
+    }
+  }
+  json out = json::array();
+  for (const auto& [text, world] : ranks_by_wait) out.push_back({{"ranks", world}, {"text", text}});
+  return out;
+}
+
+json finding_json(const Job& job, const CommGroup& group, const Finding& finding, const VerdictBlame& blame,
+                  const json& graph) {
+  const triage::FindingKind& kind = triage::finding_kind(finding.kind);
+  std::vector<int> blamed, unblamed;
+  for (int rank : finding.culprits) (kind.may_blame && blame.blames(group, rank) ? blamed : unblamed).push_back(rank);
+  json unnamed = json::array();
   json out = {{"kind", finding.kind},
               {"collective", finding.collective.empty() ? json(nullptr) : json(finding.collective)},
               {"seq", maybe_json(finding.seq)},
-              {"waiting_ranks", world_ranks_json(job, group, finding.waiting)},
-              {"culprit_ranks", world_ranks_json(job, group, blamed)},
+              {"waiting_ranks", world_ranks_json(job, group, finding.waiting, &unnamed)},
+              {"waited_on_ranks", world_ranks_json(job, group, finding.culprits, &unnamed)},
+              {"culprit_ranks", world_ranks_json(job, group, blamed, &unnamed)},
               {"waiting_comm_ranks", finding.waiting},
+              {"waited_on_comm_ranks", finding.culprits},
               {"culprit_comm_ranks", blamed},
+              {"waited_on_role", kind.far_role},
               {"culprits_absent", finding.culprits_absent},
               {"explains_hang", finding.explains_hang},
               {"evidence", finding.evidence}};
-  if (!finding.blames_culprits) {
-    out["waited_on_ranks"] = world_ranks_json(job, group, finding.culprits);
-    out["waited_on_comm_ranks"] = finding.culprits;
-  }
+  if (!finding.torch_op.empty()) out["pytorch_op"] = {{"op", finding.torch_op}, {"seq", maybe_json(finding.torch_seq)}};
+  if (!unblamed.empty()) out["explained_by"] = explained_by_json(job, group, unblamed, graph);
+  if (!unnamed.empty()) out["unnamed_ranks"] = unnamed;
   for (auto& [key, value] : finding.extra.items()) out[key] = value;
   if (!finding.kernel_waits.is_null()) out["kernel_waits"] = finding.kernel_waits;
   return out;
@@ -65,7 +122,7 @@ json startup_json(const Finding& finding) {
   return out;
 }
 
-json communicator_json(const Job& job, size_t g) {
+json communicator_json(const Job& job, size_t g, const VerdictBlame& blame, const json& graph) {
   const CommGroup& group = job.comms[g];
   json ranks_seen = json::array(), world_ranks = json::array(), inputs = json::array();
   json seq_launched = json::array();  // parallel to ranks_seen: the HTML page's counter table
@@ -81,7 +138,7 @@ json communicator_json(const Job& job, size_t g) {
     inputs.push_back(job.processes[member.process].input_name);
   }
   json findings = json::array();
-  for (const Finding& finding : job.findings[g]) findings.push_back(finding_json(job, group, finding));
+  for (const Finding& finding : job.findings[g]) findings.push_back(finding_json(job, group, finding, blame, graph));
   return {{"comm_hash", group.hash_text},
           {"nranks", group.nranks ? json(*group.nranks) : json(nullptr)},
           {"is_world", static_cast<int>(g) == job.world_comm},
@@ -97,115 +154,14 @@ json communicator_json(const Job& job, size_t g) {
           {"findings", findings}};
 }
 
-// "rank 1" in the world; "world rank 1 (rank 0 of this communicator)" elsewhere.
-std::string comm_ranks_phrase(const Job& job, size_t g, const std::vector<int>& ranks, bool absent) {
-  if (static_cast<int>(g) == job.world_comm || absent || ranks.empty()) {
-    std::string text = triage::ranks_phrase(ranks);
-    return static_cast<int>(g) == job.world_comm || ranks.empty() ? text : text + " of that communicator";
-  }
-  std::vector<int> world;
-  for (int rank : ranks)
-    if (const triage::Member* member = job.comms[g].find(rank))
-      if (job.world_rank[member->process]) world.push_back(*job.world_rank[member->process]);
-  std::string text = triage::ranks_phrase(ranks) + " of that communicator";
-  if (world.size() == ranks.size()) text = "world " + triage::ranks_phrase(world) + " (" + text + ")";
-  return text;
-}
-
-// A "<field>-mismatch" finding from the flight recorder (recorder_join.cc).
+// A mismatch PyTorch's or NCCL's flight recorder saw (host counters cannot see it).
 bool is_recorded_mismatch(const Finding& finding) {
-  return finding.extra.contains("source") && finding.seq &&
-         (finding.extra["source"] == "flight-recorder" || finding.extra["source"] == "pytorch-flight-recorder");
-}
-
-// "pg tp0" (PyTorch's description, else its name) of a communicator, "" when unknown.
-std::string pg_label(const triage::CommGroup& group) {
-  if (group.pg_name.empty()) return "";
-  return "pg " + (group.pg_desc.empty() ? group.pg_name : group.pg_desc);
+  return triage::finding_kind(finding.kind).effect == triage::VerdictEffect::kMismatch &&
+         finding.extra.contains("source") && finding.seq;
 }
 
 std::string finding_sentence(const Job& job, size_t g, const Finding& finding) {
-  const CommGroup& group = job.comms[g];
-  std::string pg = pg_label(group);
-  std::string size = group.nranks ? std::to_string(*group.nranks) + " ranks" : "";
-  std::string label = pg.empty() ? size : size.empty() ? pg : pg + ", " + size;
-  std::string where = "On communicator " + group.hash_text + (label.empty() ? "" : " (" + label + ")");
-  std::string culprits = comm_ranks_phrase(job, g, finding.culprits, finding.culprits_absent);
-  std::string waiting = comm_ranks_phrase(job, g, finding.waiting, false);
-  std::string op = finding.collective + (finding.seq ? " #" + std::to_string(*finding.seq) : "");
-  if (finding.kind == "missing-collective" && finding.collective.empty())  // counted by collOpCount
-    op = "collective" + (finding.seq ? " #" + std::to_string(*finding.seq) : "") + " (of a type NCCL before 2.23 does not count)";
-  if (finding.kind == "missing-collective" && finding.extra.contains("counted_with")) {
-    std::string others;
-    for (const json& hash : finding.extra["counted_with"]) others += (others.empty() ? "" : ", ") + hash.get<std::string>();
-    return where + ", " + culprits + " launched fewer collectives than " + waiting + " on it or on " +
-           others + " (one count for both: splitShare), and " + waiting + " " + triage::verb_for(finding.waiting, "waits", "wait") + ".";
-  }
-  if (finding.kind == "missing-collective")
-    return where + ", " + culprits + " never launched " + op + ", which " + waiting + " launched and " +
-           triage::verb_for(finding.waiting, "waits", "wait") + " for.";
-  if (finding.kind == "collective-mismatch") {
-    std::string instead;
-    if (finding.extra.contains("groups") && !finding.extra["groups"].empty())
-      instead = finding.extra["groups"][0].value("collective", "");
-    return where + ", " + culprits + " launched " + (instead.empty() ? "a different collective" : instead) +
-           " where " + waiting + " launched " + op + " (same position, different collective).";
-  }
-  if (finding.kind == "p2p-unmatched") {
-    std::string matching = finding.collective == "Send" ? "Recv" : finding.collective == "Recv" ? "Send" : "Send/Recv";
-    return where + ", " + waiting + " " + triage::verb_for(finding.waiting, "waits", "wait") + " in " +
-           finding.collective + " for a matching " + matching + " that " + culprits + " never posted.";
-  }
-  if (finding.kind == "stuck-before-launch")
-    return where + ", " + waiting + " " + triage::verb_for(finding.waiting, "is", "are") + " stuck inside an NCCL call before launch" +
-           (finding.collective.empty() ? "" : " (" + op + " planned)") + ", waiting for " + culprits +
-           ", which never made that call.";
-  if (finding.kind == "aborted-rank" || finding.kind == "errored-rank")
-    return where + ", " + culprits + (finding.kind == "aborted-rank" ? " aborted" : " failed") +
-           (finding.evidence.empty() ? "" : " (" + finding.evidence.front() + ")") +
-           (finding.waiting.empty() ? "." : "; " + waiting + " " + triage::verb_for(finding.waiting, "waits", "wait") + " on it.");
-  if (is_recorded_mismatch(finding) && finding.extra["source"] == "pytorch-flight-recorder") {
-    std::string listing;
-    for (const json& value : finding.extra["values"]) {
-      std::string sizes;
-      for (const json& tensor : value["sizes"]) sizes += (sizes.empty() ? "" : " ") + tensor.dump();
-      listing += (listing.empty() ? "" : ", ") + job.process_label(group.find(value["rank"].get<int>())->process) +
-                 " " + sizes + (value["frame"].get<std::string>().empty() ? "" : " from " + value["frame"].get<std::string>());
-    }
-    return where + ", PyTorch's flight recorder shows " + finding.collective + " #" + std::to_string(*finding.seq) +
-           " issued with different input " + (finding.kind == "size-mismatch" ? "sizes" : "dtypes") + ": " + listing +
-           (finding.culprits.empty() ? "" : "; " + culprits + " " + triage::verb_for(finding.culprits, "disagrees", "disagree") + " with the others") + ".";
-  }
-  if (is_recorded_mismatch(finding)) {
-    std::string fields;
-    for (const json& name : finding.extra["fields"]) fields += (fields.empty() ? "" : " and ") + name.get<std::string>();
-    std::string listing;
-    for (const json& value : finding.extra["values"]) {
-      listing += (listing.empty() ? "" : ", ") + std::string("rank ") + std::to_string(value["rank"].get<int>()) +
-                 " count " + (value["count"].is_number() ? std::to_string(value["count"].get<uint64_t>()) : "?") + " " +
-                 (value["datatype"].is_string() ? value["datatype"].get<std::string>() : "?");
-      if (value.contains("root") && finding.kind == "root-mismatch") listing += " root " + value["root"].dump();
-    }
-    return where + ", the ranks launched " + finding.collective + " #" + std::to_string(*finding.seq) + " (seq " +
-           finding.extra["recorder_seq"].dump() + ") with different " + fields + ": " + listing +
-           (finding.culprits.empty() ? "" : "; " + culprits + " " + triage::verb_for(finding.culprits, "disagrees", "disagree") + " with the others") +
-           " (flight recorder).";
-  }
-  if (finding.kind == "kernel-wait") {
-    // "the AllReduce kernel of rank 0 waits for data from rank 1 at step 24 on channels 0-23 (...)"
-    std::string text = where + ", the " + finding.collective + " kernel" + (finding.waiting.size() == 1 ? "" : "s") +
-                       " of " + waiting + " ";
-    const json& first = finding.kernel_waits.empty() ? json() : finding.kernel_waits[0];
-    if (finding.waiting.size() == 1 && first.is_object()) text += first.value("wait", "");
-    else text += "wait on " + culprits + (first.is_object() ? " (" + first.value("text", "") + ")" : "");
-    if (finding.culprits_absent) text += "; " + culprits + " has no input";
-    return text + " (kernel view; host state alone did not name this peer).";
-  }
-  if (finding.kind == "absent-ranks")
-    return where + ", " + culprits + " " + triage::verb_for(finding.culprits, "appears", "appear") +
-           " in no input's communicator list (aborted, destroyed or exited) while " + waiting + " " +
-           triage::verb_for(finding.waiting, "waits", "wait") + ".";
-  return where + ": " + finding.kind + ".";
+  return triage::finding_kind(finding.kind).sentence(job, g, finding);
 }
 
 // Culprits named in the verdict: the graph's root culprits (chain ends).
@@ -245,21 +201,6 @@ std::string node_ranks_phrase(const json& graph, const json& ids) {
   }
   std::string text = ranks.empty() ? "" : triage::ranks_phrase(ranks);
   return text + (text.empty() || others.empty() ? "" : ", ") + others;
-}
-
-std::string startup_sentence(const Finding& finding) {
-  std::string text = "Start-up hang: no communicator exists yet.";
-  if (!finding.waiting.empty())
-    text += " " + triage::ranks_phrase(finding.waiting) + " " + triage::verb_for(finding.waiting, "waits", "wait") +
-            " in the rendezvous" + std::string(finding.extra.contains("guessed_ranks") ? " (a guess for " +
-            triage::ranks_phrase(finding.extra["guessed_ranks"].get<std::vector<int>>()) + ": see the evidence)" : "");
-  std::vector<int> never = finding.culprits;
-  if (finding.extra.contains("missing_ranks"))
-    for (const json& rank : finding.extra["missing_ranks"]) never.push_back(rank.get<int>());
-  triage::normalize_ranks(&never);
-  if (!never.empty())
-    text += std::string(finding.waiting.empty() ? " " : "; ") + triage::ranks_phrase(never) + " never arrived";
-  return text + ".";
 }
 
 // What blame decided about cycles and undecided chain ends, one sentence each (blame.h).
@@ -303,7 +244,7 @@ std::string verdict_summary(const Job& job, const std::string& verdict, const js
     text = "Hang.";
     text += blame_sentences(graph);
     for (const Finding& finding : job.startup)
-      if (finding.explains_hang) text += " " + startup_sentence(finding);
+      if (finding.explains_hang) text += " " + finding_sentence(job, 0, finding);
     // Findings whose culprits end a chain come first.
     std::set<int> roots;
     for (const json& id : graph["root_culprits"]) roots.insert(id.get<int>());
@@ -355,13 +296,9 @@ std::string verdict_summary(const Job& job, const std::string& verdict, const js
   if (verdict == "incomplete") {
     text = "Incomplete: no culprit can be named from these inputs.";
     for (size_t g = 0; g < job.comms.size(); ++g)
-      for (const Finding& finding : job.findings[g]) {
-        if (finding.kind == "absent-ranks" || finding.kind == "counters-unavailable" ||
-            finding.kind == "in-flight-consistent" || finding.kind == "stuck-before-launch")
-          text += " Communicator " + job.comms[g].hash_text + ": " +
-                  (finding.evidence.empty() ? finding.kind : finding.evidence.front()) +
-                  (finding.evidence.size() > 1 ? "; " + finding.evidence.back() : "") + ".";
-      }
+      for (const Finding& finding : job.findings[g])
+        if (triage::finding_kind(finding.kind).effect == triage::VerdictEffect::kIncomplete)
+          text += " " + triage::evidence_sentence(job, g, finding);
     std::vector<int> gpu_waiting;
     for (size_t p = 0; p < job.processes.size(); ++p)
       if (const triage::ThreadView* thread = job.processes[p].principal())
@@ -390,11 +327,9 @@ std::string decide_verdict(const Job& job) {
   for (size_t g = 0; g < job.comms.size(); ++g)
     for (const Finding& finding : job.findings[g]) {
       if (finding.explains_hang) return "hang";
-      mismatch = mismatch || is_recorded_mismatch(finding) || finding.kind == "collective-mismatch";
-      if (finding.kind == "absent-ranks" || finding.kind == "counters-unavailable" ||
-          finding.kind == "in-flight-consistent" || finding.kind == "stuck-before-launch" ||
-          finding.kind == "queued-behind")
-        incomplete = true;
+      triage::VerdictEffect effect = triage::finding_kind(finding.kind).effect;
+      mismatch = mismatch || effect == triage::VerdictEffect::kMismatch;
+      incomplete = incomplete || effect == triage::VerdictEffect::kIncomplete;
     }
   if (mismatch) return "mismatch";
   for (const triage::ProcessView& process : job.processes)
@@ -466,7 +401,12 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
                  {"tool", {{"name", "ncclscope"}, {"version", NCCLSCOPE_VERSION}}}};
   std::string verdict = decide_verdict(job);
   json graph = triage::build_wait_graph(job);
+  // Only a hang names culprits: elsewhere the chain ends are suspects, in the graph too.
+  if (verdict != "hang")
+    for (json& node : graph["nodes"])
+      if (node["role"] == "culprit") node["role"] = "suspect";
   report["verdict"] = verdict;
+  report["headline"] = triage::build_headline(job, verdict, graph);
   report["summary"] = verdict_summary(job, verdict, graph);
   if (std::string note = triage::damaged_inputs_note(job.processes); !note.empty())
     report["summary"] = report["summary"].get<std::string>() + " " + note;
@@ -487,7 +427,8 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
   report["suspect_ranks"] = suspect_ranks;
   report["world_comm"] = job.world_comm >= 0 ? json(job.comms[job.world_comm].hash_text) : json(nullptr);
   json communicators = json::array();
-  for (size_t g = 0; g < job.comms.size(); ++g) communicators.push_back(communicator_json(job, g));
+  VerdictBlame blame(job, graph);
+  for (size_t g = 0; g < job.comms.size(); ++g) communicators.push_back(communicator_json(job, g, blame, graph));
   report["communicators"] = communicators;
   json startup = json::array();
   for (const Finding& finding : job.startup) startup.push_back(startup_json(finding));

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "triage/analysis.h"
+#include "triage/finding_kinds.h"
 #include "triage/blame.h"
 #include "triage/rank_set.h"
 
@@ -32,7 +33,7 @@ class GraphBuilder {
     for (const Finding& finding : job_.startup) add_startup_edge(finding);
     compute_adjacency();
     std::vector<WaitEdge> wait_edges;
-    for (const Edge& edge : edges_) wait_edges.push_back({edge.from, edge.to, edge.finding->blames_culprits});
+    for (const Edge& edge : edges_) wait_edges.push_back({edge.from, edge.to, finding_kind(edge.finding->kind).may_blame});
     blame_ = assign_blame(node_count_, wait_edges);
     json graph;
     graph["nodes"] = nodes_json();
