@@ -174,7 +174,9 @@ BOOST_AUTO_TEST_CASE(single_rank_aborted) {
   BOOST_TEST(ints(report["culprit_ranks"]).empty());  // no one waits on it: not a chain end
   const json* aborted = find_kind(only_comm(report), "aborted-rank");
   BOOST_REQUIRE(aborted != nullptr);
-  BOOST_TEST(ints((*aborted)["culprit_ranks"]) == (std::vector<int>{0}));
+  BOOST_TEST(ints((*aborted)["waited_on_ranks"]) == (std::vector<int>{0}));
+  BOOST_TEST((*aborted)["waited_on_role"] == "aborted");
+  BOOST_TEST(ints((*aborted)["culprit_ranks"]).empty());  // the verdict blames nobody: nor does the finding
 }
 
 BOOST_AUTO_TEST_CASE(absent_ranks_without_evidence_are_incomplete) {

@@ -61,8 +61,15 @@ BOOST_AUTO_TEST_CASE(stack_tree_holds_rank_sets_outermost_first) {
 BOOST_AUTO_TEST_CASE(text_report_puts_the_verdict_first) {
   json report = nsc::triage_documents(as_inputs(missing_collective(2, 1)), nsc::TriageOptions{});
   std::string text = nsc::render_triage_text(report);
-  BOOST_TEST(text.rfind("VERDICT: hang\nHang. On communicator 0x6db0a96d9cb7fc37 (2 ranks), rank 1 never launched "
+  BOOST_TEST(text.rfind("HANG in communicator 0x6db0a96d9cb7fc37 (2 ranks): AllGather #1 (NCCL launch count) never "
+                        "issued by rank 1.\nCulprit: rank 1, in pause() in main().\n"
+                        "Waiting: rank 0 in cudaStreamSynchronize() in main().\n\n"
+                        "Why (verdict hang): Hang. On communicator 0x6db0a96d9cb7fc37 (2 ranks), rank 1 never launched "
                         "AllGather #1, which rank 0 launched and waits for.", 0) == 0u, text);
+  BOOST_TEST(text.find("[missing-collective] AllGather #1: rank 0 waiting; rank 1 never launched it (the verdict's culprit)\n") !=
+             std::string::npos, text);
+  BOOST_TEST(report["headline"]["what"] == "hang");
+  BOOST_TEST(report["headline"]["lines"].size() == 3u);
   BOOST_TEST(text.find("  rank 0 -> rank 1: AllGather #1 on 0x6db0a96d9cb7fc37 (collective)\n") != std::string::npos);
   BOOST_TEST(text.find("ring: rank 0 receives from rank 1 on channels 0,1") != std::string::npos);
   BOOST_TEST(text.find("      rank 1 (1 thread): pause\n") != std::string::npos, text);

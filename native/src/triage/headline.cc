@@ -255,11 +255,12 @@ class Headline {
 
   // " in pg a, b": the communicators of the edges inside the cycles.
   std::string cycle_where() const {
-    std::vector<int> nodes = cycle_nodes();
+    std::vector<int> cycle = cycle_nodes();
+    std::set<int> nodes(cycle.begin(), cycle.end());
     std::vector<size_t> comms;
     for (const json& edge : graph_["edges"]) {
       bool inside = std::all_of(edge["from"].begin(), edge["from"].end(),
-                                [&](const json& id) { return std::count(nodes.begin(), nodes.end(), id.get<int>()) > 0; });
+                                [&](const json& id) { return nodes.count(id.get<int>()) > 0; });
       for (size_t g = 0; g < job_.comms.size() && inside; ++g)
         if (edge["comm_hash"] == job_.comms[g].hash_text && !std::count(comms.begin(), comms.end(), g)) comms.push_back(g);
     }

@@ -92,7 +92,7 @@ h1{font-size:1.4em;margin:0 0 .3em} h2{font-size:1.15em;margin:1.4em 0 .4em;bord
 .verdict{display:inline-block;padding:.2em .7em;border-radius:.3em;font-weight:bold;font-size:1.2em}
 .verdict-hang{background:#f4cccc} .verdict-mismatch{background:#f9cb9c} .verdict-no-hang{background:#d9ead3}
 .verdict-incomplete{background:#fff2cc} .verdict-error{background:#cccccc}
-.summary{font-size:1.05em;line-height:1.4} .error{color:#a00}
+.headline{font-size:1.2em;line-height:1.5;font-weight:bold} .summary{font-size:.95em;line-height:1.4} .error{color:#a00}
 table{border-collapse:collapse;font-size:.9em} td,th{border:1px solid #bbb;padding:.2em .5em;text-align:left;vertical-align:top}
 th{background:#f3f3f3} td.culprit{background:#f4cccc} td.differs{background:#f9cb9c} td.none{color:#999} td.unknown{background:#eee}
 code,.frames{font-family:Menlo,Consolas,monospace;font-size:.88em}
@@ -463,8 +463,7 @@ void render_findings(const json& report, std::ostringstream& page) {
       page << "<div class=\"finding\"><span class=\"kind\">" << html_of(finding["kind"]) << "</span> ";
       if (finding["collective"].is_string()) page << html_of(finding["collective"]);
       if (finding["seq"].is_number_integer()) page << " #" << finding["seq"].get<int64_t>();
-      if (!field(finding, "waiting_ranks").empty()) page << "; waiting: " << html(ranks_text(finding["waiting_ranks"]));
-      if (!field(finding, "culprit_ranks").empty()) page << "; culprit: " << html(ranks_text(finding["culprit_ranks"]));
+      page << html(finding_roles_text(finding, field(report, "verdict") == "hang"));
       page << "<ul>";
       for (const json& evidence : field(finding, "evidence")) page << "<li>" << html_of(evidence) << "</li>";
       page << "</ul></div>\n";
@@ -556,8 +555,9 @@ std::string render_triage_html(const nlohmann::json& report) {
        << "<meta name=\"generator\" content=\"ncclscope " << html_of(field(field(report, "tool"), "version"))
        << "\">\n<title>ncclscope triage: " << html(verdict) << "</title>\n<style>" << kStyle << "</style>\n</head>\n<body>\n"
        << "<h1>ncclscope triage</h1>\n<p><span id=\"verdict\" class=\"verdict verdict-" << html(verdict) << "\">"
-       << html(verdict) << "</span></p>\n<p id=\"summary\" class=\"summary\">" << html_of(field(report, "summary"))
-       << "</p>\n";
+       << html(verdict) << "</span></p>\n<p id=\"headline\" class=\"headline\">";
+  for (const json& line : field(field(report, "headline"), "lines")) page << html_of(line) << "<br>";
+  page << "</p>\n<p id=\"summary\" class=\"summary\">" << html_of(field(report, "summary")) << "</p>\n";
   const json& culprits = field(report, "culprit_ranks");
   const json& suspects = field(report, "suspect_ranks");
   if (culprits.is_array() && !culprits.empty())
@@ -576,8 +576,7 @@ std::string render_triage_html(const nlohmann::json& report) {
         labels.push_back(text_of(report["graph"]["nodes"][index]["label"]));
     std::string who;
     for (const std::string& label : labels) who += (who.empty() ? "" : ", ") + label;
-    page << "<p>" << html(text_of(reason["kind"]) == "skipped" || text_of(reason["kind"]) == "skipped-in-cycle" ? "culprit"
-                                                                                                                : "suspect")
+    page << "<p>" << html(blamed_as_culprit(report, reason) ? "culprit" : "suspect")
          << " " << html(who) << ": " << html_of(reason["rule"]) << "</p>\n";
   }
   page << "</section>\n<section id=\"counters\">\n<h2>Launched collectives (ranks \u00d7 communicators)</h2>\n";

@@ -261,9 +261,10 @@ FrameView make_python_frame(const std::string& function, const std::string& file
   }
   std::string base = file.substr(file.find_last_of('/') == std::string::npos ? 0 : file.find_last_of('/') + 1);
   frame.label = function + " (" + base + ":" + (line ? std::to_string(*line) : "?") + ")";
+  // Installed packages, the standard library, and PyTorch wherever it sits (a source checkout).
   frame.python_library = file.find("/site-packages/") != std::string::npos ||
                          file.find("/dist-packages/") != std::string::npos ||
-                         file.find("/lib/python3.") != std::string::npos;
+                         file.find("/lib/python3.") != std::string::npos || file.find("/torch/") != std::string::npos;
   return frame;
 }
 

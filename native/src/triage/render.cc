@@ -57,25 +57,6 @@ std::string finding_ranks(const json& finding, const std::string& role) {
   return phrase_of_ranks(world) + " (" + phrase_of_ranks(own) + " of this communicator)";
 }
 
-// ": rank 1 waits; rank 3 never launched it (the verdict's culprit)": each side's local role.
-std::string finding_roles(const json& finding, bool hang) {
-  std::string text;
-  if (!json_member(finding, "waiting_ranks").empty()) text += finding_ranks(finding, "waiting") + " waiting";
-  const json& far = json_member(finding, "waited_on_comm_ranks");
-  if (!far.empty()) {
-    std::string role = text_of(json_member(finding, "waited_on_role"));
-    std::string who = json_member(finding, "waited_on_ranks").size() == far.size()
-                          ? finding_ranks(finding, "waited_on") : phrase_of_ranks(far) + " of this communicator";
-    text += (text.empty() ? "" : "; ") + who + (role.empty() ? "" : " " + role) +
-            (json_member(finding, "culprits_absent") == true ? " (no input)" : "");
-    const json& blamed = json_member(finding, "culprit_ranks");
-    if (!blamed.empty())
-      text += std::string(" (") + (blamed.size() == far.size() ? "" : phrase_of_ranks(blamed) + ": ") +
-              (hang ? "the verdict's culprit" : "a suspect") + (blamed.size() == 1 ? "" : "s") + ")";
-  }
-  return text.empty() ? "" : ": " + text;
-}
-
 void render_tree(const json& node, int depth, std::vector<std::string>* lines) {
   // A chain of single children with the same ranks and thread count reads as one line.
   std::string frames = text_of(node["frame"]);
@@ -192,6 +173,30 @@ std::string triage_error_label(const json& report, const json& error) {
   return "error: ";
 }
 
+// ": rank 1 waits; rank 3 never launched it (the verdict's culprit)": each side's local role.
+std::string finding_roles_text(const json& finding, bool hang) {
+  std::string text;
+  if (!json_member(finding, "waiting_ranks").empty()) text += finding_ranks(finding, "waiting") + " waiting";
+  const json& far = json_member(finding, "waited_on_comm_ranks");
+  if (!far.empty()) {
+    std::string role = text_of(json_member(finding, "waited_on_role"));
+    std::string who = json_member(finding, "waited_on_ranks").size() == far.size()
+                          ? finding_ranks(finding, "waited_on") : phrase_of_ranks(far) + " of this communicator";
+    text += (text.empty() ? "" : "; ") + who + (role.empty() ? "" : " " + role) +
+            (json_member(finding, "culprits_absent") == true ? " (no input)" : "");
+    const json& blamed = json_member(finding, "culprit_ranks");
+    if (!blamed.empty())
+      text += std::string(" (") + (blamed.size() == far.size() ? "" : phrase_of_ranks(blamed) + ": ") +
+              (hang ? "the verdict's culprit" : "a suspect") + (blamed.size() == 1 ? "" : "s") + ")";
+  }
+  return text.empty() ? "" : ": " + text;
+}
+
+bool blamed_as_culprit(const json& report, const json& reason) {
+  const std::string kind = text_of(json_member(reason, "kind"));
+  return json_member(report, "verdict") == "hang" && (kind == "skipped" || kind == "skipped-in-cycle");
+}
+
 std::string render_triage_text(const nlohmann::json& report) {
   std::vector<std::string> lines;
   // The headline alone is the first paragraph: what a person reads and acts on.
@@ -245,7 +250,7 @@ std::string render_triage_text(const nlohmann::json& report) {
       if (finding["seq"].is_number_integer()) head += " #" + std::to_string(finding["seq"].get<int64_t>());
       // Recorder findings also give the recorder's own 0-based seq.
       if (finding.contains("recorder_seq")) head += " (seq " + finding["recorder_seq"].dump() + ")";
-      lines.push_back(head + finding_roles(finding, report.value("verdict", "") == "hang"));
+      lines.push_back(head + finding_roles_text(finding, report.value("verdict", "") == "hang"));
       for (const json& explained : json_member(finding, "explained_by"))
         lines.push_back("      " + phrase_of_ranks(explained["ranks"]) + ": " + text_of(explained["text"]) +
                         ", which explains " + (explained["ranks"].size() == 1 ? "its" : "their") + " absence here");
@@ -277,7 +282,7 @@ std::string render_triage_text(const nlohmann::json& report) {
     lines.push_back("  longest chain: " + chain);
   }
   for (const json& reason : graph["blame"])
-    lines.push_back("  " + std::string(reason["kind"] == "skipped" || reason["kind"] == "skipped-in-cycle" ? "culprit" : "suspect") +
+    lines.push_back("  " + std::string(blamed_as_culprit(report, reason) ? "culprit" : "suspect") +
                     " " + nodes_phrase(graph, reason["nodes"]) + ": " + text_of(reason["rule"]));
   lines.push_back("");
   lines.push_back("Stack classes (each rank's application thread):");

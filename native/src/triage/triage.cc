@@ -27,18 +27,30 @@ using triage::Job;
 json maybe_json(const triage::Maybe<int64_t>& value) { return value ? json(*value) : json(nullptr); }
 
 // The verdict's blame (its culprits, or suspects), which alone decides who a finding may call
-// culprit: processes by index, absent ranks by (comm hash, comm rank).
+// culprit: processes by index, absent ranks by (comm hash, comm rank). Beside it, what each
+// process waits on itself (its first edge in the wait-for graph), for `explained_by`.
 struct VerdictBlame {
   std::set<int> processes;
   std::set<std::pair<std::string, int>> absent;
+  std::vector<std::string> own_wait;  // per process: "waits on rank 3 (AllReduce #4 on 0x..)", or ""
 
-  VerdictBlame(const Job& job, const json& graph) {
+  VerdictBlame(const Job& job, const json& graph) : own_wait(job.processes.size()) {
     for (const char* key : {"root_culprits", "suspects"})
       for (const json& id : graph[key]) {
         const json& node = graph["nodes"][id.get<size_t>()];
         if (id.get<size_t>() < job.processes.size()) processes.insert(id.get<int>());
         else if (node["comm_hash"].is_string()) absent.insert({node["comm_hash"].get<std::string>(), node["comm_rank"].get<int>()});
       }
+    for (const json& edge : graph["edges"]) {
+      std::vector<int> to;
+      for (const json& id : edge["to"])
+        if (const json& node = graph["nodes"][id.get<size_t>()]; node["world_rank"].is_number_integer())
+          to.push_back(node["world_rank"].get<int>());
+      std::string text = "on " + triage::ranks_phrase(to) + " (" + edge["label"].get<std::string>() + " on " +
+                         edge["comm_hash"].get<std::string>() + ")";
+      for (const json& id : edge["from"])
+        if (id.get<size_t>() < own_wait.size() && own_wait[id.get<size_t>()].empty()) own_wait[id.get<size_t>()] = text;
+    }
   }
   bool blames(const CommGroup& group, int rank) const {
     const triage::Member* member = group.find(rank);
@@ -64,31 +76,21 @@ json world_ranks_json(const Job& job, const CommGroup& group, const std::vector<
 }
 
 // "ranks 0-2: wait on rank 3 (AllReduce #4 on 0x88..)": what each far rank the verdict does not
-// blame waits on itself, from its edges in the wait-for graph.
-json explained_by_json(const Job& job, const CommGroup& group, const std::vector<int>& ranks, const json& graph) {
+// blame waits on itself.
+json explained_by_json(const Job& job, const CommGroup& group, const std::vector<int>& ranks, const VerdictBlame& blame) {
   std::map<std::string, std::vector<int>> ranks_by_wait;
   for (int rank : ranks) {
     const triage::Member* member = group.find(rank);
-    if (member == nullptr || !job.world_rank[member->process]) continue;
-    for (const json& edge : graph["edges"]) {
-      if (std::find(edge["from"].begin(), edge["from"].end(), json(member->process)) == edge["from"].end()) continue;
-      std::vector<int> to;
-      for (const json& id : edge["to"])
-        if (const json& node = graph["nodes"][id.get<size_t>()]; node["world_rank"].is_number_integer())
-          to.push_back(node["world_rank"].get<int>());
-      std::string text = std::string(to.size() == 1 ? "waits" : "wait") + " on " + triage::ranks_phrase(to) + " (" +
-                         edge["label"].get<std::string>() + " on " + edge["comm_hash"].get<std::string>() + ")";
-      ranks_by_wait[text].push_back(*job.world_rank[member->process]);
-      break;
-    }
+    if (member == nullptr || !job.world_rank[member->process] || blame.own_wait[member->process].empty()) continue;
+    ranks_by_wait[blame.own_wait[member->process]].push_back(*job.world_rank[member->process]);
   }
   json out = json::array();
-  for (const auto& [text, world] : ranks_by_wait) out.push_back({{"ranks", world}, {"text", text}});
+  for (const auto& [text, world] : ranks_by_wait)
+    out.push_back({{"ranks", world}, {"text", std::string(world.size() == 1 ? "waits " : "wait ") + text}});
   return out;
 }
 
-json finding_json(const Job& job, const CommGroup& group, const Finding& finding, const VerdictBlame& blame,
-                  const json& graph) {
+json finding_json(const Job& job, const CommGroup& group, const Finding& finding, const VerdictBlame& blame) {
   const triage::FindingKind& kind = triage::finding_kind(finding.kind);
   std::vector<int> blamed, unblamed;
   for (int rank : finding.culprits) (kind.may_blame && blame.blames(group, rank) ? blamed : unblamed).push_back(rank);
@@ -107,7 +109,7 @@ json finding_json(const Job& job, const CommGroup& group, const Finding& finding
               {"explains_hang", finding.explains_hang},
               {"evidence", finding.evidence}};
   if (!finding.torch_op.empty()) out["pytorch_op"] = {{"op", finding.torch_op}, {"seq", maybe_json(finding.torch_seq)}};
-  if (!unblamed.empty()) out["explained_by"] = explained_by_json(job, group, unblamed, graph);
+  if (!unblamed.empty()) out["explained_by"] = explained_by_json(job, group, unblamed, blame);
   if (!unnamed.empty()) out["unnamed_ranks"] = unnamed;
   for (auto& [key, value] : finding.extra.items()) out[key] = value;
   if (!finding.kernel_waits.is_null()) out["kernel_waits"] = finding.kernel_waits;
@@ -122,7 +124,7 @@ json startup_json(const Finding& finding) {
   return out;
 }
 
-json communicator_json(const Job& job, size_t g, const VerdictBlame& blame, const json& graph) {
+json communicator_json(const Job& job, size_t g, const VerdictBlame& blame) {
   const CommGroup& group = job.comms[g];
   json ranks_seen = json::array(), world_ranks = json::array(), inputs = json::array();
   json seq_launched = json::array();  // parallel to ranks_seen: the HTML page's counter table
@@ -138,7 +140,7 @@ json communicator_json(const Job& job, size_t g, const VerdictBlame& blame, cons
     inputs.push_back(job.processes[member.process].input_name);
   }
   json findings = json::array();
-  for (const Finding& finding : job.findings[g]) findings.push_back(finding_json(job, group, finding, blame, graph));
+  for (const Finding& finding : job.findings[g]) findings.push_back(finding_json(job, group, finding, blame));
   return {{"comm_hash", group.hash_text},
           {"nranks", group.nranks ? json(*group.nranks) : json(nullptr)},
           {"is_world", static_cast<int>(g) == job.world_comm},
@@ -428,7 +430,7 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
   report["world_comm"] = job.world_comm >= 0 ? json(job.comms[job.world_comm].hash_text) : json(nullptr);
   json communicators = json::array();
   VerdictBlame blame(job, graph);
-  for (size_t g = 0; g < job.comms.size(); ++g) communicators.push_back(communicator_json(job, g, blame, graph));
+  for (size_t g = 0; g < job.comms.size(); ++g) communicators.push_back(communicator_json(job, g, blame));
   report["communicators"] = communicators;
   json startup = json::array();
   for (const Finding& finding : job.startup) startup.push_back(startup_json(finding));

@@ -53,6 +53,11 @@ std::string render_triage_text(const nlohmann::json& report);
 // "partial: " for an entry of report["errors"] whose input was read, only not all of it (the
 // verdict used what was read); "error: " for an input that could not be used.
 std::string triage_error_label(const nlohmann::json& report, const nlohmann::json& error);
+// ": rank 1 waiting; rank 3 never launched it (the verdict's culprit)": a finding's sides with
+// their local roles; "culprit" only where the verdict blames (`hang`: else "a suspect").
+std::string finding_roles_text(const nlohmann::json& finding, bool hang);
+// A graph.blame entry the verdict counts as a culprit (a hang's skip), not a suspect.
+bool blamed_as_culprit(const nlohmann::json& report, const nlohmann::json& reason);
 std::string render_triage_dot(const nlohmann::json& report, const TriageOptions& options);
 // One self-contained HTML page (inline SVG graph, no script, no external resource): html.cc.
 std::string render_triage_html(const nlohmann::json& report);
