@@ -27,7 +27,7 @@ PY
 check "snapshots: triage --json (exit $rc)" test "$rc" = 0
 "$cli" triage "$work/snap" --html "$work/snap.html" > "$work/snap.txt" 2>> "$work/snap.err"; rc=$?
 check "snapshots: triage --html (exit $rc) writes the page" test "$rc" = 0 -a -s "$work/snap.html"
-check "snapshots: the text report still goes to stdout" grep -q '^VERDICT: hang' "$work/snap.txt"
+check "snapshots: the text report still goes to stdout" grep -q '^HANG in ' "$work/snap.txt"
 check "snapshots: page structure, escaped frame and input name" python3 "$checker" "$work/snap.html" "$work/snap.json" \
   --expect-text 'pause<b>&amp;</b><script>alert(1)</script>\x1b[31m' --expect-text "$evil_input" \
   --forbid-tag b --forbid-tag i
