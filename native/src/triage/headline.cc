@@ -362,7 +362,7 @@ class Headline {
                           : f.kind == "size-mismatch"     ? "sizes"
                           : f.kind == "dtype-mismatch"    ? "dtypes"
                                                           : f.kind.substr(0, f.kind.find('-')) + "s";
-      std::string op = f.kind == "collective-mismatch" ? operation(f) : f.torch_op.empty() ? f.collective + " #" + std::to_string(f.seq.value_or(0)) : operation(f);
+      std::string op = operation(f);
       lines->push_back("MISMATCH in " + where_of({found->comm}) + ": " + op + " issued with different " + field +
                        "; nothing waits yet, results may be wrong.");
     }

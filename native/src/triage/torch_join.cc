@@ -286,6 +286,8 @@ class TorchJoin {
                                 "amounts on different ranks, completes with wrong results or hangs");
     if (finding.culprits.empty())
       finding.evidence.push_back("no majority: which side is at fault is not decided");
+    finding.torch_op = finding.collective;  // PyTorch's own name and per-group number
+    finding.torch_seq = finding.seq;
     finding.extra["source"] = "pytorch-flight-recorder";
     finding.extra["values"] = values;
     job_.findings[g].push_back(std::move(finding));

@@ -26,6 +26,8 @@ using triage::Job;
 
 json maybe_json(const triage::Maybe<int64_t>& value) { return value ? json(*value) : json(nullptr); }
 
+std::string json_text(const json& value) { return value.is_string() ? value.get<std::string>() : ""; }
+
 // The verdict's blame (its culprits, or suspects), which alone decides who a finding may call
 // culprit: processes by index, absent ranks by (comm hash, comm rank). Beside it, what each
 // process waits on itself (its first edge in the wait-for graph), for `explained_by`.
@@ -46,8 +48,8 @@ struct VerdictBlame {
       for (const json& id : edge["to"])
         if (const json& node = graph["nodes"][id.get<size_t>()]; node["world_rank"].is_number_integer())
           to.push_back(node["world_rank"].get<int>());
-      std::string text = "on " + triage::ranks_phrase(to) + " (" + edge["label"].get<std::string>() + " on " +
-                         edge["comm_hash"].get<std::string>() + ")";
+      std::string where = edge["comm_hash"].is_string() ? " on " + edge["comm_hash"].get<std::string>() : "";
+      std::string text = "on " + triage::ranks_phrase(to) + " (" + json_text(edge["label"]) + where + ")";
       for (const json& id : edge["from"])
         if (id.get<size_t>() < own_wait.size() && own_wait[id.get<size_t>()].empty()) own_wait[id.get<size_t>()] = text;
     }
