@@ -25,6 +25,15 @@ std::string text_of(const json& value) { return value.is_string() ? value.get<st
 
 std::string base_name(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
 
+// "ranks 0-2", or for a long set its start and its size: "ranks 16,17,19-23,48,... (2,880 ranks)".
+std::string compact_ranks(const std::vector<int>& ranks) {
+  constexpr size_t kMaxChars = 40;
+  std::string text = ranks_phrase(ranks);
+  if (text.size() <= kMaxChars) return text;
+  size_t cut = text.rfind(',', kMaxChars);
+  return text.substr(0, cut == std::string::npos ? kMaxChars : cut) + ",... (" + std::to_string(ranks.size()) + " ranks)";
+}
+
 size_t word_count(const std::string& text) {
   std::istringstream words(text);
   size_t count = 0;
@@ -102,7 +111,7 @@ class Headline {
     std::vector<std::pair<std::string, std::vector<int>>> groups(ranks_by_site.begin(), ranks_by_site.end());
     std::stable_sort(groups.begin(), groups.end(), [](const auto& a, const auto& b) { return a.second.size() > b.second.size(); });
     std::vector<std::string> parts;
-    for (const auto& [site, ranks] : groups) parts.push_back(ranks_phrase(ranks) + joiner + site);
+    for (const auto& [site, ranks] : groups) parts.push_back(compact_ranks(ranks) + joiner + site);
     parts.insert(parts.end(), unranked.begin(), unranked.end());
     std::string text;
     for (size_t i = 0; i < parts.size() && i < max_groups; ++i) text += (text.empty() ? "" : "; ") + parts[i];
@@ -125,7 +134,7 @@ class Headline {
         world.push_back(*job_.world_rank[member->process]);
       }
     }
-    return ranks_phrase(world);
+    return compact_ranks(world);
   }
 
   std::string where_of(const std::vector<size_t>& comms) const {
@@ -274,7 +283,7 @@ class Headline {
       if (node(id)["world_rank"].is_number_integer()) ranks.push_back(node(id)["world_rank"].get<int>());
       else others += (others.empty() ? "" : ", ") + text_of(node(id)["label"]);
     }
-    std::string text = ranks.empty() ? "" : ranks_phrase(ranks);
+    std::string text = ranks.empty() ? "" : compact_ranks(ranks);
     return text + (text.empty() || others.empty() ? "" : ", ") + others;
   }
 
