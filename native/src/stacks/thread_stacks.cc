@@ -27,6 +27,7 @@
 #include "target/core_notes.h"
 #include "target/ptrace_freezer.h"
 #include "util/errors.h"
+#include "util/input_file.h"
 #include "util/strings.h"
 
 namespace nsc {
@@ -124,7 +125,7 @@ std::string file_build_id(Elf* elf) {
 // core recorded. Returns the fd (and *elfp) on a match, -1 otherwise.
 int open_candidate(UnwindSession* session, Dwfl_Module* module, const std::string& path,
                    char** file_name, Elf** elfp) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = try_open_regular_file(path, nullptr).release();
   if (fd < 0) return -1;
   Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
   if (elf == nullptr || elf_kind(elf) != ELF_K_ELF) {
