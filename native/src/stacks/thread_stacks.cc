@@ -559,7 +559,13 @@ std::vector<ThreadStack> unwind_core_target(Target& core, const StackOptions& op
     warn(&session, "stacks " + subject + ": dwfl_begin: " + dwfl_error_text());
     return threads;
   }
-  const char* executable = options.executable.empty() ? nullptr : options.executable.c_str();
+  // libdwfl opens the executable itself: hand it only a regular file (a FIFO blocks the open).
+  const char* executable = nullptr;
+  std::string why;
+  if (!options.executable.empty() && try_open_regular_file(options.executable, &why).ok())
+    executable = options.executable.c_str();
+  else if (!options.executable.empty())
+    warn(&session, "stacks " + subject + ": executable " + options.executable + ": " + why + ": not used");
   if (dwfl_core_file_report(dwfl.get(), elf, executable) < 0) {
     std::string refused = dwfl_error_text();
     if (report_mapped_files(dwfl.get(), core) == 0) {

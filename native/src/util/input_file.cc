@@ -63,7 +63,12 @@ InputFile try_open_regular_file(const std::string& path, std::string* why) {
   // O_NONBLOCK: opening a FIFO without a writer would block here, before fstat can refuse it.
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) {
-    if (why) *why = std::string("cannot open: ") + std::strerror(errno);
+    int saved = errno;
+    struct stat info;  // a socket cannot be opened at all (ENXIO): say what it is
+    if (why && stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode) && !S_ISDIR(info.st_mode))
+      *why = std::string("not a regular file (") + file_type_name(info.st_mode) + ")";
+    else if (why)
+      *why = std::string("cannot open: ") + std::strerror(saved);
     return {};
   }
   InputFile file(fd, 0);
