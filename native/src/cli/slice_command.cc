@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -110,17 +111,50 @@ std::vector<AddressRange> record_recorder_reads(CoreFile& core) {
   return recording.recorded_ranges();
 }
 
-// The stack bytes the unwinder reads (return addresses, saved registers): unwound over a
-// RecordingTarget they are recorded, and stay readable when the rest of each stack is redacted.
-std::vector<AddressRange> record_unwinder_reads(CoreFile& core, const SliceRequest& request) {
-  RecordingTarget recording(core);
+StackOptions stack_options(const SliceRequest& request) {
   StackOptions options;
   options.executable = request.executable;
   options.sysroot = request.search.sysroot;
   options.solib_search_path = request.search.solib_search_path;
+  return options;
+}
+
+// The stack bytes the unwinder reads (return addresses, saved registers): unwound over a
+// RecordingTarget they are recorded, and stay readable when the rest of each stack is redacted.
+std::vector<AddressRange> record_unwinder_reads(CoreFile& core, const SliceRequest& request) {
+  RecordingTarget recording(core);
   std::vector<std::string> warnings;
-  unwind_threads_over_target(recording, options, &warnings);
+  unwind_threads_over_target(recording, stack_options(request), &warnings);
   return recording.recorded_ranges();
+}
+
+// Each thread's frames (pcs) and why its unwind stopped, as `state` unwinds a core file.
+std::map<int, std::pair<std::vector<uint64_t>, std::string>> unwound_frames(Target& core, const SliceRequest& request) {
+  std::vector<std::string> warnings;
+  std::map<int, std::pair<std::vector<uint64_t>, std::string>> frames;
+  for (const ThreadStack& thread : unwind_threads(core, stack_options(request), &warnings)) {
+    auto& entry = frames[thread.tid];
+    for (const StackFrame& frame : thread.frames) entry.first.push_back(frame.pc);
+    entry.second = thread.error;
+  }
+  return frames;
+}
+
+// The unwinder over a recording target may read less than libdwfl's core unwinder (another
+// module lookup): where the slice's frames differ from the input's, that thread's stack stays
+// whole. Returns the stack ranges to unredact (none when every thread unwinds the same).
+std::vector<AddressRange> stacks_unwound_differently(CoreFile& core, const std::string& slice_path,
+                                                     const SliceRequest& request) {
+  auto sliced = open_core_file(slice_path, core.executable());
+  auto want = unwound_frames(core, request), got = unwound_frames(*sliced, request);
+  std::vector<AddressRange> whole;
+  for (const ThreadInfo& thread : core.threads()) {
+    if (want[thread.tid] == got[thread.tid]) continue;
+    auto sp = stack_pointer_of(thread);
+    for (const AddressRange& range : merge_ranges(thread_stack_ranges(core, SliceKeepOptions{})))
+      if (sp && *sp >= range.start && *sp < range.end) whole.push_back(range);
+  }
+  return whole;
 }
 
 // Reads every kept range back from the written core: it must hold the same bytes.
@@ -250,6 +284,14 @@ int slice(const SliceRequest& request, bool json_output) {
   keep.insert(keep.end(), read.begin(), read.end());
   keep = merge_ranges(std::move(keep));
   SliceStats stats = write_sliced_core(*core, keep, output.fd(), request.output_path, edits);
+  if (!request.keep_stacks && !edits.redact_stacks.empty()) {
+    std::vector<AddressRange> whole = stacks_unwound_differently(*core, output.temporary_path(), request);
+    if (!whole.empty()) {
+      edits.redact_stacks = without_ranges(edits.redact_stacks, whole);
+      output.rewind();
+      stats = write_sliced_core(*core, keep, output.fd(), request.output_path, edits);
+    }
+  }
   std::vector<AddressRange> verified = keep;
   for (const auto* redacted : {&edits.redact_environment, &edits.redact_arguments, &edits.redact_stacks})
     verified = without_ranges(verified, *redacted);

@@ -56,6 +56,11 @@ void ReplacingOutput::check_destination() const {
     throw BadInput(context_ + ": is " + kind_of(info.st_mode) + "; the output must be a new or a regular file");
 }
 
+void ReplacingOutput::rewind() {
+  if (ftruncate(fd_, 0) != 0 || lseek(fd_, 0, SEEK_SET) != 0)
+    throw BadInput(context_ + ": cannot rewrite " + temporary_ + ": " + std::strerror(errno));
+}
+
 void ReplacingOutput::commit() {
   int fd = fd_;
   fd_ = -1;

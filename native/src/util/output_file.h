@@ -19,6 +19,8 @@ class ReplacingOutput {
 
   int fd() const { return fd_; }
   const std::string& temporary_path() const { return temporary_; }
+  // Empties the temporary to write it again from the start.
+  void rewind();
   // Closes the temporary and renames it to PATH (checked again: still new or regular).
   void commit();
 
