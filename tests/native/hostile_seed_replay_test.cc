@@ -106,6 +106,26 @@ BOOST_AUTO_TEST_CASE(comm_seed_holds_the_fixture_comm) {
   BOOST_TEST(found.addresses.front() == nsc::fuzz::CyclicTarget::kHeap);
 }
 
+// Issue 37: a 34-byte cyclic input whose regCache population, capacity and slots are garbage
+// that points back into the heap: 4,096 registrations (272 KB of JSON) were built and freed per
+// execution, over libFuzzer's wall-clock limit on a loaded machine under ASan. Now the first
+// 512 are decoded, and the comm's warnings say so.
+BOOST_AUTO_TEST_CASE(cyclic_registrations_stop_at_the_cap) {
+  std::string path = std::string(NCCLSCOPE_SOURCE_DIR) + "/tests/fuzz/corpus/comm_decoders/regress-cpu-registrations-cyclic-34";
+  std::vector<uint8_t> bytes = file_bytes(path);
+  BOOST_REQUIRE(bytes.size() == 34u);
+  BOOST_REQUIRE(nsc::fuzz::real_profile() != nullptr);
+  const nsc::LayoutProfile& layout = *nsc::fuzz::real_profile();
+  nsc::fuzz::CyclicTarget target(bytes.data() + 1, bytes.size() - 1, nsc::fuzz::lowest_registry_symbol(layout));
+  nlohmann::json errors = nlohmann::json::array();
+  double start = nsc::fuzz::process_cpu_seconds();
+  nlohmann::json comm = nsc::decode_communicator(target, layout, nsc::fuzz::CyclicTarget::kHeap, &errors);
+  double seconds = nsc::fuzz::process_cpu_seconds() - start;
+  BOOST_TEST(comm["cuda"]["registrations"]["buffers"].size() == 512u);
+  BOOST_TEST(comm["warnings"].dump().find("regCache: only the first 512 slots decoded") != std::string::npos);
+  BOOST_TEST(seconds < kSeedCpuSeconds, seconds << " s of CPU");
+}
+
 // The harness itself: the recorder seeds (make_recorder_seed.py, a real region
 // of recorder_driver) decode as the driver's scenario in every mode.
 BOOST_AUTO_TEST_CASE(recorder_seed_holds_the_driver_region) {
