@@ -19,14 +19,14 @@
 #include "cuda/recorder_decoder.h"
 #include "snapshot/numerics_document.h"
 #include "snapshot/state_document.h"
+#include "stacks/thread_stacks.h"
 #include "target/core_file.h"
+#include "target/core_notes.h"
 #include "target/core_writer.h"
 #include "target/launcher_environment.h"
 #include "target/library_resolver.h"
 #include "target/recording_target.h"
 #include "target/slice_ranges.h"
-#include "stacks/thread_stacks.h"
-#include "target/core_notes.h"
 #include "util/errors.h"
 #include "util/output_file.h"
 #include "util/strings.h"
@@ -252,6 +252,35 @@ std::vector<std::string> input_problems(CoreFile& core, const std::string& skipp
   return problems;
 }
 
+// Writes the slice into `output`. A thread whose frames differ on it from the input's keeps
+// its stack whole (the slice is written once more); *kept_whole counts those stacks.
+SliceStats write_slice(CoreFile& core, const std::vector<AddressRange>& keep, const SliceRequest& request,
+                       SliceEdits* edits, ReplacingOutput* output, size_t* kept_whole) {
+  SliceStats stats = write_sliced_core(core, keep, output->fd(), request.output_path, *edits);
+  *kept_whole = 0;
+  if (edits->redact_stacks.empty()) return stats;
+  std::vector<AddressRange> whole = stacks_unwound_differently(core, output->temporary_path(), request);
+  if (whole.empty()) return stats;
+  *kept_whole = whole.size();
+  edits->redact_stacks = without_ranges(edits->redact_stacks, whole);
+  output->rewind();
+  return write_sliced_core(core, keep, output->fd(), request.output_path, *edits);
+}
+
+void print_figures(const SliceRequest& request, const SliceStats& stats, size_t decoder_ranges,
+                   size_t communicators, size_t stacks_kept_whole) {
+  std::printf("%s: %.1f MB -> %s: %.2f MB (%llu bytes of memory kept, %llu segments, %zu decoder ranges, %zu communicators, "
+              "%llu bytes of environment values, %llu of argument values and %llu of stacks redacted",
+              request.core_path.c_str(), stats.input_bytes / 1e6, request.output_path.c_str(),
+              stats.output_bytes / 1e6, static_cast<unsigned long long>(stats.kept_bytes),
+              static_cast<unsigned long long>(stats.load_segments), decoder_ranges, communicators,
+              static_cast<unsigned long long>(stats.redacted_environment_bytes),
+              static_cast<unsigned long long>(stats.redacted_argument_bytes),
+              static_cast<unsigned long long>(stats.redacted_stack_bytes));
+  if (stacks_kept_whole > 0) std::printf("; %zu stack(s) kept whole: they unwound differently", stacks_kept_whole);
+  std::printf(")\n");
+}
+
 int slice(const SliceRequest& request, bool json_output) {
   auto core = open_core_file(request.core_path, request.executable);
   check_not_the_input(*core, request.output_path);
@@ -269,6 +298,8 @@ int slice(const SliceRequest& request, bool json_output) {
       decoded = record_recorder_reads(*core);
     }
   }
+  for (const std::string& warning : core->warnings())
+    std::fprintf(stderr, "ncclscope slice: input %s (said in the slice)\n", escape_for_terminal(warning).c_str());
   std::vector<AddressRange> read = decoded;
   read.insert(read.end(), request.extra_ranges.begin(), request.extra_ranges.end());
   std::vector<AddressRange> visible = read;
@@ -278,20 +309,10 @@ int slice(const SliceRequest& request, bool json_output) {
   }
   SliceEdits edits = secrets_to_redact(*core, merge_ranges(visible), request.keep_stacks);
   edits.provenance = input_problems(*core, skipped_pass);
-  for (const std::string& problem : edits.provenance)
-    if (problem.rfind("input ", 0) == 0)
-      std::fprintf(stderr, "ncclscope slice: %s (said in the slice)\n", escape_for_terminal(problem).c_str());
   keep.insert(keep.end(), read.begin(), read.end());
   keep = merge_ranges(std::move(keep));
-  SliceStats stats = write_sliced_core(*core, keep, output.fd(), request.output_path, edits);
-  if (!request.keep_stacks && !edits.redact_stacks.empty()) {
-    std::vector<AddressRange> whole = stacks_unwound_differently(*core, output.temporary_path(), request);
-    if (!whole.empty()) {
-      edits.redact_stacks = without_ranges(edits.redact_stacks, whole);
-      output.rewind();
-      stats = write_sliced_core(*core, keep, output.fd(), request.output_path, edits);
-    }
-  }
+  size_t stacks_kept_whole = 0;
+  SliceStats stats = write_slice(*core, keep, request, &edits, &output, &stacks_kept_whole);
   std::vector<AddressRange> verified = keep;
   for (const auto* redacted : {&edits.redact_environment, &edits.redact_arguments, &edits.redact_stacks})
     verified = without_ranges(verified, *redacted);
@@ -299,16 +320,11 @@ int slice(const SliceRequest& request, bool json_output) {
     throw BadInput("slice " + request.output_path + ": verification failed (kept bytes differ)");
   output.commit();
   if (json_output) {
-    std::cout << figures_json(request, stats, decoded.size(), communicators, edits.provenance).dump(2) << "\n";
+    nlohmann::json figures = figures_json(request, stats, decoded.size(), communicators, edits.provenance);
+    figures["stacks_kept_whole"] = stacks_kept_whole;
+    std::cout << figures.dump(2) << "\n";
   } else {
-    std::printf("%s: %.1f MB -> %s: %.2f MB (%llu bytes of memory kept, %llu segments, %zu decoder ranges, %zu communicators, "
-                "%llu bytes of environment values, %llu of argument values and %llu of stacks redacted)\n",
-                request.core_path.c_str(), stats.input_bytes / 1e6, request.output_path.c_str(),
-                stats.output_bytes / 1e6, static_cast<unsigned long long>(stats.kept_bytes),
-                static_cast<unsigned long long>(stats.load_segments), decoded.size(), communicators,
-                static_cast<unsigned long long>(stats.redacted_environment_bytes),
-                static_cast<unsigned long long>(stats.redacted_argument_bytes),
-                static_cast<unsigned long long>(stats.redacted_stack_bytes));
+    print_figures(request, stats, decoded.size(), communicators, stacks_kept_whole);
   }
   return edits.provenance.empty() ? kExitOk : kExitPartial;
 }
