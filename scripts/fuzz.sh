@@ -47,17 +47,20 @@ fi
 mkdir -p "$corpus" "$artifacts"
 
 # Leaks, one malloc over 512 MB (a garbage count turned into an allocation) and
-# any unit slower than 10 s count as findings. libFuzzer's timeout is wall-clock:
-# on a machine busy with other work, pass -timeout=60 -report_slow_units=5 and
-# replay the slow-unit-* files alone (a starved fuzzer "timed out" on units that
-# take 0.07-0.6 s of CPU, 2026-11-30). malloc_context_size=0: ASan does
+# any unit over 1 s of CPU time count as findings. The limit is CPU time
+# (NCCLSCOPE_FUZZ_CPU_LIMIT_MS, checked by the targets: fuzz_entry_points.h), not
+# libFuzzer's -timeout, which is wall-clock: on a loaded machine a starved fuzzer
+# "timed out" on units that take 0.07-0.6 s of CPU (2026-11-30), so -timeout is
+# only a backstop for a unit that never ends. malloc_context_size=0: ASan does
 # not unwind the stack on every malloc (10-25% of each execution); a report then
 # lacks allocation stacks: rerun the reproducer without it to get them.
-ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0:malloc_context_size=0} \
-UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+# (Exported: as bare assignments on a line of their own they never reached the fuzzer.)
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0:malloc_context_size=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export NCCLSCOPE_FUZZ_CPU_LIMIT_MS=${NCCLSCOPE_FUZZ_CPU_LIMIT_MS:-1000}
 start_ticks=$(awk '{print $14 + $15 + $16 + $17}' /proc/$$/stat)  # our children's CPU so far
 nice -n 19 "$binary" "$corpus" "$seeds" -max_total_time="$seconds" -max_len=$max_len \
-  -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=512 -print_final_stats=1 \
+  -timeout=600 -report_slow_units=600 -rss_limit_mb=2048 -malloc_limit_mb=512 -print_final_stats=1 \
   -artifact_prefix="$artifacts" "${dict[@]}" "$@" > "$log" 2>&1
 rc=$?
 # Summary: the last status line, the execution count, and executions per CPU

@@ -363,9 +363,14 @@ class GdbSession:
         command meets a field of the wrong type: else one line naming the file and field."""
         where = escape_for_terminal(self.snapshot_path)
         try:
-            with open(self.snapshot_path, "r", encoding="utf-8") as handle:
-                document = json.load(handle)
-        except (OSError, ValueError) as error:
+            # Read by the library: regular files only, bounded (a FIFO or /dev/zero is refused).
+            text = self.library().run({"command": "read-file", "what": "snapshot",
+                                       "path": self.snapshot_path})[0]["text"]
+        except NativeError as error:
+            raise UsageError("ncclscope: %s" % escape_for_terminal(error.message))
+        try:
+            document = json.loads(text)
+        except ValueError as error:
             raise UsageError("ncclscope: snapshot %s: %s" % (where, escape_for_terminal(str(error))))
         except RecursionError:
             raise UsageError("ncclscope: snapshot %s: nested too deeply to be a state document" % where)

@@ -97,7 +97,9 @@ bad "missing pid" 2 "no such process" --pid 999999
 printf 'not an elf' > "$work/text.core"
 bad "non-ELF" 2 "not an ELF" --core "$work/text.core"
 bad "ELF not a core" 2 "not a core" --core /bin/true
-bad "empty file" 2 "text.core\|empty\|not an ELF" --core /dev/null
+: > "$work/empty.core"
+bad "empty file" 2 "empty.core: empty file" --core "$work/empty.core"
+bad "device" 2 "/dev/null: not a regular file (a character device)" --core /dev/null  # issue 37
 sleep 30 & pids+=($!)
 # No libnccl: still a document (launcher rank, threads: a start-up hang's rank), exit 1, the reason.
 "$cli" state --pid $! > "$work/out" 2> "$work/err"; rc=$?

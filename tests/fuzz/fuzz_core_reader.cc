@@ -2,5 +2,5 @@
 #include "fuzz_entry_points.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  return nsc::fuzz::run_core_reader(data, size);
+  return nsc::fuzz::run_cpu_bounded(nsc::fuzz::run_core_reader, data, size);
 }

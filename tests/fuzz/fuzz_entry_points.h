@@ -8,7 +8,11 @@
 #pragma once
 
 #include <sys/mman.h>
+#include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <algorithm>
 #include <cstdint>
@@ -43,6 +47,49 @@
 #include "summary_comparison.h"
 
 namespace nsc::fuzz {
+
+// The CPU time this process has used, in seconds (all threads, user + system).
+inline double process_cpu_seconds() {
+  timespec now{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+  return now.tv_sec + now.tv_nsec / 1e9;
+}
+
+// libFuzzer's -timeout counts wall-clock time: on a loaded machine a starved fuzzer "times out"
+// on inputs that take 0.1 s of CPU. This limit counts CPU time (ITIMER_PROF): an input that
+// uses more than NCCLSCOPE_FUZZ_CPU_LIMIT_MS of CPU aborts, and libFuzzer saves it as a crash.
+// Unset or 0: no limit (the seed replay test measures CPU time itself).
+inline void on_cpu_limit(int) {
+  static const char message[] = "==fuzz== input over the CPU-time limit (NCCLSCOPE_FUZZ_CPU_LIMIT_MS)\n";
+  ssize_t ignored = ::write(2, message, sizeof message - 1);
+  (void)ignored;
+  std::abort();
+}
+
+inline long cpu_limit_ms() {
+  static const long limit = [] {
+    const char* text = std::getenv("NCCLSCOPE_FUZZ_CPU_LIMIT_MS");
+    long value = text ? std::strtol(text, nullptr, 10) : 0;
+    if (value > 0) std::signal(SIGPROF, on_cpu_limit);
+    return value;
+  }();
+  return limit;
+}
+
+// Runs one fuzz input under the CPU-time limit.
+inline int run_cpu_bounded(int (*entry)(const uint8_t*, size_t), const uint8_t* data, size_t size) {
+  long limit = cpu_limit_ms();
+  if (limit > 0) {
+    itimerval arm{{0, 0}, {limit / 1000, (limit % 1000) * 1000}};
+    setitimer(ITIMER_PROF, &arm, nullptr);
+  }
+  int result = entry(data, size);
+  if (limit > 0) {
+    itimerval disarm{};
+    setitimer(ITIMER_PROF, &disarm, nullptr);
+  }
+  return result;
+}
 
 // The real NCCL 2.28.9 layout, found as ncclscope finds profiles (beside the build, then
 // the source tree), read once per process; nullptr (said once) when it is nowhere: the

@@ -3,5 +3,5 @@
 #include "fuzz_entry_points.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  return nsc::fuzz::run_recorder_decoder(data, size);
+  return nsc::fuzz::run_cpu_bounded(nsc::fuzz::run_recorder_decoder, data, size);
 }

@@ -109,6 +109,17 @@ for name in "${!field_of[@]}"; do
   expect_not "$work/bad-$name.out" 'Traceback|Python Exception|internal error|Error occurred in Python'
 done
 
+# Special files (issue 37): refused in one line naming the file, never read (a FIFO blocked
+# gdb forever; /dev/zero grew it to 23.7 GB before the OOM killer came).
+mkfifo "$work/fifo"
+declare -A kind_of=(["$work/fifo"]='a FIFO' [/dev/zero]='a character device')
+for special in "$work/fifo" /dev/zero; do
+  gdb_run "$work/special.out" -ex "set ncclscope snapshot $special" -ex 'nccl-state' -ex 'nccl-state --json'
+  lines=$(grep -c "^ncclscope: snapshot $special: not a regular file (${kind_of[$special]})$" "$work/special.out")
+  [ "$lines" = 2 ] || fail "snapshot $special: $lines of 2 commands refused it in one line"
+  expect_not "$work/special.out" 'Traceback|Python Exception|internal error|Error occurred in Python'
+done
+
 # No target and no snapshot: a one-line user error.
 gdb_run "$work/none.out" -ex 'nccl-state'
 expect "$work/none.out" '^ncclscope: no process or core: attach \(gdb -p PID\), open a core'

@@ -322,7 +322,7 @@ BOOST_AUTO_TEST_CASE(proxy_state_and_abort_flag_pointers_to_garbage) {
 // A regCache of 4,096 slots, each pointing at one registration whose 72
 // ipcInfos[] all point at readable memory: 294,912 IPC imports if each were
 // listed (found by the comm_decoders fuzzer: 6 s for one input, a document of
-// tens of MB). At most 4,096 imports are decoded for the whole cache, said once.
+// tens of MB). At most 512 buffers and 512 imports are decoded for the whole cache, said.
 BOOST_AUTO_TEST_CASE(registrations_with_imports_everywhere_are_capped) {
   HostileComm memory;
   const uint64_t slots = kBig, reg = kBig + 0x100000, info = kBig + 0x200000;
@@ -338,8 +338,33 @@ BOOST_AUTO_TEST_CASE(registrations_with_imports_everywhere_are_capped) {
   BOOST_REQUIRE(buffers.is_array());
   size_t imports = 0;
   for (const json& buffer : buffers) imports += buffer["ipc_imports"].size();
-  BOOST_TEST(imports == 4096u);
-  BOOST_TEST(mentions(comm["warnings"], "IPC imports past the first 4096 not decoded"));
+  BOOST_TEST(buffers.size() == 512u);
+  BOOST_TEST(imports == 512u);
+  BOOST_TEST(mentions(comm["warnings"], "IPC imports past the first 512 not decoded"));
+  BOOST_TEST(mentions(comm["warnings"], "regCache: only the first 512 slots decoded"));
+  BOOST_TEST(comm["rank"] == 1);
+}
+
+// 64 channels whose 256 peers all share one peer with every connector connected over the P2P
+// transport: 65,536 entries if each were listed (cyclic fuzz memory does this). At most 2,048
+// are decoded (64 channels x 8 local peers x 2 directions x 2 connectors of a real node), said.
+BOOST_AUTO_TEST_CASE(p2p_connectors_everywhere_are_capped) {
+  HostileComm memory;
+  const uint64_t peers = kBig, peer = kBig + 0x1000, connection = kBig + 0x100000;
+  memory.target.add_block(kBig, 0x200000);
+  for (uint64_t i = 0; i < 256; ++i) memory.target.put<uint64_t>(peers + 8 * i, peer);
+  for (const char* direction : {"send", "recv"})
+    for (int i = 0; i < 2; ++i) {
+      std::string connector = std::string(direction) + "[" + std::to_string(i) + "]";
+      memory.set<int32_t>("ncclChannelPeer", peer, connector + ".connected", 1);
+      memory.set<uint64_t>("ncclChannelPeer", peer, connector + ".proxyConn.connection", connection);
+    }
+  memory.comm<int32_t>("nRanks", 256);
+  memory.comm<int32_t>("nChannels", 64);
+  for (int c = 0; c < 64; ++c) memory.comm<uint64_t>("channels[" + std::to_string(c) + "].peers", peers);
+  json comm = memory.decode();
+  BOOST_TEST(comm["cuda"]["p2p_transport"].size() == 2048u);
+  BOOST_TEST(mentions(comm["warnings"], "p2p_transport: stopped at 2048 connectors"));
   BOOST_TEST(comm["rank"] == 1);
 }
 

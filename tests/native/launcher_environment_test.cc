@@ -428,3 +428,15 @@ BOOST_AUTO_TEST_CASE(real_process_that_rewrote_its_environment_kernel_core,
   expect_launcher(rewritten().from_kernel_core, "initial stack");
   BOOST_TEST(rewritten().from_kernel_core.notes == rewritten().from_gcore.notes);
 }
+
+// What a shared slice keeps of each argument (issue 37): the program, option names, never a value.
+BOOST_AUTO_TEST_CASE(visible_argument_prefixes) {
+  using nsc::visible_argument_prefix;
+  BOOST_TEST(visible_argument_prefix("/usr/bin/python3", 0) == 16u);
+  BOOST_TEST(visible_argument_prefix("train.py", 1) == 0u);
+  BOOST_TEST(visible_argument_prefix("--password=hunter2", 2) == 11u);  // "--password="
+  BOOST_TEST(visible_argument_prefix("--password", 2) == 10u);
+  BOOST_TEST(visible_argument_prefix("hunter2", 3) == 0u);              // its value
+  BOOST_TEST(visible_argument_prefix("-phunter2", 1) == 2u);            // "-p"
+  BOOST_TEST(visible_argument_prefix("-", 1) == 0u);
+}

@@ -128,7 +128,7 @@ BOOST_AUTO_TEST_CASE(truncated_or_empty_json) {
   } catch (const nsc::BadInput& error) {
     missing = error.what();
   }
-  BOOST_TEST(missing == "layout profile /nonexistent/p.json: cannot open");
+  BOOST_TEST(missing == "layout profile /nonexistent/p.json: cannot open: No such file or directory");
 }
 
 BOOST_AUTO_TEST_CASE(wrong_schema_or_shape) {

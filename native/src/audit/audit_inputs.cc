@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "util/errors.h"
+#include "util/input_file.h"
 #include "util/schemas.h"
 
 namespace nsc::audit {
@@ -17,11 +18,9 @@ using nlohmann::json;
 
 // First bytes decide, as for triage: '{' is a snapshot, "\x7fELF" a core.
 bool looks_like_snapshot(const std::string& path) {
-  FILE* file = std::fopen(path.c_str(), "rb");
-  if (file == nullptr) throw BadInput(path + ": " + std::strerror(errno));
-  char head[256];
-  size_t count = std::fread(head, 1, sizeof head, file);
-  std::fclose(file);
+  std::string bytes = read_file_head(path, path, 256);
+  const char* head = bytes.data();
+  size_t count = bytes.size();
   if (count == 0) throw BadInput(path + ": empty file (neither a snapshot nor a core)");
   if (count >= 4 && std::memcmp(head, "\x7f" "ELF", 4) == 0) return false;
   for (size_t i = 0; i < count; ++i)
@@ -33,13 +32,9 @@ bool looks_like_snapshot(const std::string& path) {
 }
 
 json read_snapshot(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  if (!in && !in.eof()) throw BadInput(path + ": read error");
   json document;
   try {
-    document = json::parse(text.str());
+    document = json::parse(read_regular_file(path, path));
   } catch (const json::exception& error) {
     throw BadInput(path + ": corrupt snapshot: " + error.what());
   }

@@ -18,6 +18,7 @@
 #include "snapshot/state_views.h"
 #include "stacks/blocked_in.h"
 #include "util/errors.h"
+#include "util/input_file.h"
 #include "util/json_access.h"
 #include "util/strings.h"
 
@@ -147,6 +148,12 @@ nsc_error* nsc_run_json_device(const char* request_json, nsc_read_memory_fn read
     if (command == "classify-threads") {
       nlohmann::json classes = {{"blocked_in", nsc::classify_json_threads(request.value("threads", nlohmann::json::array()))}};
       *json_out = copy_string(classes.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      return nullptr;
+    }
+    if (command == "read-file") {  // gdb's `set ncclscope snapshot FILE`: the one checked reader
+      std::string path = request.value("path", std::string());
+      nlohmann::json text = {{"text", nsc::read_regular_file(path, request.value("what", std::string("file")) + " " + path)}};
+      *json_out = copy_string(text.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
       return nullptr;
     }
     if (command == "render") {

@@ -15,6 +15,7 @@
 #include "python/python_layout.h"
 #include "torch/torch_layout.h"
 #include "util/errors.h"
+#include "util/input_file.h"
 #include "util/strings.h"
 
 namespace nsc::cli {
@@ -93,10 +94,7 @@ int run_extract(const ParsedOptions& options) {
 }
 
 bool is_elf_file(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  char magic[4] = {};
-  return file.read(magic, 4) && magic[0] == 0x7f && magic[1] == 'E' && magic[2] == 'L' &&
-         magic[3] == 'F';
+  return read_file_head(path, "layout " + path, 4) == "\x7f" "ELF";
 }
 
 std::string type_text(const MemberLayout& member) {

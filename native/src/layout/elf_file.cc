@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "util/errors.h"
+#include "util/input_file.h"
 
 namespace nsc {
 
@@ -113,8 +114,7 @@ std::optional<std::string> version_in_bytes(const char* bytes, size_t length) {
 
 ElfFile::ElfFile(const std::string& path) : path_(path) {
   elf_version(EV_CURRENT);
-  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd_ < 0) throw BadInput("elf_open " + path + ": " + std::strerror(errno));
+  fd_ = open_regular_file(path, "elf_open " + path).release();
   elf_ = elf_begin(fd_, ELF_C_READ_MMAP, nullptr);
   if (elf_ == nullptr || elf_kind(elf_) != ELF_K_ELF) {
     if (elf_ != nullptr) elf_end(elf_);

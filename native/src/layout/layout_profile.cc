@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "util/errors.h"
+#include "util/input_file.h"
 
 namespace nsc {
 
@@ -362,12 +363,7 @@ LayoutProfile parse_layout_profile(const std::string& text, const std::string& o
 }
 
 LayoutProfile read_layout_profile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) throw BadInput("layout profile " + path + ": cannot open");
-  std::ostringstream text;
-  text << file.rdbuf();
-  if (file.bad()) throw BadInput("layout profile " + path + ": read failed");
-  return parse_layout_profile(text.str(), path);
+  return parse_layout_profile(read_regular_file(path, "layout profile " + path), path);
 }
 
 }  // namespace nsc

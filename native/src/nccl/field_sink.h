@@ -11,12 +11,17 @@
 
 namespace nsc {
 
-// Caps applied to every walk over target memory (hostile or torn memory).
+// Caps applied to every walk over target memory (hostile or torn memory). The per-entry
+// lists of the CUDA resources are capped lower than max_list_nodes: each entry is a JSON object
+// of a dozen values, and garbage (a cyclic fuzz input) fills every slot of them.
 struct DecodeLimits {
   uint64_t max_channels = 64;
   uint64_t max_ranks = 1u << 20;
   uint64_t max_list_nodes = 4096;
   uint64_t max_subs = 64;
+  uint64_t max_registrations = 512;    // regCache buffers decoded (its population is still said)
+  uint64_t max_ipc_imports = 512;      // IPC imports over all those buffers
+  uint64_t max_p2p_connectors = 2048;  // P2P transport entries: 64 channels x 8 peers x 2 x 2
 };
 
 // Shared state of one decode pass over one communicator.

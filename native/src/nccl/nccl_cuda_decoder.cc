@@ -229,7 +229,7 @@ nlohmann::json describe_registration(const ObjectView& reg, uint64_t page_size, 
       imports.push_back({{"slot", slot}, {"unavailable", info.unavailable}});
     else continue;
     if (--import_budget == 0) out.warn("regCache: IPC imports past the first " +
-                                       std::to_string(out.scope().limits.max_list_nodes) + " not decoded");
+                                       std::to_string(out.scope().limits.max_ipc_imports) + " not decoded");
   }
   return entry;
 }
@@ -268,9 +268,9 @@ void decode_registrations(const ObjectView& comm, FieldSink& out) {
     sink.mark_unavailable("buffers", "struct ncclReg not in layout", 0);
     return;
   }
-  uint64_t limit = std::min<uint64_t>(count < 0 ? 0 : count, out.scope().limits.max_list_nodes);
+  uint64_t limit = std::min<uint64_t>(count < 0 ? 0 : count, out.scope().limits.max_registrations);
   if (count > 0 && static_cast<uint64_t>(count) > limit) sink.warn("regCache: only the first " + std::to_string(limit) + " slots decoded");
-  uint64_t import_budget = out.scope().limits.max_list_nodes;
+  uint64_t import_budget = out.scope().limits.max_ipc_imports;
   for (uint64_t i = 0; i < limit && *slots.value != 0; ++i) {
     auto reg_address = read_raw_integer(*comm.target(), *slots.value + i * kPointerSize, kPointerSize);
     if (!reg_address.ok()) {
@@ -373,10 +373,20 @@ void decode_p2p_imports(const ObjectView& comm, FieldSink& out) {
   std::vector<int64_t> ranks = node_ranks(comm, out);
   const StructLayout* peer_type = comm.layout()->find_struct("ncclChannelPeer");
   Unreadable unreadable;
-  for (uint64_t channel = 0; channel < channels && peer_type != nullptr; ++channel) {
+  // Connectors looked at, connected or not: garbage makes every peer pointer valid.
+  uint64_t visit_budget = 4 * out.scope().limits.max_p2p_connectors;
+  bool stopped = false;
+  for (uint64_t channel = 0; channel < channels && peer_type != nullptr && !stopped; ++channel) {
     auto peers = comm.pointer("channels[" + std::to_string(channel) + "].peers");
     if (!peers.ok() || *peers.value == 0) continue;
     for (int64_t rank : ranks) {
+      if (imports.size() >= out.scope().limits.max_p2p_connectors || visit_budget == 0) {
+        out.warn("p2p_transport: stopped at " + std::to_string(imports.size()) + " connectors (limit " +
+                 std::to_string(out.scope().limits.max_p2p_connectors) + " entries, " +
+                 std::to_string(4 * out.scope().limits.max_p2p_connectors) + " looked at)");
+        stopped = true;
+        break;
+      }
       if (rank < 0) continue;
       auto peer_address = read_raw_integer(*comm.target(), *peers.value + uint64_t(rank) * kPointerSize, kPointerSize);
       if (!peer_address.ok()) {
@@ -386,7 +396,8 @@ void decode_p2p_imports(const ObjectView& comm, FieldSink& out) {
       if (*peer_address.value == 0) continue;
       ObjectView peer(comm.target(), comm.layout(), peer_type, *peer_address.value);
       for (const char* direction : {"send", "recv"}) {
-        uint64_t connectors = peer.array_length(direction);
+        uint64_t connectors = std::min(peer.array_length(direction), visit_budget);
+        visit_budget -= connectors;
         for (uint64_t index = 0; index < connectors; ++index)
           describe_p2p_connector(peer.member(std::string(direction) + "[" + std::to_string(index) + "]"),
                                  channel, rank, direction, index, imports, unreadable);

@@ -27,6 +27,7 @@
 #include "target/core_notes.h"
 #include "target/ptrace_freezer.h"
 #include "util/errors.h"
+#include "util/input_file.h"
 #include "util/strings.h"
 
 namespace nsc {
@@ -124,7 +125,7 @@ std::string file_build_id(Elf* elf) {
 // core recorded. Returns the fd (and *elfp) on a match, -1 otherwise.
 int open_candidate(UnwindSession* session, Dwfl_Module* module, const std::string& path,
                    char** file_name, Elf** elfp) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = try_open_regular_file(path, nullptr).release();
   if (fd < 0) return -1;
   Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
   if (elf == nullptr || elf_kind(elf) != ELF_K_ELF) {
@@ -558,7 +559,13 @@ std::vector<ThreadStack> unwind_core_target(Target& core, const StackOptions& op
     warn(&session, "stacks " + subject + ": dwfl_begin: " + dwfl_error_text());
     return threads;
   }
-  const char* executable = options.executable.empty() ? nullptr : options.executable.c_str();
+  // libdwfl opens the executable itself: hand it only a regular file (a FIFO blocks the open).
+  const char* executable = nullptr;
+  std::string why;
+  if (!options.executable.empty() && try_open_regular_file(options.executable, &why).ok())
+    executable = options.executable.c_str();
+  else if (!options.executable.empty())
+    warn(&session, "stacks " + subject + ": executable " + options.executable + ": " + why + ": not used");
   if (dwfl_core_file_report(dwfl.get(), elf, executable) < 0) {
     std::string refused = dwfl_error_text();
     if (report_mapped_files(dwfl.get(), core) == 0) {

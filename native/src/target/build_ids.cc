@@ -11,6 +11,7 @@
 #include <cstring>
 #include <set>
 
+#include "util/input_file.h"
 #include "util/strings.h"
 
 namespace nsc {
@@ -156,11 +157,9 @@ std::vector<MappedObjectBuildId> mapped_object_build_ids(Target& target) {
 }
 
 std::optional<std::string> build_id_of_file(const std::string& path, std::string* why) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (why) *why = std::string("cannot open: ") + std::strerror(errno);
-    return std::nullopt;
-  }
+  InputFile file = try_open_regular_file(path, why);
+  if (!file.ok()) return std::nullopt;
+  int fd = file.fd();
   elf_version(EV_CURRENT);
   Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
   std::optional<std::string> id;
@@ -170,7 +169,6 @@ std::optional<std::string> build_id_of_file(const std::string& path, std::string
     *why = "no GNU build-id note";
   }
   if (elf) elf_end(elf);
-  close(fd);
   return id;
 }
 

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "util/errors.h"
+#include "util/input_file.h"
 #include "util/strings.h"
 
 namespace nsc {
@@ -66,12 +67,9 @@ void CoreFile::fail(const std::string& why) const {
 }
 
 void CoreFile::open_elf() {
-  fd_ = open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd_ < 0) fail(std::string("cannot open: ") + std::strerror(errno));
-  struct stat info;
-  if (fstat(fd_, &info) != 0) fail(std::string("cannot stat: ") + std::strerror(errno));
-  if (S_ISDIR(info.st_mode)) fail("is a directory");
-  if (info.st_size == 0) fail("empty file");
+  InputFile file = open_regular_file(path_, "core_open " + path_);
+  if (file.size() == 0) fail("empty file");
+  fd_ = file.release();
   elf_version(EV_CURRENT);
   // READ_MMAP: libelf maps the file read-only; elf_rawfile then gives us the bytes.
   elf_ = elf_begin(fd_, ELF_C_READ_MMAP, nullptr);
@@ -120,6 +118,8 @@ void CoreFile::load_program_headers() {
     if (thread.tid == notes_.pid) thread.name = notes_.command_name;
   for (const std::string& problem : notes_.problems)
     warnings_.push_back("core_open " + path_ + ": " + problem);
+  for (const std::string& line : notes_.slice_provenance)  // what `ncclscope slice` could not carry
+    warnings_.push_back("core_open " + path_ + ": slice note: " + valid_utf8(line));
 }
 
 void CoreFile::add_segment(uint64_t vaddr, uint64_t memsz, uint64_t filesz, uint64_t offset,

@@ -4,8 +4,11 @@
 #include <sys/procfs.h>
 #include <sys/user.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
+
+#include "target/launcher_environment.h"
 
 namespace nsc {
 namespace {
@@ -77,10 +80,80 @@ std::optional<uint64_t> register_at(const ThreadInfo& thread, size_t offset_in_r
   return load_u64(thread.prstatus.data() + at);
 }
 
+// Calls visit(type, owner name, desc, desc size) for each note of a PT_NOTE segment; false when
+// the segment is truncated or malformed (the notes before that point were visited).
+template <typename Visit>
+bool for_each_note(uint8_t* data, size_t size, Visit visit) {
+  auto align4 = [](size_t n) { return (n + 3) & ~size_t{3}; };
+  size_t at = 0;
+  while (at + sizeof(Elf64_Nhdr) <= size) {
+    Elf64_Nhdr header;
+    std::memcpy(&header, data + at, sizeof header);
+    size_t name_at = at + sizeof header;
+    size_t desc_at = name_at + align4(header.n_namesz);
+    if (header.n_namesz > size || header.n_descsz > size || desc_at + header.n_descsz > size) return false;
+    const char* name = reinterpret_cast<const char*>(data + name_at);
+    visit(header.n_type, std::string(name, strnlen(name, header.n_namesz)), data + desc_at, size_t{header.n_descsz});
+    at = desc_at + align4(header.n_descsz);
+  }
+  return true;
+}
+
+// A slice's provenance note: its lines.
+void add_provenance_note(const uint8_t* desc, size_t size, CoreNotes* notes) {
+  std::string text(reinterpret_cast<const char*>(desc), size);
+  for (size_t at = 0; at < text.size();) {
+    size_t end = std::min(text.find('\n', at), text.size());
+    if (end > at) notes->slice_provenance.push_back(text.substr(at, end - at));
+    at = end + 1;
+  }
+}
+
+// Zeroes desc[from, to) (clipped to size); returns the bytes zeroed.
+uint64_t zero_span(uint8_t* desc, size_t size, size_t from, size_t to) {
+  to = std::min(to, size);
+  if (from >= to) return 0;
+  std::memset(desc + from, 0, to - from);
+  return to - from;
+}
+
+// The FXSAVE image that starts NT_FPREGSET and NT_X86_XSTATE: control words in [0, 32), x87 ST
+// and XMM registers in [32, 416); [464, 512) holds the kernel's XSAVE layout words (xcr0: gdb reads
+// it) and stays. XSTATE then has the 64-byte XSAVE header (kept) and the extended registers.
+constexpr size_t kFxsaveRegisters = 32, kFxsaveRegistersEnd = 416, kXsaveExtended = 576;
+
+void redact_command_line(uint8_t* desc, size_t size) {
+  if (size < sizeof(elf_prpsinfo)) return;
+  char* args = reinterpret_cast<char*>(desc) + offsetof(elf_prpsinfo, pr_psargs);
+  size_t length = strnlen(args, ELF_PRARGSZ);
+  size_t index = 0;
+  for (size_t at = 0; at < length;) {
+    size_t end = at;
+    while (end < length && args[end] != ' ') ++end;
+    size_t visible = visible_argument_prefix(std::string_view(args + at, end - at), index++);
+    std::memset(args + at + visible, '*', end - at - visible);
+    at = end + 1;
+  }
+}
+
 }  // namespace
+
+uint64_t redact_note_segment(uint8_t* data, size_t size) {
+  uint64_t zeroed = 0;
+  for_each_note(data, size, [&](uint32_t type, const std::string& name, uint8_t* desc, size_t desc_size) {
+    if (name == "CORE" && type == NT_FPREGSET)
+      zeroed += zero_span(desc, desc_size, kFxsaveRegisters, kFxsaveRegistersEnd);
+    if (name == "LINUX" && type == NT_X86_XSTATE)
+      zeroed += zero_span(desc, desc_size, kFxsaveRegisters, kFxsaveRegistersEnd) +
+                zero_span(desc, desc_size, kXsaveExtended, desc_size);
+    if (name == "CORE" && type == NT_PRPSINFO) redact_command_line(desc, desc_size);
+  });
+  return zeroed;
+}
 
 void add_core_note(uint32_t type, const std::string& name, const uint8_t* desc, size_t size,
                    CoreNotes* notes) {
+  if (name == kNcclscopeNoteOwner && type == kSliceProvenanceNote) return add_provenance_note(desc, size, notes);
   if (name != "CORE") return;  // "LINUX" (xstate) and "GDB" notes carry nothing we parse
   switch (type) {
     case NT_FILE: return add_file_note(desc, size, notes);
@@ -92,20 +165,12 @@ void add_core_note(uint32_t type, const std::string& name, const uint8_t* desc, 
 }
 
 void parse_note_segment(const uint8_t* data, size_t size, CoreNotes* notes) {
-  auto align4 = [](size_t n) { return (n + 3) & ~size_t{3}; };
-  size_t at = 0;
-  while (at + sizeof(Elf64_Nhdr) <= size) {
-    Elf64_Nhdr header;
-    std::memcpy(&header, data + at, sizeof header);
-    size_t name_at = at + sizeof header;
-    size_t desc_at = name_at + align4(header.n_namesz);
-    if (header.n_namesz > size || header.n_descsz > size || desc_at + header.n_descsz > size)
-      return notes->problems.push_back("note segment truncated or malformed");
-    const char* name = reinterpret_cast<const char*>(data + name_at);
-    add_core_note(header.n_type, std::string(name, strnlen(name, header.n_namesz)),
-                  data + desc_at, header.n_descsz, notes);
-    at = desc_at + align4(header.n_descsz);
-  }
+  // for_each_note takes writable bytes (redact_note_segment); this visit only reads them.
+  bool whole = for_each_note(const_cast<uint8_t*>(data), size,
+                             [&](uint32_t type, const std::string& name, const uint8_t* desc, size_t desc_size) {
+                               add_core_note(type, name, desc, desc_size, notes);
+                             });
+  if (!whole) notes->problems.push_back("note segment truncated or malformed");
 }
 
 std::optional<uint64_t> stack_pointer_of(const ThreadInfo& thread) {

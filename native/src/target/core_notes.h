@@ -23,7 +23,19 @@ struct CoreNotes {
   std::map<uint64_t, uint64_t> auxv;         // NT_AUXV: AT_* -> value
   std::vector<uint8_t> auxv_bytes;           // NT_AUXV as saved, through AT_NULL (kernel order)
   std::vector<std::string> problems;         // malformed notes (warnings)
+  std::vector<std::string> slice_provenance; // a slice's NCCLSCOPE note: what its input lacked
 };
+
+// The note `ncclscope slice` adds: owner "NCCLSCOPE", one line per thing the slice lost.
+constexpr char kNcclscopeNoteOwner[] = "NCCLSCOPE";
+constexpr uint32_t kSliceProvenanceNote = 1;
+
+// Edits one PT_NOTE segment in place for a slice that is shared: the register contents of
+// NT_FPREGSET and NT_X86_XSTATE become zeros (x87/SSE/AVX/AVX-512 state can hold secrets; the
+// control words and the XSAVE layout stay, so gdb and libdwfl still parse the notes), and the
+// argument values in NT_PRPSINFO's pr_psargs become '*' (launcher_environment.h's rule).
+// Returns the number of register bytes zeroed.
+uint64_t redact_note_segment(uint8_t* data, size_t size);
 
 // Adds what one note says to `notes`. `type` is n_type, `name` the owner ("CORE").
 void add_core_note(uint32_t type, const std::string& name, const uint8_t* desc, size_t size,

@@ -2,13 +2,16 @@
 
 #include <elf.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 
+#include "target/core_notes.h"
 #include "util/errors.h"
+#include "util/output_file.h"
 
 namespace nsc {
 namespace {
@@ -35,40 +38,44 @@ void add_piece(std::vector<SlicePiece>* pieces, const CoreSegment& segment, uint
                      saved ? segment.offset + (start - segment.vaddr) : 0});
 }
 
-// Output file writer that tracks the offset and pads with zeros.
+// Output writer over a descriptor (not owned) that tracks the offset and pads with zeros.
 class OutputFile {
  public:
-  explicit OutputFile(const std::string& path) : path_(path), file_(std::fopen(path.c_str(), "wb")) {
-    if (!file_) fail();
-  }
-  ~OutputFile() {
-    if (file_) std::fclose(file_);
-  }
+  OutputFile(int fd, const std::string& name) : name_(name), fd_(fd) {}
   void write(const void* data, size_t size) {
-    if (size && std::fwrite(data, 1, size, file_) != size) fail();
+    const uint8_t* bytes = static_cast<const uint8_t*>(data);
+    for (size_t done = 0; done < size;) {
+      ssize_t n = ::write(fd_, bytes + done, size - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) throw BadInput("slice " + name_ + ": cannot write: " + std::strerror(n < 0 ? errno : ENOSPC));
+      done += static_cast<size_t>(n);
+    }
     offset_ += size;
   }
   void pad_to(uint64_t offset) {
     static const uint8_t zeros[kPage] = {};
     while (offset_ < offset) write(zeros, std::min<uint64_t>(kPage, offset - offset_));
   }
-  void close() {
-    if (std::fclose(file_) != 0) {
-      file_ = nullptr;
-      fail();
-    }
-    file_ = nullptr;
-  }
   uint64_t offset() const { return offset_; }
 
  private:
-  [[noreturn]] void fail() {
-    throw BadInput("slice " + path_ + ": cannot write: " + std::strerror(errno));
-  }
-  std::string path_;
-  FILE* file_;
+  std::string name_;
+  int fd_;
   uint64_t offset_ = 0;
 };
+
+// The provenance note: owner "NCCLSCOPE", type kSliceProvenanceNote, the lines joined by '\n'.
+std::vector<uint8_t> provenance_note(const std::vector<std::string>& lines) {
+  std::string text;
+  for (const std::string& line : lines) text += (text.empty() ? "" : "\n") + line;
+  Elf64_Nhdr header{sizeof kNcclscopeNoteOwner, static_cast<Elf64_Word>(text.size()), kSliceProvenanceNote};
+  std::vector<uint8_t> note(reinterpret_cast<const uint8_t*>(&header), reinterpret_cast<const uint8_t*>(&header + 1));
+  note.insert(note.end(), kNcclscopeNoteOwner, kNcclscopeNoteOwner + sizeof kNcclscopeNoteOwner);
+  note.resize(align_to(note.size(), 4));
+  note.insert(note.end(), text.begin(), text.end());
+  note.resize(align_to(note.size(), 4));
+  return note;
+}
 
 Elf64_Ehdr output_header(const CoreFile& core, size_t phdr_count) {
   Elf64_Ehdr header;
@@ -83,11 +90,11 @@ Elf64_Ehdr output_header(const CoreFile& core, size_t phdr_count) {
   return header;
 }
 
-// A copy of [vaddr, vaddr + size) with the bytes inside `redact` written as '*' (NULs kept);
-// empty when no redact range touches it. Counts the bytes changed in *redacted.
-std::vector<uint8_t> redacted_copy(const uint8_t* bytes, uint64_t vaddr, uint64_t size,
-                                   const std::vector<AddressRange>& redact, uint64_t* redacted) {
-  std::vector<uint8_t> copy;
+// Writes the bytes of [vaddr, vaddr + size) inside `redact` as '*' (NULs kept) into *copy,
+// made from `bytes` on the first change. Counts the bytes changed in *redacted.
+void redact_into(const uint8_t* bytes, uint64_t vaddr, uint64_t size, const std::vector<AddressRange>& redact,
+                 std::vector<uint8_t>* out, uint64_t* redacted) {
+  std::vector<uint8_t>& copy = *out;
   for (const AddressRange& range : redact) {
     uint64_t start = std::max(range.start, vaddr), end = std::min(range.end, vaddr + size);
     if (start >= end) continue;
@@ -100,6 +107,15 @@ std::vector<uint8_t> redacted_copy(const uint8_t* bytes, uint64_t vaddr, uint64_
       }
     }
   }
+}
+
+// The memory of one kept piece as the slice writes it: empty when nothing in it is redacted.
+std::vector<uint8_t> redacted_copy(const uint8_t* bytes, uint64_t vaddr, uint64_t size, const SliceEdits& edits,
+                                   SliceStats* stats) {
+  std::vector<uint8_t> copy;
+  redact_into(bytes, vaddr, size, edits.redact_environment, &copy, &stats->redacted_environment_bytes);
+  redact_into(bytes, vaddr, size, edits.redact_arguments, &copy, &stats->redacted_argument_bytes);
+  redact_into(bytes, vaddr, size, edits.redact_stacks, &copy, &stats->redacted_stack_bytes);
   return copy;
 }
 
@@ -124,14 +140,32 @@ std::vector<SlicePiece> plan_slice(const CoreFile& core, const std::vector<Addre
   return pieces;
 }
 
-SliceStats write_sliced_core(const CoreFile& core, const std::vector<AddressRange>& keep,
-                             const std::string& output_path, const std::vector<AddressRange>& redact) {
+void check_not_the_input(const CoreFile& core, const std::string& output_path) {
   struct stat input, output;
   if (stat(core.path().c_str(), &input) == 0 && stat(output_path.c_str(), &output) == 0 &&
       input.st_dev == output.st_dev && input.st_ino == output.st_ino)
     throw BadInput("slice " + output_path + ": would overwrite the core being sliced");
+}
+
+SliceStats write_sliced_core(const CoreFile& core, const std::vector<AddressRange>& keep,
+                             const std::string& output_path, const SliceEdits& edits) {
+  check_not_the_input(core, output_path);
+  ReplacingOutput output(output_path, "slice " + output_path);
+  SliceStats stats = write_sliced_core(core, keep, output.fd(), output_path, edits);
+  output.commit();
+  return stats;
+}
+
+SliceStats write_sliced_core(const CoreFile& core, const std::vector<AddressRange>& keep, int output,
+                             const std::string& output_name, const SliceEdits& edits) {
   std::vector<SlicePiece> pieces = plan_slice(core, keep);
-  const auto& notes = core.note_segments();
+  SliceStats stats;
+  // The input's notes with the FP/SIMD registers zeroed (and pr_psargs' argument values
+  // redacted), then the provenance note when the slice has something to say.
+  std::vector<std::vector<uint8_t>> notes = core.note_segments();
+  for (std::vector<uint8_t>& segment : notes)
+    stats.cleared_register_bytes += redact_note_segment(segment.data(), segment.size());
+  if (!edits.provenance.empty()) notes.push_back(provenance_note(edits.provenance));
   size_t phdr_count = notes.size() + pieces.size();
   bool extended_count = phdr_count >= PN_XNUM;  // real count goes in section header 0
   Elf64_Ehdr header = output_header(core, phdr_count);
@@ -150,7 +184,6 @@ SliceStats write_sliced_core(const CoreFile& core, const std::vector<AddressRang
     offset += sizeof(Elf64_Shdr);
   }
   offset = page_up(offset);
-  SliceStats stats;
   for (const SlicePiece& piece : pieces) {
     uint64_t filesz = piece.saved ? piece.memsz : 0;
     // Unsaved pieces get the running offset too, as the kernel writes them:
@@ -160,9 +193,7 @@ SliceStats write_sliced_core(const CoreFile& core, const std::vector<AddressRang
     stats.kept_bytes += filesz;
   }
 
-  // Written beside the target, then renamed: a reader never sees half a core.
-  std::string temporary_path = output_path + ".partial";
-  OutputFile out(temporary_path);
+  OutputFile out(output, output_name);
   out.write(&header, sizeof header);
   out.write(phdrs.data(), phdrs.size() * sizeof(Elf64_Phdr));
   for (size_t i = 0; i < notes.size(); ++i) {
@@ -181,13 +212,10 @@ SliceStats write_sliced_core(const CoreFile& core, const std::vector<AddressRang
     if (!phdr.p_filesz) continue;
     out.pad_to(phdr.p_offset);
     const uint8_t* bytes = core.file_bytes() + pieces[i].input_offset;
-    std::vector<uint8_t> redacted = redacted_copy(bytes, pieces[i].vaddr, phdr.p_filesz, redact, &stats.redacted_bytes);
+    std::vector<uint8_t> redacted = redacted_copy(bytes, pieces[i].vaddr, phdr.p_filesz, edits, &stats);
     out.write(redacted.empty() ? bytes : redacted.data(), phdr.p_filesz);
   }
   stats.output_bytes = out.offset();
-  out.close();
-  if (std::rename(temporary_path.c_str(), output_path.c_str()) != 0)
-    throw BadInput("slice " + output_path + ": cannot rename " + temporary_path + ": " + std::strerror(errno));
   stats.input_bytes = core.file_size();
   stats.load_segments = pieces.size();
   return stats;

@@ -129,6 +129,7 @@ std::optional<MemoryRegion> stack_region(Target& target, uint64_t env_end, uint6
 struct EnvpArray {
   std::vector<uint64_t> slots;  // in envp[] order
   size_t cleared = 0;           // NULL slots skipped between the array and its NULL (unsetenv)
+  uint64_t argv0 = 0;           // argv[0]: where the argument strings start
   std::string why;              // set when the arrays do not look as the kernel left them
 };
 
@@ -172,6 +173,7 @@ EnvpArray walk_envp(Target& target, const InitialStack& stack, bool skip_cleared
   do {
     at -= kWord;
     if (!read_word(at)) return array;
+    if (in_strings(word)) array.argv0 = word;  // walking down: the last one is argv[0]
   } while (in_strings(word) && ++argv_count < kMaxArrayEntries);
   if (word != argv_count)
     array.why = "initial stack: argc check failed (word at " + hex(at) + " is " + std::to_string(word) +
@@ -362,6 +364,14 @@ const std::vector<std::string>& launcher_variable_names() {
   return names;
 }
 
+size_t visible_argument_prefix(std::string_view argument, size_t index) {
+  if (index == 0) return argument.size();
+  if (argument.size() < 2 || argument[0] != '-') return 0;
+  if (argument[1] != '-') return 2;  // "-pSECRET": a short option's value may be glued on
+  size_t equals = argument.find('=');
+  return equals == std::string_view::npos ? argument.size() : equals + 1;
+}
+
 bool is_launcher_variable(std::string_view name) {
   const auto& names = launcher_variable_names();
   return std::find(names.begin(), names.end(), name) != names.end();
@@ -419,6 +429,11 @@ LauncherEnvironment read_initial_stack_environment(Target& target, const std::ve
   std::vector<uint64_t> starts = original_string_starts(target, stack, array.slots, &out);
   read_strings(target, stack, starts, &out);
   locate_strings(target, stack, starts, &out);
+  uint64_t arguments_end = out.strings_start ? out.strings_start : stack.env_end;
+  if (array.argv0 >= stack.strings_low && array.argv0 < arguments_end) {
+    out.arguments_start = array.argv0;
+    out.arguments_end = arguments_end;
+  }
   return out;
 }
 

@@ -29,7 +29,17 @@ struct LauncherEnvironment {
   // 0/0 when not found. `ncclscope slice` drops these bytes but for the allowlisted values.
   uint64_t strings_start = 0;
   uint64_t strings_end = 0;
+  // In a core: the command-line (argv) strings, right below the environment's, [start, end);
+  // 0/0 when not found. `ncclscope slice` redacts them but for visible_argument_prefix.
+  uint64_t arguments_start = 0;
+  uint64_t arguments_end = 0;
 };
+
+// How much of argument `index` of a command line a shared slice keeps: all of argv[0] (the
+// program) and of a long option name ("--password"), "--name=" of "--name=value", "-p" of a
+// short option ("-pVALUE"), nothing of any other argument (a value or a positional:
+// "--password hunter2" keeps "--password" only).
+size_t visible_argument_prefix(std::string_view argument, size_t index);
 
 // Live (LiveProcess): /proc/PID/environ. Otherwise: the initial stack, through target.auxv().
 LauncherEnvironment read_launcher_environment(Target& target);

@@ -10,6 +10,7 @@
 #include "layout/elf_file.h"
 #include "layout/profile_store.h"
 #include "util/errors.h"
+#include "util/input_file.h"
 #include "util/strings.h"
 
 namespace nsc {
@@ -62,10 +63,8 @@ const std::vector<std::string>& torch_enum_roots() {
 
 namespace {
 
-std::ifstream open_text(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw BadInput("torch layout " + path + ": cannot read");
-  return in;
+std::istringstream open_text(const std::string& path) {
+  return std::istringstream(read_regular_file(path, "torch layout " + path));
 }
 
 bool is_relocatable_object(const std::string& path) {
@@ -87,7 +86,7 @@ void add_version_constants(const std::string& version, LayoutProfile* profile) {
 }  // namespace
 
 std::optional<uint64_t> symbol_in_readelf_text(const std::string& path, const std::string& name) {
-  std::ifstream in = open_text(path);
+  std::istringstream in = open_text(path);
   std::string line;
   while (std::getline(in, line)) {
     // "177098: 0000000016a7afd0     8 OBJECT  LOCAL  DEFAULT   25 NAME"
@@ -103,7 +102,7 @@ std::optional<uint64_t> symbol_in_readelf_text(const std::string& path, const st
 }
 
 std::optional<std::string> build_id_in_readelf_text(const std::string& path) {
-  std::ifstream in = open_text(path);
+  std::istringstream in = open_text(path);
   std::string line;
   const std::string key = "Build ID:";
   while (std::getline(in, line)) {
@@ -190,7 +189,7 @@ std::vector<LoadSegment> load_segments_of_file(const std::string& path) {
 }
 
 std::vector<LoadSegment> load_segments_in_readelf_text(const std::string& path) {
-  std::ifstream in = open_text(path);
+  std::istringstream in = open_text(path);
   std::vector<LoadSegment> segments;
   std::string line;
   while (std::getline(in, line)) {

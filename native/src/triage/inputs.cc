@@ -16,6 +16,7 @@
 
 #include "triage/sax_summary.h"
 #include "util/errors.h"
+#include "util/input_file.h"
 #include "util/schemas.h"
 
 namespace nsc::triage {
@@ -56,26 +57,13 @@ std::string json_problem(const std::exception& error) {
                                                                                   : message;
 }
 
-std::string read_file(const std::string& path) {
-  FILE* file = std::fopen(path.c_str(), "rb");
-  if (file == nullptr) throw BadInput(path + ": " + std::strerror(errno));
-  std::string content;
-  char buffer[1 << 16];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof buffer, file)) > 0) content.append(buffer, n);
-  bool failed = std::ferror(file);
-  std::fclose(file);
-  if (failed) throw BadInput(path + ": read error");
-  return content;
-}
+std::string read_file(const std::string& path) { return read_regular_file(path, path); }
 
 // First bytes decide: '{' is a snapshot, "\x7fELF" a core.
 std::string sniff(const std::string& path) {
-  FILE* file = std::fopen(path.c_str(), "rb");
-  if (file == nullptr) throw BadInput(path + ": " + std::strerror(errno));
-  char head[256];
-  size_t n = std::fread(head, 1, sizeof head, file);
-  std::fclose(file);
+  std::string bytes = read_file_head(path, path, 256);
+  const char* head = bytes.data();
+  size_t n = bytes.size();
   if (n == 0) return "empty";
   if (n >= 4 && std::memcmp(head, "\x7f" "ELF", 4) == 0) return "core";
   for (size_t i = 0; i < n; ++i) {
