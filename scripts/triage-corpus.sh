@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Triage one scenario of the shipped corpus: unpack its sliced, xz-compressed
-# rank cores into a temporary directory and run `ncclscope triage` on them.
+# Triage one scenario of the shipped corpus: `ncclscope triage` on its sliced, xz-compressed
+# rank cores as shipped (it unpacks each to a private copy and names the corefiles/ path);
+# a multi-rank tar, the program and the libraries are unpacked into a temporary directory.
 # Usage: scripts/triage-corpus.sh SCENARIO [triage options, e.g. --json]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,11 +14,15 @@ if [ ! -d "$dir" ]; then
 fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/ncclscope-corpus.XXXXXX")
 trap 'rm -rf "$work"' EXIT
+cores=()
 for packed in "$dir"/*.core.xz; do
-  [ -f "$packed" ] && xz -dc "$packed" > "$work/$(basename "${packed%.xz}")"
+  [ -f "$packed" ] && cores+=("$packed")
 done
 # Multi-rank PyTorch captures ship all ranks in one tar (one xz dictionary over similar cores).
-[ -f "$dir/ranks.tar.xz" ] && tar -C "$work" -xJf "$dir/ranks.tar.xz"
+if [ -f "$dir/ranks.tar.xz" ]; then
+  tar -C "$work" -xJf "$dir/ranks.tar.xz"
+  cores+=("$work"/*.core)
+fi
 exe_args=()
 # expected.json names the scenario's program: "executable": "bin/<name>.<sha1-12>.xz" (or null).
 executable=$(sed -n 's/^ *"executable": *"\([^"]*\)".*/\1/p' "$dir/expected.json" | head -n 1)
@@ -38,7 +43,7 @@ if [ -n "$own_lib" ]; then
   mkdir -p "$work/own-lib" && xz -dc "$dir/$own_lib" > "$work/own-lib/libnccl.so.2"
   lib_path=$work/own-lib:$lib_path
 fi
-echo "== ncclscope triage: corefiles/$scenario ($(ls "$work"/*.core | wc -l) rank cores)" >&2
+echo "== ncclscope triage: corefiles/$scenario (${#cores[@]} rank cores)" >&2
 build_dir=${NCCLSCOPE_BUILD_DIR:-build}
-"$build_dir/bin/ncclscope" triage "$work"/*.core "${exe_args[@]}" \
+"$build_dir/bin/ncclscope" triage "${cores[@]}" "${exe_args[@]}" \
   --solib-search-path "$lib_path" "$@"

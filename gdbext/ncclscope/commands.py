@@ -7,7 +7,6 @@ a fake in the unit tests. It offers:
   evaluate_number(text)   -> int value of a gdb expression (raises UsageError)
   debugger_threads(frames) -> thread dicts from the debugger, or None
   target_kind()           -> "live", "core", "remote", "none" or "snapshot"
-  cuda_kernels()          -> rows of cuda-gdb's `info cuda kernels`, or None outside cuda-gdb
   render_text(view, data, context, options) -> the library's text of a view
 Pure Python (no gdb import).
 """

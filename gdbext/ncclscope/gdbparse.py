@@ -1,6 +1,6 @@
 """Parsers for the text of gdb commands (`info proc mappings`, `info target`, ...).
 
-Kept apart from gdb_session.py so they are unit-tested on captured text
+Kept apart from the gdb-facing modules so they are unit-tested on captured text
 without a debugger. Pure Python.
 """
 

@@ -48,7 +48,7 @@ check "snapshots: the culprit's box is drawn in the culprit colour" grep -q 'cla
 
 # 2. The real corpus: the hung 2-rank job of the README (sliced cores, their program).
 if [ -f "$src/corefiles/skip-collective/rank0.core.xz" ]; then
-  # One run (the cores' temporary paths are in the summary): the document on stdout, the page beside.
+  # One run: the document on stdout, the page beside.
   NCCLSCOPE_BUILD_DIR=$build bash "$src/scripts/triage-corpus.sh" skip-collective --json --html "$work/corpus.html" \
     > "$work/corpus.json" 2> /dev/null; rc=$?
   check "corpus skip-collective: --html (exit $rc)" test "$rc" -le 1 -a -s "$work/corpus.html"

@@ -14,47 +14,43 @@
 #include <nlohmann/json.hpp>
 
 #include "triage/process_view.h"
+#include "util/json_access.h"
 
 namespace nsc::fuzz {
 
-template <typename T>
-nlohmann::json maybe_json(const std::optional<T>& value) {
-  return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
-}
-
 inline nlohmann::json channel_json(const triage::ChannelView& channel) {
-  return {channel.id, maybe_json(channel.ring_prev), maybe_json(channel.ring_next), maybe_json(channel.tree_up),
+  return {channel.id, json_or_null(channel.ring_prev), json_or_null(channel.ring_next), json_or_null(channel.tree_up),
           channel.tree_down};
 }
 
 inline nlohmann::json proxy_op_json(const triage::ProxyOpView& op) {
   nlohmann::json subs = nlohmann::json::array();
   for (const triage::ProxySubView& sub : op.subs)
-    subs.push_back({maybe_json(sub.channel), maybe_json(sub.peer), maybe_json(sub.nsteps), maybe_json(sub.posted),
-                    maybe_json(sub.received), maybe_json(sub.transmitted), maybe_json(sub.done), maybe_json(sub.send)});
-  return {maybe_json(op.op_count), op.collective, op.pattern, static_cast<int>(op.direction), subs};
+    subs.push_back({json_or_null(sub.channel), json_or_null(sub.peer), json_or_null(sub.nsteps), json_or_null(sub.posted),
+                    json_or_null(sub.received), json_or_null(sub.transmitted), json_or_null(sub.done), json_or_null(sub.send)});
+  return {json_or_null(op.op_count), op.collective, op.pattern, static_cast<int>(op.direction), subs};
 }
 
 inline nlohmann::json comm_json(const triage::CommView& comm) {
   nlohmann::json seq = nlohmann::json::array(), channels = nlohmann::json::array(),
                  proxy_ops = nlohmann::json::array(), planned_p2p = nlohmann::json::array();
-  for (const auto& launched : comm.seq_launched) seq.push_back(maybe_json(launched));
+  for (const auto& launched : comm.seq_launched) seq.push_back(json_or_null(launched));
   for (const triage::ChannelView& channel : comm.channels) channels.push_back(channel_json(channel));
   for (const triage::ProxyOpView& op : comm.proxy_ops) proxy_ops.push_back(proxy_op_json(op));
   for (const triage::PlannedP2pView& p2p : comm.planned_p2p)
     planned_p2p.push_back({static_cast<int>(p2p.direction), p2p.peer});
   const triage::HealthView& health = comm.health;
   return {{"comm_hash", comm.comm_hash}, {"comm_hash_text", comm.comm_hash_text}, {"address", comm.address},
-          {"rank", maybe_json(comm.rank)}, {"nranks", maybe_json(comm.nranks)}, {"seq_launched", seq},
-          {"coll_op_count", maybe_json(comm.coll_op_count)}, {"p2p_total", maybe_json(comm.p2p_total)},
+          {"rank", json_or_null(comm.rank)}, {"nranks", json_or_null(comm.nranks)}, {"seq_launched", seq},
+          {"coll_op_count", json_or_null(comm.coll_op_count)}, {"p2p_total", json_or_null(comm.p2p_total)},
           {"coll_op_count_shared_resources", comm.coll_op_count_shared_resources},
           {"shared_resources", comm.shared_resources},
-          {"health", {maybe_json(health.async_result), maybe_json(health.init_state), maybe_json(health.abort_flag),
-                      maybe_json(health.destroy_flag), maybe_json(health.finalize_called), maybe_json(health.revoked)}},
+          {"health", {json_or_null(health.async_result), json_or_null(health.init_state), json_or_null(health.abort_flag),
+                      json_or_null(health.destroy_flag), json_or_null(health.finalize_called), json_or_null(health.revoked)}},
           {"channels", channels}, {"proxy_ops_known", comm.proxy_ops_known}, {"proxy_ops", proxy_ops},
           {"planned_known", comm.planned_known}, {"planned_colls", comm.planned_colls}, {"planned_p2p", planned_p2p},
-          {"n_tasks_coll", maybe_json(comm.n_tasks_coll)}, {"n_tasks_p2p", maybe_json(comm.n_tasks_p2p)},
-          {"unlaunched_plans", maybe_json(comm.unlaunched_plans)}, {"in_group", maybe_json(comm.in_group)},
+          {"n_tasks_coll", json_or_null(comm.n_tasks_coll)}, {"n_tasks_p2p", json_or_null(comm.n_tasks_p2p)},
+          {"unlaunched_plans", json_or_null(comm.unlaunched_plans)}, {"in_group", json_or_null(comm.in_group)},
           {"unavailable", comm.unavailable}, {"warnings", comm.warnings}, {"position", comm.position},
           {"from_recorder", comm.from_recorder}};
 }
@@ -62,19 +58,20 @@ inline nlohmann::json comm_json(const triage::CommView& comm) {
 inline nlohmann::json thread_json(const triage::ThreadView& thread) {
   nlohmann::json frames = nlohmann::json::array();
   for (const triage::FrameView& frame : thread.frames)
-    frames.push_back({frame.label, frame.user_code, frame.python, frame.python_library});
-  return {maybe_json(thread.tid), thread.name, thread.blocked_in, frames};
+    frames.push_back({frame.label, frame.user_code, frame.python, frame.python_library,
+                      static_cast<int>(frame.signal_role)});
+  return {json_or_null(thread.tid), thread.name, thread.blocked_in, frames};
 }
 
 inline nlohmann::json summary_json(const triage::ProcessView& process) {
   nlohmann::json comms = nlohmann::json::array(), threads = nlohmann::json::array();
   for (const triage::CommView& comm : process.comms) comms.push_back(comm_json(comm));
   for (const triage::ThreadView& thread : process.threads) threads.push_back(thread_json(thread));
-  return {{"input_name", process.input_name}, {"kind", process.kind}, {"pid", maybe_json(process.pid)},
+  return {{"input_name", process.input_name}, {"kind", process.kind}, {"pid", json_or_null(process.pid)},
           {"hostname", process.hostname}, {"executable", process.executable}, {"nccl_version", process.nccl_version},
-          {"build_id_mismatch", maybe_json(process.build_id_mismatch)}, {"nccl_found", process.nccl_found},
-          {"launcher_rank", maybe_json(process.launcher_rank)},
-          {"launcher_world_size", maybe_json(process.launcher_world_size)},
+          {"build_id_mismatch", json_or_null(process.build_id_mismatch)}, {"nccl_found", process.nccl_found},
+          {"launcher_rank", json_or_null(process.launcher_rank)},
+          {"launcher_world_size", json_or_null(process.launcher_world_size)},
           {"launcher_rank_from", process.launcher_rank_from}, {"comms", comms}, {"threads", threads},
           {"principal_thread", process.principal_thread}, {"document_errors", process.document_errors},
           {"rejected_comms", process.rejected_comms}, {"stack_notes", process.stack_notes},

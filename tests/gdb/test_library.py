@@ -1,6 +1,7 @@
 """ctypes side: locating libncclscope.so and the memory callback (no gdb needed)."""
 import ctypes
 import os
+import re
 import tempfile
 import unittest
 
@@ -91,6 +92,27 @@ class NativeTest(unittest.TestCase):
             self.lib.run({"command": "state", "core": "/nonexistent/core.1"})
         self.assertEqual(caught.exception.kind, library.NSC_ERROR_BAD_INPUT)
         self.assertIn("/nonexistent/core.1", caught.exception.message)
+
+    def test_the_headers_requests_are_the_ones_capi_accepts(self):
+        """Each request ncclscope.h describes is answered (not "unknown command"), and each
+        command capi.cc dispatches on is described there: the header's list is the API's."""
+        described = set(re.findall(r'"command":\s*"([a-z-]+)"', _source("native/include/ncclscope/ncclscope.h")))
+        dispatched = set(re.findall(r'command [!=]= "([a-z-]+)"', _source("native/src/capi/capi.cc")))
+        self.assertEqual(described, dispatched)
+        self.assertEqual(len(described), 8)
+        for command in sorted(described):
+            try:
+                self.lib.run({"command": command})
+            except library.NativeError as error:
+                self.assertNotIn("unknown command", error.message, command)
+        with self.assertRaises(library.NativeError) as caught:
+            self.lib.run({"command": "triage"})
+        self.assertEqual(caught.exception.message, "unknown command 'triage'")
+
+
+def _source(path):
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", path)) as handle:
+        return handle.read()
 
 
 if __name__ == "__main__":

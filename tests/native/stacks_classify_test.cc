@@ -2,6 +2,7 @@
 #define BOOST_TEST_MODULE stacks_classify
 #include <boost/test/unit_test.hpp>
 
+#include "stacks/blocked_in.h"
 #include "stacks/thread_stacks.h"
 
 using nsc::StackFrame;
@@ -288,4 +289,24 @@ BOOST_AUTO_TEST_CASE(the_system_call_names_the_wait_when_libc_is_unsymbolized) {
   BOOST_TEST(!nsc::to_json(quiet).contains("syscall"));
   quiet.syscall = 230;
   BOOST_TEST(nsc::to_json(quiet)["syscall"] == "clock_nanosleep");
+}
+
+// The SIGABRT that wrote the core (faulthandler re-raising it) sits innermost: its frames and
+// the sigreturn trampoline are not what the thread waits in.
+BOOST_AUTO_TEST_CASE(signal_delivery_frames_are_skipped) {
+  std::vector<StackFrame> frames = main_thread(
+      {frame("__pthread_kill_implementation", "libc.so.6"), frame("raise", "libc.so.6"), frame("abort", "libc.so.6"),
+       frame("faulthandler_fatal_error", "python3.12"), frame("", "libc.so.6"),
+       frame("__futex_abstimed_wait_common", "libc.so.6"), frame("cudaStreamSynchronize", "libcudart.so.12"),
+       frame("block_on_stream", "program")},
+      "program");
+  std::vector<nsc::SignalRole> roles;
+  for (const StackFrame& f : frames) roles.push_back(nsc::signal_role(f.function, f.module));
+  BOOST_TEST(nsc::signal_frame_count(roles) == 5u);
+  BOOST_TEST(nsc::classify_blocked_in(frames) == "cudaStreamSynchronize");
+  // restore_rt is the trampoline by name; frames that are all the signal's leave nothing to skip.
+  BOOST_TEST(nsc::signal_frame_count({nsc::signal_role("raise", "libc.so.6"),
+                                      nsc::signal_role("__restore_rt", "libc.so.6"),
+                                      nsc::signal_role("pause", "libc.so.6")}) == 2u);
+  BOOST_TEST(nsc::signal_frame_count({nsc::signal_role("raise", "libc.so.6"), nsc::signal_role("", "libc.so.6")}) == 0u);
 }

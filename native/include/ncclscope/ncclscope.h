@@ -34,8 +34,9 @@ typedef int (*nsc_read_memory_fn)(void *context, uint64_t address, void *buffer,
                                   uint64_t length, char *why, size_t why_size);
 
 /* Runs one request and returns its JSON document in *json_out (free it with
- * nsc_string_free). The request is a JSON object:
- *   {"command":"state",                      (or "triage", "layout-extract")
+ * nsc_string_free). The request is a JSON object, and these are all its commands
+ * ("command" left out means "state"; any other is refused, NSC_ERROR_USAGE):
+ *   {"command":"state",                     one process's ncclscope.state/1 document
  *    "core":"/path/core" | "pid":1234,      the target
  *    "executable":"/path/exe",              optional
  *    "sysroot":"DIR", "solib_search_path":"DIR:DIR", "profile_path":"DIR:DIR",
@@ -54,7 +55,12 @@ typedef int (*nsc_read_memory_fn)(void *context, uint64_t address, void *buffer,
  * {"text":"..."}: the library's one text of that view (the CLI prints the same).
  * {"command":"audit", "state":{...}, "name":"rank0", "text":true} returns the
  * ncclscope.audit/1 document (docs/audit.md) over that state document (without
- * "state": over one decoded from the target as above), its text in "text". */
+ * "state": over one decoded from the target as above), its text in "text".
+ * {"command":"numerics", ...target as above..., "state":{...}, "all":false,
+ * "text":true, "full_read_bytes":N, "sample_chunks":N, "chunk_bytes":N} returns the
+ * ncclscope.numerics/1 document of each communicator's newest launched collective's
+ * buffers (with "all": every launched one), its text in "text"; device memory through
+ * nsc_run_json_device's read_device. PARTIAL when some buffers were unreadable. */
 nsc_error *nsc_run_json(const char *request_json, nsc_read_memory_fn read_memory,
                         void *read_context, char **json_out);
 

@@ -27,7 +27,8 @@ namespace {
 const char kUsage[] =
     "usage: ncclscope triage [options] INPUT...\n"
     "  INPUT is one rank's state: a snapshot (`ncclscope state --json` output),\n"
-    "  a core file, or a directory (its core*, *.core and *.json files).\n"
+    "  a core file, or a directory (its core*, *.core and *.json files); each may be\n"
+    "  xz-compressed (rank0.core.xz: read from a private unpacked copy, removed after).\n"
     "  A kernel view (`nccl-kernels --json` under cuda-gdb, schema ncclscope.kernels/1,\n"
     "  e.g. rank0.kernels.json) joins the rank holding its communicator; so does a numerics\n"
     "  document (`nccl-numerics --json` under cuda-gdb, ncclscope.numerics/1). Buffers in a\n"

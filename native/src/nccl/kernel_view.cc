@@ -12,14 +12,7 @@ namespace {
 
 using nlohmann::json;
 
-const json& member(const json& object, const char* key) { return json_member(object, key); }
-
 bool is_uint(const json& value) { return value.is_number_unsigned() || (value.is_number_integer() && value.get<int64_t>() >= 0); }
-
-std::string str(const json& object, const char* key) {
-  auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
 
 // A wait the counters do not decide; `reason` names what is missing
 // (snapshot/kernels_text.cc words it).
@@ -30,21 +23,21 @@ json unknown(const json& conn, const char* reason) {
 // Slots of data already posted beyond `base` for this protocol, or null when unreadable.
 json arrived_beyond(const json& conn, const std::string& protocol, uint64_t base) {
   if (protocol == "SIMPLE") {
-    const json& tail = member(conn, "tail");
+    const json& tail = json_member(conn, "tail");
     if (!is_uint(tail)) return nullptr;
     return tail.get<uint64_t>() > base ? tail.get<uint64_t>() - base : 0;
   }
-  const json& flags = member(conn, protocol == "LL" ? "ll" : "ll128");
-  if (!is_uint(member(flags, "base")) || member(flags, "base").get<uint64_t>() != base) return nullptr;
-  return member(flags, "arrived_beyond_base");
+  const json& flags = json_member(conn, protocol == "LL" ? "ll" : "ll128");
+  if (!is_uint(json_member(flags, "base")) || json_member(flags, "base").get<uint64_t>() != base) return nullptr;
+  return json_member(flags, "arrived_beyond_base");
 }
 
 // The receiver's position is its published head when readable (exact); otherwise the
 // step saved at launch is a lower bound, and "nothing arrived beyond it" still proves the wait.
 json recv_wait(const json& conn, const std::string& protocol) {
-  int64_t peer = member(conn, "peer").is_number_integer() ? member(conn, "peer").get<int64_t>() : -1;
-  const json& head = member(conn, "head");
-  const json& launch = member(conn, "step_at_launch");
+  int64_t peer = json_member(conn, "peer").is_number_integer() ? json_member(conn, "peer").get<int64_t>() : -1;
+  const json& head = json_member(conn, "head");
+  const json& launch = json_member(conn, "step_at_launch");
   if (is_uint(head)) {
     uint64_t step = head.get<uint64_t>();
     json arrived = arrived_beyond(conn, protocol, step);
@@ -69,7 +62,7 @@ json recv_wait(const json& conn, const std::string& protocol) {
 // How far the peer consumed what this rank sent: the facts of every send-side wait.
 json send_position(json wait, const json& conn, uint64_t freed) {
   wait["consumed_step"] = freed;
-  const json& launch = member(conn, "step_at_launch");
+  const json& launch = json_member(conn, "step_at_launch");
   if (is_uint(launch)) wait["step_at_launch"] = launch;
   return wait;
 }
@@ -92,7 +85,7 @@ json send_wait(const json& conn, const std::string& protocol, uint64_t nccl_step
     const json& flags = conn.value(protocol == "LL" ? "ll" : "ll128", json());
     if (!flags.is_object())
       return send_position(with_protocol(unknown(conn, "send-flags-unreadable"), protocol), conn, freed);
-    const json& posted = member(flags, "posted_beyond_head");
+    const json& posted = json_member(flags, "posted_beyond_head");
     if (!is_uint(posted)) return with_protocol(unknown(conn, "send-posted-slots-unavailable"), protocol);
     in_flight = posted.get<uint64_t>();
   }
@@ -105,7 +98,7 @@ json send_wait(const json& conn, const std::string& protocol, uint64_t nccl_step
 bool used_by(const json& conn, const std::string& algorithm) {
   std::set<std::string> roles;
   for (const json& role : conn.value("roles", json::array())) roles.insert(role.get<std::string>());
-  std::string direction = str(conn, "direction");
+  std::string direction = json_text(json_member(conn, "direction"));
   if (algorithm == "RING") return (direction == "recv" && roles.count("ring-prev")) ||
                                   (direction == "send" && roles.count("ring-next"));
   if (algorithm == "TREE") return roles.count("tree-up") || roles.count("tree-down");
@@ -113,21 +106,21 @@ bool used_by(const json& conn, const std::string& algorithm) {
 }
 
 const json* find_communicator(const json& state, const json& kernel, std::string* match) {
-  std::string dev_comm = str(kernel, "dev_comm");
-  const json& comms = member(state, "communicators");
+  std::string dev_comm = json_text(json_member(kernel, "dev_comm"));
+  const json& comms = json_member(state, "communicators");
   if (!comms.is_array()) {
     *match = "no communicators decoded";
     return nullptr;
   }
   if (!dev_comm.empty())
     for (const json& comm : comms)
-      if (str(member(comm, "device"), "dev_comm") == dev_comm) {
+      if (json_text(json_member(json_member(comm, "device"), "dev_comm")) == dev_comm) {
         *match = "kernel argument comm == ncclComm.devComm";
         return &comm;
       }
   std::vector<const json*> on_device;
   for (const json& comm : comms)
-    if (member(comm, "cuda_dev") == member(kernel, "device")) on_device.push_back(&comm);
+    if (json_member(comm, "cuda_dev") == json_member(kernel, "device")) on_device.push_back(&comm);
   if (on_device.size() == 1) {
     *match = "guess: the only communicator on device " + kernel.value("device", json()).dump();
     return on_device[0];
@@ -139,18 +132,18 @@ const json* find_communicator(const json& state, const json& kernel, std::string
 
 // Ring and tree neighbours of channel `id` from the host-side channel table.
 json channel_peers(const json& comm, const json& id) {
-  const json& channels = member(comm, "channels");
+  const json& channels = json_member(comm, "channels");
   if (!channels.is_array()) return nullptr;
   for (const json& channel : channels) {
-    if (member(channel, "id") != id) continue;
-    const json& ring = member(channel, "ring");
-    const json& tree = member(channel, "tree");
+    if (json_member(channel, "id") != id) continue;
+    const json& ring = json_member(channel, "ring");
+    const json& tree = json_member(channel, "tree");
     json down = json::array();
-    if (member(tree, "down").is_array())
-      for (const json& rank : member(tree, "down"))
+    if (json_member(tree, "down").is_array())
+      for (const json& rank : json_member(tree, "down"))
         if (rank.is_number_integer() && rank.get<int64_t>() >= 0) down.push_back(rank);
-    return {{"ring_prev", member(ring, "prev")}, {"ring_next", member(ring, "next")},
-            {"tree_up", member(tree, "up")}, {"tree_down", down}};
+    return {{"ring_prev", json_member(ring, "prev")}, {"ring_next", json_member(ring, "next")},
+            {"tree_up", json_member(tree, "up")}, {"tree_down", down}};
   }
   return nullptr;
 }
@@ -161,7 +154,7 @@ json block_view(const json& block, const json& kernel, const json* comm) {
               {"function", block.value("function", json())}, {"waits", json::array()}};
   if (block.contains("channel_in_shared")) out["channel_in_shared"] = block["channel_in_shared"];
   const json& running = block.value("running", kernel.value("nccl", json::object()));
-  std::string algorithm = str(running, "algorithm"), protocol = str(running, "protocol");
+  std::string algorithm = json_text(json_member(running, "algorithm")), protocol = json_text(json_member(running, "protocol"));
   out["algorithm"] = algorithm.empty() ? json(nullptr) : json(algorithm);
   out["protocol"] = protocol.empty() ? json(nullptr) : json(protocol);
   const json& channel_id = block.value("channel", json());
@@ -171,13 +164,13 @@ json block_view(const json& block, const json& kernel, const json* comm) {
     return out;
   }
   out["peers"] = channel_peers(*comm, channel_id);
-  const json& device = member(*comm, "device");
-  uint64_t steps = is_uint(member(device, "nccl_steps")) ? member(device, "nccl_steps").get<uint64_t>() : 0;
+  const json& device = json_member(*comm, "device");
+  uint64_t steps = is_uint(json_member(device, "nccl_steps")) ? json_member(device, "nccl_steps").get<uint64_t>() : 0;
   const json* channel = nullptr;
-  const json& channels = member(device, "channels");
+  const json& channels = json_member(device, "channels");
   if (channels.is_array())
     for (const json& candidate : channels)
-      if (member(candidate, "id") == channel_id) channel = &candidate;
+      if (json_member(candidate, "id") == channel_id) channel = &candidate;
   if (channel == nullptr || steps == 0) {
     out["state"] = "unknown";
     out["reason"] = "no device connection data for channel " + channel_id.dump();
@@ -189,18 +182,18 @@ json block_view(const json& block, const json& kernel, const json* comm) {
     return out;
   }
   bool any_unknown = false;
-  const json& connections = member(*channel, "connections");
+  const json& connections = json_member(*channel, "connections");
   for (const json& conn : connections.is_array() ? connections : json::array()) {
-    if (member(conn, "connected") == false || !used_by(conn, algorithm)) continue;
-    json wait = member(conn, "connected") != true ? unknown(conn, "connection-state-unavailable")
-                : str(conn, "direction") == "recv"  ? recv_wait(conn, protocol)
+    if (json_member(conn, "connected") == false || !used_by(conn, algorithm)) continue;
+    json wait = json_member(conn, "connected") != true ? unknown(conn, "connection-state-unavailable")
+                : json_text(json_member(conn, "direction")) == "recv"  ? recv_wait(conn, protocol)
                                                     : send_wait(conn, protocol, steps);
     wait["direction"] = conn.value("direction", json());
     any_unknown |= wait["kind"] == "unknown";
     out["waits"].push_back(std::move(wait));
   }
   bool waiting = false;
-  for (const json& wait : out["waits"]) waiting |= str(wait, "kind").rfind("waiting", 0) == 0;
+  for (const json& wait : out["waits"]) waiting |= json_text(json_member(wait, "kind")).rfind("waiting", 0) == 0;
   out["state"] = waiting ? "waiting" : (any_unknown || out["waits"].empty()) ? "unknown" : "not-waiting-on-peers";
   if (out["waits"].empty()) out["reason"] = "no connected connection of this channel decoded";
   return out;
@@ -211,8 +204,8 @@ json kernel_summary(const json& blocks) {
   std::map<std::string, int> count;  // "kind peer" -> blocks (this order is the document's)
   for (const json& block : blocks)
     for (const json& wait : block.value("waits", json::array()))
-      if (str(wait, "kind").rfind("waiting", 0) == 0)
-        ++count[str(wait, "kind") + " " + std::to_string(wait.value("peer", -1))];
+      if (json_text(json_member(wait, "kind")).rfind("waiting", 0) == 0)
+        ++count[json_text(json_member(wait, "kind")) + " " + std::to_string(wait.value("peer", -1))];
   json waits = json::array();
   for (const auto& [key, n] : count) {
     size_t space = key.find(' ');
@@ -224,7 +217,7 @@ json kernel_summary(const json& blocks) {
 }  // namespace
 
 json connection_wait(const json& connection, const std::string& protocol, uint64_t nccl_steps) {
-  return str(connection, "direction") == "recv" ? recv_wait(connection, protocol)
+  return json_text(json_member(connection, "direction")) == "recv" ? recv_wait(connection, protocol)
                                                 : send_wait(connection, protocol, nccl_steps);
 }
 

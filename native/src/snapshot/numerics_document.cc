@@ -16,11 +16,6 @@ namespace {
 using nlohmann::json;
 
 // A string member, "" when absent or not a string (documents may come from snapshots).
-std::string text_member(const json& object, const char* key) {
-  const json& value = json_member(object, key);
-  return value.is_string() ? value.get<std::string>() : "";
-}
-
 constexpr uint64_t kReadBlock = 1ull << 20;  // bytes read at a time: bounded memory
 // x86-64 user space is 2^47 bytes: a buffer larger than that is torn or corrupt memory.
 constexpr uint64_t kMaxBufferBytes = 1ull << 47;
@@ -118,7 +113,7 @@ void measure_buffer(const Readers& readers, uint64_t address, uint64_t elements,
 
 json buffer_entry(const json& comm, const json& work, const char* stage, const char* role, uint64_t address,
                   uint64_t elements) {
-  json entry = {{"comm", text_member(comm, "address")}, {"comm_hash", text_member(comm, "comm_hash")},
+  json entry = {{"comm", json_text(json_member(comm, "address"))}, {"comm_hash", json_text(json_member(comm, "comm_hash"))},
                 {"rank", json_member(comm, "rank")}, {"nranks", json_member(comm, "nranks")},
                 {"stage", stage}, {"collective", json_member(work, "collective")},
                 {"seq", json_member(work, "seq")}, {"datatype", json_member(work, "datatype")},
@@ -137,11 +132,11 @@ void add_work(const Readers& readers, const json& comm, const json& work, const 
   uint64_t nranks = json_member(comm, "nranks").is_number_unsigned() ? json_member(comm, "nranks").get<uint64_t>() : 1;
   uint64_t n = count.is_number_unsigned() ? count.get<uint64_t>() : 0;
   if (work.contains("kind")) {  // P2P: one buffer
-    roles.push_back({text_member(work, "kind") == "send" ? "send" : "recv", {text_member(work, "buff"), n}});
+    roles.push_back({json_text(json_member(work, "kind")) == "send" ? "send" : "recv", {json_text(json_member(work, "buff")), n}});
   } else {
-    auto [send, recv] = buffer_elements(text_member(work, "collective"), n, nranks);
-    roles.push_back({"send", {text_member(work, "sendbuff"), send}});
-    roles.push_back({"recv", {text_member(work, "recvbuff"), recv}});
+    auto [send, recv] = buffer_elements(json_text(json_member(work, "collective")), n, nranks);
+    roles.push_back({"send", {json_text(json_member(work, "sendbuff")), send}});
+    roles.push_back({"recv", {json_text(json_member(work, "recvbuff")), recv}});
   }
   for (const auto& [role, where] : roles) {
     uint64_t address = 0;
@@ -188,7 +183,7 @@ void add_comm(const Readers& readers, const json& comm, const NumericsOptions& o
       for (const json& task : tasks) add_work(readers, comm, task, "planned", options, buffers);
   }
   if (!launched.is_object())
-    notes->push_back("comm " + text_member(comm, "address") + ": launched work unavailable (" +
+    notes->push_back("comm " + json_text(json_member(comm, "address")) + ": launched work unavailable (" +
                      json_member(json_member(comm, "unavailable"), "launched").dump() + ")");
 }
 

@@ -203,28 +203,42 @@ bool is_shared_object_module(const std::string& module) {
 
 namespace {
 
-// A thread stopped by the SIGABRT that wrote the core (faulthandler re-raises it) has the
-// signal's own frames innermost: pthread_kill, raise, abort, faulthandler_*, then the
-// sigreturn trampoline (unnamed in libc). What it was doing starts below them.
-size_t signal_delivery_frames(const std::vector<StackFrame>& frames) {
+bool is_signal_delivery(const std::string& bare) {
+  return bare == "pthread_kill" || bare == "pthread_kill_implementation" || bare == "raise" ||
+         bare == "gsignal" || bare == "abort" || starts_with(bare, "faulthandler");
+}
+
+}  // namespace
+
+SignalRole signal_role(const std::string& function, const std::string& module) {
+  std::string bare = bare_function_name(function);
+  if (is_signal_delivery(bare)) return SignalRole::delivery;
+  if (is_runtime_module(module) && (function.empty() || bare == "restore_rt")) return SignalRole::trampoline;
+  return SignalRole::none;
+}
+
+size_t signal_frame_count(const std::vector<SignalRole>& roles) {
   size_t f = 0;
-  while (f < frames.size()) {
-    std::string bare = bare_function_name(frames[f].function);
-    bool delivery = bare == "pthread_kill" || bare == "pthread_kill_implementation" || bare == "raise" ||
-                    bare == "gsignal" || bare == "abort" || starts_with(bare, "faulthandler");
-    if (!delivery) break;
-    ++f;
-  }
+  while (f < roles.size() && roles[f] == SignalRole::delivery) ++f;
   if (f == 0) return 0;
-  if (f < frames.size() && is_runtime_module(frames[f].module) &&
-      (frames[f].function.empty() || bare_function_name(frames[f].function) == "restore_rt"))
-    ++f;  // the trampoline the kernel returns through
-  return f;
+  if (f < roles.size() && roles[f] == SignalRole::trampoline) ++f;
+  return f < roles.size() ? f : 0;
+}
+
+namespace {
+
+// A thread stopped by the signal that wrote the core has the signal's own frames innermost:
+// what it was doing starts below them.
+size_t signal_delivery_frames(const std::vector<StackFrame>& frames) {
+  std::vector<SignalRole> roles;
+  roles.reserve(frames.size());
+  for (const StackFrame& frame : frames) roles.push_back(signal_role(frame.function, frame.module));
+  return signal_frame_count(roles);
 }
 
 std::string classify_with_syscall(const std::vector<StackFrame>& all_frames, int syscall) {
   size_t skipped = signal_delivery_frames(all_frames);
-  if (skipped > 0 && skipped < all_frames.size()) {
+  if (skipped > 0) {
     std::vector<StackFrame> interrupted(all_frames.begin() + static_cast<long>(skipped), all_frames.end());
     return classify_with_syscall(interrupted, -1);  // the syscall was the signal's, not the wait's
   }
@@ -285,14 +299,10 @@ const StackFrame* innermost_user_frame(const std::vector<StackFrame>& frames) {
 
 namespace {
 
-std::string string_or_empty(const nlohmann::json& value) {
-  return value.is_string() ? value.get<std::string>() : std::string();
-}
-
 StackFrame frame_from_json(const nlohmann::json& frame) {
   StackFrame out;
-  out.function = string_or_empty(json_member(frame, "function"));
-  out.module = string_or_empty(json_member(frame, "module"));
+  out.function = json_text(json_member(frame, "function"));
+  out.module = json_text(json_member(frame, "module"));
   const nlohmann::json& pc = json_member(frame, "pc");
   if (pc.is_string()) parse_u64(pc.get<std::string>(), &out.pc);
   else if (pc.is_number_unsigned()) out.pc = pc.get<uint64_t>();
@@ -309,7 +319,7 @@ std::vector<std::string> classify_json_threads(const nlohmann::json& threads) {
     const nlohmann::json& listed = json_member(thread, "frames");
     if (listed.is_array())
       for (const nlohmann::json& frame : listed) frames.push_back(frame_from_json(frame));
-    classes.push_back(thread.is_object() ? classify_blocked_in(frames, string_or_empty(json_member(thread, "name")))
+    classes.push_back(thread.is_object() ? classify_blocked_in(frames, json_text(json_member(thread, "name")))
                                          : "unknown");
   }
   return classes;

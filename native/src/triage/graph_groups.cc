@@ -3,6 +3,7 @@
 #include <map>
 
 #include "triage/rank_set.h"
+#include "util/json_access.h"
 
 namespace nsc::triage {
 
@@ -10,13 +11,12 @@ using nlohmann::json;
 
 namespace {
 
-std::string text_of(const json& value) { return value.is_string() ? value.get<std::string>() : ""; }
 
 }  // namespace
 
 std::string GraphGroups::label(const json& nodes, size_t group) const {
   const std::vector<int>& ids = members[group];
-  if (ids.size() == 1) return text_of(nodes[ids.front()]["label"]);
+  if (ids.size() == 1) return json_text(nodes[ids.front()]["label"]);
   std::vector<int> ranks;
   for (int n : ids) ranks.push_back(nodes[n]["world_rank"].get<int>());
   return ranks_phrase(ranks) + " (" + std::to_string(ranks.size()) + ")";
@@ -39,7 +39,7 @@ GraphGroups group_graph_nodes(const json& graph, size_t group_threshold) {
   for (size_t n = 0; n < nodes.size(); ++n) {
     std::string signature = std::to_string(n);
     if (grouping && nodes[n]["kind"] == "process" && nodes[n]["world_rank"].is_number_integer()) {
-      signature = text_of(nodes[n]["role"]) + "|" + text_of(nodes[n]["doing"]) + "|" +
+      signature = json_text(nodes[n]["role"]) + "|" + json_text(nodes[n]["doing"]) + "|" +
                   (groups.in_cycle.count(static_cast<int>(n)) ? "c" : "");
       for (int e : out_of[n]) signature += "|o" + std::to_string(e);
       for (int e : in_of[n]) signature += "|i" + std::to_string(e);

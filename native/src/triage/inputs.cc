@@ -18,6 +18,7 @@
 #include "util/errors.h"
 #include "util/input_file.h"
 #include "util/schemas.h"
+#include "util/unpacked_xz.h"
 
 namespace nsc::triage {
 namespace {
@@ -36,11 +37,12 @@ struct WorkResult {
   TriageFailure failure;
 };
 
-bool wanted_in_directory(const std::string& name) {
+bool wanted_in_directory(std::string name) {
   auto ends_with = [&](const char* suffix) {
     size_t n = std::strlen(suffix);
     return name.size() >= n && name.compare(name.size() - n, n, suffix) == 0;
   };
+  if (ends_with(".xz")) name.resize(name.size() - 3);  // rank0.core.xz: unpacked when read
   return name.rfind("core", 0) == 0 || ends_with(".core") || ends_with(".json");
 }
 
@@ -211,7 +213,7 @@ void measure_numerics(const LoadRequest& request, StateRequest state, const nloh
   }
 }
 
-WorkResult load_item(const LoadRequest& request, const WorkItem& item) {
+WorkResult load_plain_item(const LoadRequest& request, const WorkItem& item) {
   WorkResult result;
   std::string kind = item.pid ? "live" : "file";
   try {
@@ -222,7 +224,7 @@ WorkResult load_item(const LoadRequest& request, const WorkItem& item) {
       // Summarized straight from the text (SAX): no document is built for 4,096 ranks.
       auto process = std::make_unique<ProcessView>();
       std::string schema, text = read_file(item.path);
-      if (summarize_state_text(text, item.path, "snapshot", process.get(), &schema)) {
+      if (summarize_state_text(text, item.name, "snapshot", process.get(), &schema)) {
         result.process = std::move(process);
         return result;
       }
@@ -258,6 +260,24 @@ WorkResult load_item(const LoadRequest& request, const WorkItem& item) {
     result.failure = {item.name, kind, item.name + ": " + error.what()};
   }
   return result;
+}
+
+// An .xz input is read from a private unpacked copy; every message names the user's file.
+WorkResult load_item(const LoadRequest& request, const WorkItem& item) {
+  if (item.pid || !is_xz_file(item.path)) return load_plain_item(request, item);
+  WorkItem unpacked_item = item;
+  try {
+    UnpackedXz unpacked(item.path);
+    unpacked_item.path = unpacked.path();
+    WorkResult result = load_plain_item(request, unpacked_item);
+    for (size_t at; (at = result.failure.error.find(unpacked_item.path)) != std::string::npos;)
+      result.failure.error.replace(at, unpacked_item.path.size(), item.name);
+    return result;
+  } catch (const BadInput& error) {
+    WorkResult result;
+    result.failure = {item.name, "file", error.what()};
+    return result;
+  }
 }
 
 }  // namespace

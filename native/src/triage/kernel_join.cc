@@ -38,17 +38,15 @@ constexpr size_t kKernelLinesPerFinding = 8;  // kernel evidence lines in one fi
 constexpr size_t kGroupsPerKernel = 4;        // wait groups in one kernel's line
 constexpr size_t kRanksInVerdict = 4;
 
-const json* field(const json& object, const char* key) { return find_json_member(object, key); }
-
 Maybe<int64_t> int_at(const json& object, const char* key) {
-  const json* value = field(object, key);
+  const json* value = find_json_member(object, key);
   if (value == nullptr || !value->is_number_integer()) return std::nullopt;
   if (value->is_number_unsigned() && value->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) return std::nullopt;
   return value->get<int64_t>();
 }
 
 std::string string_at(const json& object, const char* key) {
-  const json* value = field(object, key);
+  const json* value = find_json_member(object, key);
   if (value == nullptr || !value->is_string()) return "";
   std::string text = value->get<std::string>();
   if (text.size() > kMaxText) text = text.substr(0, kMaxText) + "...";
@@ -57,7 +55,7 @@ std::string string_at(const json& object, const char* key) {
 
 // "0x91a16347ba1dcfd3" (or a number) -> the hash; nullopt when neither.
 Maybe<uint64_t> hash_at(const json& object, const char* key) {
-  const json* value = field(object, key);
+  const json* value = find_json_member(object, key);
   uint64_t hash = 0;
   if (value != nullptr && value->is_string() && parse_u64(value->get<std::string>(), &hash)) return hash;
   if (value != nullptr && value->is_number_unsigned()) return value->get<uint64_t>();
@@ -83,7 +81,7 @@ KernelBlockView block_of(const json& block) {
   out.protocol = string_at(block, "protocol");
   out.state = string_at(block, "state");
   out.reason = string_at(block, "reason");
-  if (const json* waits = field(block, "waits"); waits != nullptr && waits->is_array())
+  if (const json* waits = find_json_member(block, "waits"); waits != nullptr && waits->is_array())
     for (const json& wait : *waits)
       if (wait.is_object() && out.waits.size() < kMaxWaitsPerBlock) out.waits.push_back(wait_of(wait));
   return out;
@@ -93,7 +91,7 @@ KernelEntryView kernel_of(const json& kernel) {
   KernelEntryView out;
   out.index = index_rule(int_at(kernel, "kernel"));
   out.device = index_rule(int_at(kernel, "device"));
-  if (const json* nccl = field(kernel, "nccl")) {
+  if (const json* nccl = find_json_member(kernel, "nccl")) {
     out.collective = string_at(*nccl, "collective");
     out.op = string_at(*nccl, "op");
     out.datatype = string_at(*nccl, "datatype");
@@ -101,7 +99,7 @@ KernelEntryView kernel_of(const json& kernel) {
     out.protocol = string_at(*nccl, "protocol");
     out.kernel_name = string_at(*nccl, "kernel_name");
   }
-  if (const json* comm = field(kernel, "communicator"); comm != nullptr && comm->is_object()) {
+  if (const json* comm = find_json_member(kernel, "communicator"); comm != nullptr && comm->is_object()) {
     Maybe<uint64_t> hash = hash_at(*comm, "comm_hash");
     out.rank = index_rule(int_at(*comm, "rank"));
     out.nranks = size_rule(int_at(*comm, "nranks"));
@@ -109,7 +107,7 @@ KernelEntryView kernel_of(const json& kernel) {
     if (hash) out.comm_hash = *hash, out.comm_hash_text = hex(*hash);
   }
   out.communicator_match = string_at(kernel, "communicator_match");
-  if (const json* blocks = field(kernel, "blocks"); blocks != nullptr && blocks->is_array())
+  if (const json* blocks = find_json_member(kernel, "blocks"); blocks != nullptr && blocks->is_array())
     for (const json& block : *blocks)
       if (block.is_object() && out.blocks.size() < kMaxBlocks) out.blocks.push_back(block_of(block));
   return out;
@@ -231,7 +229,7 @@ json numbers(const std::set<int64_t>& values) { return json(std::vector<int64_t>
 }  // namespace
 
 bool is_kernel_view_document(const nlohmann::json& document) {
-  const json* schema = field(document, "schema");
+  const json* schema = find_json_member(document, "schema");
   return schema != nullptr && schema->is_string() && schema->get<std::string>() == kKernelsSchema;
 }
 
@@ -240,20 +238,20 @@ KernelView summarize_kernel_view(const nlohmann::json& document, const std::stri
     throw BadInput(input_name + ": not an " + kKernelsSchema + " document");
   KernelView view;
   view.input_name = input_name;
-  if (const json* target = field(document, "target")) view.pid = id_rule(int_at(*target, "pid"));
-  if (const json* kernels = field(document, "kernels"); kernels != nullptr && kernels->is_array())
+  if (const json* target = find_json_member(document, "target")) view.pid = id_rule(int_at(*target, "pid"));
+  if (const json* kernels = find_json_member(document, "kernels"); kernels != nullptr && kernels->is_array())
     for (const json& kernel : *kernels)
       if (kernel.is_object() && view.kernels.size() < kMaxKernels) view.kernels.push_back(kernel_of(kernel));
-  if (const json* comms = field(document, "communicators"); comms != nullptr && comms->is_array())
+  if (const json* comms = find_json_member(document, "communicators"); comms != nullptr && comms->is_array())
     for (const json& comm : *comms) {
       Maybe<uint64_t> hash = hash_at(comm, "comm_hash");
       Maybe<int> rank = index_rule(int_at(comm, "rank"));
       if (!hash || !rank || view.communicators.size() >= kMaxComms) continue;
       view.communicators.push_back({*hash, hex(*hash), *rank, size_rule(int_at(comm, "nranks"))});
     }
-  if (const json* others = field(document, "other_kernels"); others != nullptr && others->is_array())
+  if (const json* others = find_json_member(document, "other_kernels"); others != nullptr && others->is_array())
     view.other_kernels = others->size();
-  if (const json* errors = field(document, "errors"); errors != nullptr && errors->is_array())
+  if (const json* errors = find_json_member(document, "errors"); errors != nullptr && errors->is_array())
     for (const json& error : *errors) {
       if (view.document_errors.size() >= kMaxErrors) break;
       std::string text = error.is_string() ? error.get<std::string>() : string_at(error, "message");

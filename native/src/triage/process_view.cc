@@ -248,6 +248,7 @@ FrameView make_frame(const std::string& function, std::string module, const Mayb
   // Shared objects are libraries; anything else (the executable) is user code, except
   // runtimes linked statically into it (cudart_static: cudaStreamSynchronize, ...).
   frame.user_code = !base.empty() && base.find(".so") == std::string::npos && !is_runtime_function(function);
+  frame.signal_role = signal_role(function, base);
   return frame;
 }
 
@@ -497,18 +498,12 @@ std::string short_function_name(std::string name) {
   return name;
 }
 
-// Frames of the SIGABRT that wrote the core (pthread_kill, raise, abort, the libc
-// trampoline): the thread's own work starts below them (stacks/blocked_in.cc does the same).
+// The frames of the signal that wrote the core: the thread's own work starts below them.
 size_t signal_delivery_frames(const ThreadView& thread) {
-  size_t f = 0;
-  for (; f < thread.frames.size(); ++f) {
-    std::string name = short_function_name(thread.frames[f].label);
-    if (name != "pthread_kill" && name != "raise" && name != "abort" && name != "gsignal" &&
-        name.rfind("faulthandler", 0) != 0)
-      break;
-  }
-  if (f > 0 && f < thread.frames.size() && thread.frames[f].label.rfind("libc.so", 0) == 0) ++f;
-  return f < thread.frames.size() ? f : 0;
+  std::vector<SignalRole> roles;
+  roles.reserve(thread.frames.size());
+  for (const FrameView& frame : thread.frames) roles.push_back(frame.signal_role);
+  return signal_frame_count(roles);
 }
 
 std::string frame_text(const FrameView& frame) {

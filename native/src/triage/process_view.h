@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "stacks/blocked_in.h"
+
 namespace nsc::triage {
 
 template <typename T>
@@ -93,6 +95,7 @@ struct FrameView {
   bool user_code = false;  // not inside a shared library (Python frames are user code)
   bool python = false;     // a Python frame of the merged stack (docs/schema-state.md)
   bool python_library = false;  // ... in an installed package or the standard library
+  SignalRole signal_role = SignalRole::none;  // in delivering the signal that stopped the thread
 };
 
 struct ThreadView {

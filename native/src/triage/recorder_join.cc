@@ -30,10 +30,8 @@ constexpr size_t kMaxComms = 64, kMaxOpsPerComm = 4096, kMaxChains = 64, kMaxSte
                  kMaxThreads = 4096;
 constexpr size_t kChainsPerFinding = 3;  // chain lines in one finding's evidence
 
-const json* field(const json& object, const char* key) { return find_json_member(object, key); }
-
 Maybe<uint64_t> uint_at(const json& object, const char* key) {
-  const json* value = field(object, key);
+  const json* value = find_json_member(object, key);
   if (value == nullptr || !value->is_number_integer()) return std::nullopt;
   if (value->is_number_unsigned()) return value->get<uint64_t>();
   int64_t signed_value = value->get<int64_t>();
@@ -42,20 +40,20 @@ Maybe<uint64_t> uint_at(const json& object, const char* key) {
 }
 
 Maybe<int64_t> int_at(const json& object, const char* key) {
-  const json* value = field(object, key);
+  const json* value = find_json_member(object, key);
   if (value == nullptr || !value->is_number_integer()) return std::nullopt;
   if (value->is_number_unsigned() && value->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) return std::nullopt;
   return value->get<int64_t>();
 }
 
 json string_or_null(const json& object, const char* key) {
-  const json* value = field(object, key);
+  const json* value = find_json_member(object, key);
   return value != nullptr && value->is_string() ? *value : json(nullptr);
 }
 
 // "0x6DB0..." or "7903..." -> "0x6db0..."; null when not a number.
 json canonical_hash(const json& object, const char* key) {
-  const json* value = field(object, key);
+  const json* value = find_json_member(object, key);
   uint64_t hash = 0;
   if (value == nullptr || !value->is_string() || !parse_u64(value->get<std::string>(), &hash)) return nullptr;
   return hex(hash);
@@ -79,7 +77,7 @@ json sanitize_step(const json& step) {
   for (const char* key : {"step", "call", "stream", "event", "event_recorded_on"}) out[key] = string_or_null(step, key);
   if (auto tid = int_at(step, "tid")) out["tid"] = *tid;
   for (const char* key : {"after_nccl_op", "nccl_op"})
-    if (const json* op = field(step, key); op != nullptr && op->is_object()) out[key] = sanitize_op(*op);
+    if (const json* op = find_json_member(step, key); op != nullptr && op->is_object()) out[key] = sanitize_op(*op);
   return out;
 }
 
@@ -89,23 +87,23 @@ json sanitize_comm(const json& comm) {
   // Without its rank a comm entry cannot be compared or merged.
   if (hash.is_null() || !rank || *rank < 0 || *rank > INT32_MAX) return nullptr;
   auto nranks = int_at(comm, "nranks");
-  const json* finalized = field(comm, "finalized");
+  const json* finalized = find_json_member(comm, "finalized");
   json out = {{"comm_hash", hash},
               {"rank", *rank},
               {"nranks", nranks && *nranks >= 1 && *nranks <= INT32_MAX ? json(*nranks) : json(nullptr)},
               {"finalized", finalized != nullptr && finalized->is_boolean() && finalized->get<bool>()},
               {"last_seq", json::object()}, {"ops", json::array()}};
-  if (const json* last = field(comm, "last_seq"); last != nullptr && last->is_object())
+  if (const json* last = find_json_member(comm, "last_seq"); last != nullptr && last->is_object())
     for (const auto& [func, seq] : last->items())
       if (seq.is_number_unsigned() || (seq.is_number_integer() && seq.get<int64_t>() >= 0))
         out["last_seq"][func] = seq.get<uint64_t>();
-  if (const json* ops = field(comm, "ops"); ops != nullptr && ops->is_array())
+  if (const json* ops = find_json_member(comm, "ops"); ops != nullptr && ops->is_array())
     for (const json& op : *ops) {
       // Only launched collectives carry a seq; API records and P2P ops have none.
       if (!op.is_object() || op.value("record", json()) != "nccl_coll" || !uint_at(op, "seq")) continue;
       // Kept small (4,096 ranks x 64 ops): what compare_recorded_collectives reads.
-      const json* op_hash = field(op, "comm_hash");
-      bool same_comm = op_hash != nullptr && (*op_hash == *field(comm, "comm_hash") || canonical_hash(op, "comm_hash") == hash);
+      const json* op_hash = find_json_member(op, "comm_hash");
+      bool same_comm = op_hash != nullptr && (*op_hash == *find_json_member(comm, "comm_hash") || canonical_hash(op, "comm_hash") == hash);
       json collective = string_or_null(op, "collective");
       if (!same_comm || collective.is_null() || out["ops"].size() >= kMaxOpsPerComm) continue;
       auto count = uint_at(op, "count");
@@ -126,10 +124,6 @@ std::string ordinal(uint64_t n) {
 // "AllReduce #4 (seq 3)": triage's 1-based launch number, then the recorder's 0-based seq.
 std::string numbered(const std::string& collective, uint64_t recorder_seq) {
   return collective + " #" + std::to_string(recorder_seq + 1) + " (seq " + std::to_string(recorder_seq) + ")";
-}
-
-std::string text_of(const json& value, const std::string& fallback = "?") {
-  return value.is_string() ? value.get<std::string>() : fallback;
 }
 
 bool is_rooted(const std::string& collective) {
@@ -199,7 +193,7 @@ class RecorderAnalyzer {
 
   static std::string value_text(const json& op, const std::vector<std::string>& fields) {
     std::string text = "count " + (op["count"].is_number() ? std::to_string(op["count"].get<uint64_t>()) : "?") +
-                       " " + text_of(op["datatype"]);
+                       " " + json_text(op["datatype"], "?");
     if (std::find(fields.begin(), fields.end(), "root") != fields.end())
       text += " root " + (op.contains("root") ? std::to_string(op["root"].get<int64_t>()) : "?");
     return text;
@@ -310,10 +304,10 @@ class RecorderAnalyzer {
   }
 
   static std::string op_text(const json& op) {
-    std::string text = text_of(op["collective"]);
+    std::string text = json_text(op["collective"], "?");
     if (op.contains("seq")) text = numbered(text, op["seq"].get<uint64_t>());
-    if (op["count"].is_number()) text += " count " + std::to_string(op["count"].get<uint64_t>()) + " " + text_of(op["datatype"]);
-    return text + " on comm " + text_of(op["comm_hash"]);
+    if (op["count"].is_number()) text += " count " + std::to_string(op["count"].get<uint64_t>()) + " " + json_text(op["datatype"], "?");
+    return text + " on comm " + json_text(op["comm_hash"], "?");
   }
 
   static bool same_op(const json& a, const json& b) {
@@ -327,19 +321,19 @@ class RecorderAnalyzer {
     const json* last_op = nullptr;
     auto add = [&](const std::string& part) { text += (text.empty() ? "" : " -> ") + part; };
     for (const json& step : steps) {
-      std::string kind = text_of(step["step"], "");
+      std::string kind = json_text(step["step"], "");
       if (kind == "host_thread_blocked") {
-        std::string object = step["stream"].is_string() ? text_of(step["stream"]) : text_of(step["event"]);
+        std::string object = step["stream"].is_string() ? json_text(step["stream"], "?") : json_text(step["event"], "?");
         add("host thread " + (step.contains("tid") ? std::to_string(step["tid"].get<int64_t>()) : "?") +
-            " blocked in " + text_of(step["call"]) + "(" + object + ")");
+            " blocked in " + json_text(step["call"], "?") + "(" + object + ")");
       } else if (kind == "stream_waits_event" || kind == "event_recorded") {
-        if (kind == "stream_waits_event") add(text_of(step["stream"]) + " waits on event " + text_of(step["event"]));
+        if (kind == "stream_waits_event") add(json_text(step["stream"], "?") + " waits on event " + json_text(step["event"], "?"));
         const json& recorded_on = kind == "event_recorded" ? step["stream"] : step["event_recorded_on"];
         if (!recorded_on.is_string()) {
-          add(text_of(step["event"]) + " was recorded before the recorder's window (or never)");
+          add(json_text(step["event"], "?") + " was recorded before the recorder's window (or never)");
           continue;
         }
-        std::string part = text_of(step["event"]) + " recorded on " + text_of(recorded_on);
+        std::string part = json_text(step["event"], "?") + " recorded on " + json_text(recorded_on, "?");
         if (step.contains("after_nccl_op") && step["after_nccl_op"].is_object()) {
           part += " after " + op_text(step["after_nccl_op"]);
           last_op = &step;
@@ -347,7 +341,7 @@ class RecorderAnalyzer {
         add(part);
       } else if (kind == "stream_runs_nccl_op" && step.contains("nccl_op") && step["nccl_op"].is_object()) {
         bool repeat = last_op != nullptr && same_op((*last_op)["after_nccl_op"], step["nccl_op"]);
-        add(text_of(step["stream"]) + " last ran " + (repeat ? "that " + text_of(step["nccl_op"]["collective"]) : op_text(step["nccl_op"])));
+        add(json_text(step["stream"], "?") + " last ran " + (repeat ? "that " + json_text(step["nccl_op"]["collective"], "?") : op_text(step["nccl_op"])));
         if (!repeat || !last_op->contains("waits_for_ranks")) last_op = &step;
       }
     }
@@ -361,8 +355,8 @@ class RecorderAnalyzer {
     std::vector<int> waiting = step["waits_for_ranks"].get<std::vector<int>>();
     uint64_t launched = step.value("launched_by_count", uint64_t(0));
     normalize_ranks(&waiting);
-    std::string collective = text_of(op["collective"]);
-    std::string where = g >= 0 && g != job_.world_comm ? " of comm " + text_of(op["comm_hash"]) : "";
+    std::string collective = json_text(op["collective"], "?");
+    std::string where = g >= 0 && g != job_.world_comm ? " of comm " + json_text(op["comm_hash"], "?") : "";
     if (waiting.empty())
       return launched == 0 ? "" : "every rank given launched that " + collective + ": the wait is on the GPU or network";
     std::string text = "that " + collective + " waits for " + ranks_phrase(waiting) + where;
@@ -400,7 +394,7 @@ class RecorderAnalyzer {
       if (awaited != nullptr) {
         bool after = awaited->contains("after_nccl_op") && (*awaited)["after_nccl_op"].is_object();
         const json& op = after ? (*awaited)["after_nccl_op"] : (*awaited)["nccl_op"];
-        int g = group_of_hash(job_, text_of(op["comm_hash"], ""));
+        int g = group_of_hash(job_, json_text(op["comm_hash"], ""));
         std::string end = awaited_text(*awaited, op, g);
         if (!end.empty()) text += " -> " + end;
         if (awaited->contains("waits_for_ranks")) entry["waits_for_ranks"] = (*awaited)["waits_for_ranks"];
@@ -422,7 +416,7 @@ class RecorderAnalyzer {
     int64_t seq = static_cast<int64_t>(op["seq"].get<uint64_t>()) + 1;
     for (size_t f = 0; f < job_.findings[g].size(); ++f) {
       Finding& finding = job_.findings[g][f];
-      if (finding.collective != text_of(op["collective"], "") || !finding.seq || *finding.seq != seq) continue;
+      if (finding.collective != json_text(op["collective"], "") || !finding.seq || *finding.seq != seq) continue;
       // A few chains read well; thousands of ranks' chains are counted (all are in recorder.chains).
       size_t& joined = chains_joined_[{g, f}];
       if (++joined <= kChainsPerFinding)
@@ -444,7 +438,7 @@ class RecorderAnalyzer {
 }  // namespace
 
 nlohmann::json sanitize_recorder_section(const nlohmann::json& section) {
-  const json* found = field(section, "found");
+  const json* found = find_json_member(section, "found");
   if (found == nullptr || !found->is_boolean() || !found->get<bool>()) return nullptr;
   json out = {{"found", true}, {"pid", nullptr}, {"blocked_threads", json::array()},
               {"comms", json::array()}, {"chains", json::array()}};
@@ -452,13 +446,13 @@ nlohmann::json sanitize_recorder_section(const nlohmann::json& section) {
   // Complete history: no ring wrapped and no thread went unrecorded, so "never recorded" means "never".
   bool lossless = uint_at(section, "threads_dropped").value_or(0) == 0;
   size_t threads_seen = 0;
-  if (const json* threads = field(section, "threads"); threads != nullptr && threads->is_array())
+  if (const json* threads = find_json_member(section, "threads"); threads != nullptr && threads->is_array())
     for (const json& thread : *threads) {
       if (++threads_seen > kMaxThreads) break;
       auto written = uint_at(thread, "records_written");
       auto kept = uint_at(thread, "records_kept");
       lossless = lossless && written && kept && *written == *kept;
-      const json* blocked = field(thread, "blocked_in");
+      const json* blocked = find_json_member(thread, "blocked_in");
       if (blocked == nullptr || !blocked->is_object() || !string_or_null(*blocked, "call").is_string()) continue;
       json entry = {{"tid", int_at(thread, "tid") ? json(*int_at(thread, "tid")) : json(nullptr)},
                     {"call", string_or_null(*blocked, "call")}, {"stream", string_or_null(*blocked, "stream")},
@@ -466,15 +460,15 @@ nlohmann::json sanitize_recorder_section(const nlohmann::json& section) {
       out["blocked_threads"].push_back(entry);
     }
   out["lossless"] = lossless;
-  if (const json* comms = field(section, "comms"); comms != nullptr && comms->is_array())
+  if (const json* comms = find_json_member(section, "comms"); comms != nullptr && comms->is_array())
     for (const json& comm : *comms) {
       json clean = sanitize_comm(comm);
       if (!clean.is_null() && out["comms"].size() < kMaxComms) out["comms"].push_back(clean);
     }
-  if (const json* chains = field(section, "chains"); chains != nullptr && chains->is_array())
+  if (const json* chains = find_json_member(section, "chains"); chains != nullptr && chains->is_array())
     for (const json& chain : *chains) {
       if (out["chains"].size() >= kMaxChains) break;
-      const json* steps = field(chain, "steps");
+      const json* steps = find_json_member(chain, "steps");
       if (steps == nullptr || !steps->is_array()) continue;
       json clean = {{"tid", int_at(chain, "tid") ? json(*int_at(chain, "tid")) : json(nullptr)}, {"steps", json::array()}};
       for (const json& step : *steps)

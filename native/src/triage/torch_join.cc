@@ -15,6 +15,7 @@
 #include "triage/call_site.h"
 #include "triage/summary_helpers.h"
 #include "triage/rank_set.h"
+#include "util/json_access.h"
 #include "util/strings.h"
 
 namespace nsc::triage {
@@ -26,14 +27,8 @@ using nlohmann::json;
 constexpr size_t kMaxGroups = 4096, kMaxEntries = 4096, kMaxRanks = 1 << 20, kMaxTensors = 64,
                  kMaxDims = 16, kMaxFrames = 8, kMaxText = 256;
 
-const json* field(const json& object, const char* key) {
-  if (!object.is_object()) return nullptr;
-  auto found = object.find(key);
-  return found == object.end() ? nullptr : &*found;
-}
-
 json text_or_null(const json& object, const char* key) {
-  const json* value = field(object, key);
+  const json* value = find_json_member(object, key);
   if (value == nullptr || !value->is_string()) return nullptr;
   std::string text = value->get<std::string>();
   return text.size() > kMaxText ? json(text.substr(0, kMaxText)) : json(text);
@@ -45,7 +40,7 @@ bool is_non_negative(const json& value) {
 }
 
 json uint_or_null(const json& object, const char* key) {
-  const json* value = field(object, key);
+  const json* value = find_json_member(object, key);
   if (value == nullptr || !is_non_negative(*value)) return nullptr;
   return value->get<uint64_t>();
 }
@@ -73,7 +68,7 @@ json sanitize_strings(const json* list) {
 
 json sanitize_group(const json& group) {
   json ranks = json::array();
-  if (const json* list = field(group, "ranks"); list && list->is_array())
+  if (const json* list = find_json_member(group, "ranks"); list && list->is_array())
     for (const json& rank : *list)
       if (ranks.size() < kMaxRanks && is_non_negative(rank) && rank.get<uint64_t>() < kMaxRanks)
         ranks.push_back(rank.get<int>());
@@ -83,25 +78,25 @@ json sanitize_group(const json& group) {
 
 json sanitize_entry(const json& entry) {
   json pg = json::array({nullptr, nullptr});
-  if (const json* names = field(entry, "process_group"); names && names->is_array() && names->size() == 2)
+  if (const json* names = find_json_member(entry, "process_group"); names && names->is_array() && names->size() == 2)
     for (size_t i = 0; i < 2; ++i)
       if ((*names)[i].is_string()) pg[i] = (*names)[i].get<std::string>().substr(0, kMaxText);
   json frames = json::array();
-  if (const json* list = field(entry, "frames"); list && list->is_array())
+  if (const json* list = find_json_member(entry, "frames"); list && list->is_array())
     for (const json& frame : *list) {
       if (frames.size() >= kMaxFrames) break;
       frames.push_back({{"name", text_or_null(frame, "name")}, {"filename", text_or_null(frame, "filename")},
-                        {"line", field(frame, "line") && (*field(frame, "line")).is_number_integer()
-                                     ? json((*field(frame, "line")).get<int64_t>()) : json(nullptr)}});
+                        {"line", find_json_member(frame, "line") && (*find_json_member(frame, "line")).is_number_integer()
+                                     ? json((*find_json_member(frame, "line")).get<int64_t>()) : json(nullptr)}});
     }
-  const json* is_p2p = field(entry, "is_p2p");
+  const json* is_p2p = find_json_member(entry, "is_p2p");
   return {{"process_group", pg},
           {"pg_id", uint_or_null(entry, "pg_id")},
           {"collective_seq_id", uint_or_null(entry, "collective_seq_id")},
           {"p2p_seq_id", uint_or_null(entry, "p2p_seq_id")},
           {"profiling_name", text_or_null(entry, "profiling_name")},
-          {"input_sizes", sanitize_sizes(field(entry, "input_sizes"))},
-          {"input_dtypes", sanitize_strings(field(entry, "input_dtypes"))},
+          {"input_sizes", sanitize_sizes(find_json_member(entry, "input_sizes"))},
+          {"input_dtypes", sanitize_strings(find_json_member(entry, "input_dtypes"))},
           {"state", text_or_null(entry, "state")},
           {"is_p2p", is_p2p && is_p2p->is_boolean() ? is_p2p->get<bool>() : false},
           {"frames", frames}};
@@ -154,7 +149,7 @@ std::string entry_text(const json& entry, bool with_state = true) {
 json sanitize_pg_status(const json& status) {
   json out = {{"pg_id", uint_or_null(status, "pg_id")}};
   for (const char* key : {"last_enqueued_collective", "last_started_collective", "last_completed_collective"}) {
-    const json* value = field(status, key);
+    const json* value = find_json_member(status, key);
     out[key] = value && value->is_number_integer() && value->get<int64_t>() >= -1 ? json(value->get<int64_t>())
                                                                                   : json(nullptr);
   }
@@ -382,7 +377,7 @@ class TorchJoin {
         const json* started = entry_of(p, (*other)["pg_id"], (*other)["last_started_collective"]);
         if (started == nullptr) continue;
         finding.evidence.push_back("it is queued on this GPU behind " + entry_text(*started, false) + " on pg " +
-                                   text_of((*started)["process_group"][1]) +
+                                   json_text((*started)["process_group"][1], "?") +
                                    ", which started and has not completed");
         behind.push_back({{"pg", (*started)["process_group"]}, {"seq", (*other)["last_started_collective"]}});
       }
@@ -407,7 +402,6 @@ class TorchJoin {
     return nullptr;
   }
 
-  static std::string text_of(const json& value) { return value.is_string() ? value.get<std::string>() : "?"; }
 
   Job& job_;
 };
@@ -417,16 +411,16 @@ class TorchJoin {
 json sanitize_torch_section(const json& section) {
   if (!section.is_object()) return nullptr;
   json groups = json::array(), entries = json::array();
-  if (const json* list = field(section, "process_groups"); list && list->is_array())
+  if (const json* list = find_json_member(section, "process_groups"); list && list->is_array())
     for (const json& group : *list)
       if (groups.size() < kMaxGroups && group.is_object()) groups.push_back(sanitize_group(group));
-  if (const json* list = field(section, "entries"); list && list->is_array()) {
+  if (const json* list = find_json_member(section, "entries"); list && list->is_array()) {
     size_t skip = list->size() > kMaxEntries ? list->size() - kMaxEntries : 0;  // keep the newest
     for (size_t i = skip; i < list->size(); ++i)
       if ((*list)[i].is_object()) entries.push_back(sanitize_entry((*list)[i]));
   }
   json statuses = json::array();
-  if (const json* list = field(section, "pg_status"); list && list->is_array())
+  if (const json* list = find_json_member(section, "pg_status"); list && list->is_array())
     for (const json& status : *list)
       if (statuses.size() < kMaxGroups && status.is_object()) statuses.push_back(sanitize_pg_status(status));
   if (groups.empty() && entries.empty()) return nullptr;

@@ -2,6 +2,9 @@
 // requests): a missing key or a non-object gives null, never an exception or a copy.
 #pragma once
 
+#include <optional>
+#include <string>
+
 #include <nlohmann/json.hpp>
 
 namespace nsc {
@@ -18,6 +21,17 @@ inline const nlohmann::json& json_member(const nlohmann::json& object, const cha
   static const nlohmann::json null_json;
   const nlohmann::json* found = find_json_member(object, key);
   return found == nullptr ? null_json : *found;
+}
+
+// An optional value as JSON: the value, or null when absent.
+template <typename T>
+nlohmann::json json_or_null(const std::optional<T>& value) {
+  return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
+}
+
+// The string value, or fallback when value is not a string (missing, null, a number).
+inline std::string json_text(const nlohmann::json& value, const std::string& fallback = "") {
+  return value.is_string() ? value.get<std::string>() : fallback;
 }
 
 }  // namespace nsc
