@@ -50,6 +50,9 @@ typedef int (*nsc_read_memory_fn)(void *context, uint64_t address, void *buffer,
  * {"command":"classify-threads", "threads":[{"name":..., "frames":[{"function",
  * "module", "pc"}...]}...]} returns {"blocked_in":["cudaStreamSynchronize", ...]}:
  * the library's classes (docs/schema-state.md) for frames a debugger unwound.
+ * {"command":"read-file", "path":"/x/rank0.json", "what":"snapshot"} returns
+ *   {"text": the file's bytes}: only a regular file (or /proc), bounded by its size and a cap;
+ *   anything else is one line naming it (gdb's `set ncclscope snapshot` reads through this).
  * {"command":"render", "view":"state"|"comm"|"ring"|"proxy"|"threads"|"kernels",
  * "data":{...}, "context":{state document}, "expand":false, "frames":N} returns
  * {"text":"..."}: the library's one text of that view (the CLI prints the same).
