@@ -223,7 +223,7 @@ std::vector<std::vector<int>> find_wait_cycles(int node_count, const std::vector
   return cycles;
 }
 
-BlameResult assign_blame(int node_count, const std::vector<WaitEdge>& edges) {
+BlameResult assign_blame(int node_count, const std::vector<WaitEdge>& edges, const std::vector<bool>& no_input) {
   WaitGraph graph(node_count, edges);
   BlameResult result;
   InEdges in = in_edges_of(graph);
@@ -236,7 +236,11 @@ BlameResult assign_blame(int node_count, const std::vector<WaitEdge>& edges) {
     }
     int node = component.members[0];
     if (!in.waited_on[node]) continue;  // idle: nobody waits on it
-    if (in.blamed[node]) {
+    if (static_cast<size_t>(node) < no_input.size() && no_input[node]) {
+      // Absence is never evidence: it may have skipped, or wait like the others.
+      result.suspects.push_back(node);
+      result.reasons.push_back({{node}, "no-input"});
+    } else if (in.blamed[node]) {
       result.culprits.push_back(node);
       result.reasons.push_back({{node}, "skipped"});
     } else {

@@ -403,6 +403,7 @@ ProcessView summarize_state_document(const nlohmann::json& document, const std::
   const json* comms = member(document, "communicators");
   if (comms != nullptr && !comms->is_null() && !comms->is_array())
     throw BadInput(input_name + ": communicators is not an array");
+  process.comms_unknown = comms != nullptr && comms->is_null();
   if (comms != nullptr && comms->is_array()) {
     size_t position = 0;
     for (const json& entry : *comms) {
@@ -422,6 +423,7 @@ ProcessView summarize_state_document(const nlohmann::json& document, const std::
         process.document_errors.push_back(
             error_entry_text(text_at(error, "message"), text_at(error, "subject"), text_at(error, "reason")));
         if (text_at(error, "kind") == "discovery") process.rejected_comms.push_back(process.document_errors.back());
+        if (text_at(error, "kind") == "target") process.target_damaged = true;
       }
       else if (error.is_string()) process.document_errors.push_back(error.get<std::string>());
     }
@@ -431,8 +433,23 @@ ProcessView summarize_state_document(const nlohmann::json& document, const std::
   return process;
 }
 
+std::string unreadable_reason(const ProcessView& process) {
+  if (!process.comms.empty()) return "";
+  if (!process.rejected_comms.empty()) return "a communicator found but rejected as corrupt: " + process.rejected_comms.front();
+  if (process.build_id_mismatch.value_or(false))
+    return "its libnccl's build-id matches no library or profile: communicators not decoded";
+  if (process.comms_unknown) return "its communicator list is null (unknown)";
+  if (process.target_damaged)
+    return "damaged: " + (process.document_errors.empty() ? std::string("target unreadable") : process.document_errors.front());
+  return "";
+}
+
 std::vector<std::string> input_problems(const ProcessView& process) {
   std::vector<std::string> problems = process.document_errors;
+  // A mismatched libnccl leaves no error of its own: still not an `ok` input.
+  if (process.build_id_mismatch.value_or(false) && process.comms.empty())
+    problems.push_back(unreadable_reason(process));
+  if (process.comms_unknown) problems.push_back(unreadable_reason(process));
   for (const CommView& comm : process.comms)
     problems.insert(problems.end(), comm.warnings.begin(), comm.warnings.end());
   return problems;
