@@ -141,7 +141,7 @@ BOOST_AUTO_TEST_CASE(impossible_counters_below_2_63_are_flagged_and_left_out) {
     BOOST_TEST(status_partial(report, "rank-1.json"));
   }
   std::vector<json> documents = skip_collective();
-  documents[0]["communicators"][0]["seq_launched"]["Reduce"] = int64_t{2400000000000000000};
+  documents[1]["communicators"][0]["seq_launched"]["Reduce"] = int64_t{2400000000000000000};  // on the culprit
   json report = run(documents);
   BOOST_TEST(report["graph"]["cycles"].empty(), report["summary"]);  // no "deadlock"
   BOOST_TEST(ints(report["culprit_ranks"]) == (std::vector<int>{1}), report["summary"]);  // AllReduce still decides

@@ -45,7 +45,8 @@ class GraphBuilder {
     // `incomplete` unless the ranks present prove a culprit on their own).
     json undecided = json::array();
     for (const BlameResult::Reason& reason : blame_.reasons)
-      if (reason.kind == "no-input") undecided.insert(undecided.end(), reason.nodes.begin(), reason.nodes.end());
+      if (reason.kind == "no-input")
+        for (int node : reason.nodes) undecided.push_back(node);
     graph["no_input_suspects"] = undecided;
     graph["longest_chain"] = longest_chain();
     return graph;
