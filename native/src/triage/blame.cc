@@ -231,7 +231,15 @@ BlameResult assign_blame(int node_count, const std::vector<WaitEdge>& edges, con
     if (component.cyclic) result.cycles.push_back(component.members);
     if (!component.sink) continue;  // it waits on something further down the chain
     if (component.cyclic) {
-      decide_cycle(graph, component, &result);
+      std::vector<int> unknown;  // members without usable input: their waits are not all known
+      for (int n : component.members)
+        if (static_cast<size_t>(n) < no_input.size() && no_input[n]) unknown.push_back(n);
+      if (unknown.empty()) {
+        decide_cycle(graph, component, &result);
+      } else {
+        result.suspects.insert(result.suspects.end(), unknown.begin(), unknown.end());
+        result.reasons.push_back({unknown, "no-input"});
+      }
       continue;
     }
     int node = component.members[0];

@@ -546,8 +546,7 @@ class CommAnalyzer {
     std::map<std::string, std::vector<int>> planned_by_text;
     for (size_t m = 0; m < group_.members.size(); ++m) {
       if (!states_[m].in_host_call) {
-        // No host thread read: whether it made the call is unknown, never "it did not".
-        if (job_.processes[process_at(m)].principal() != nullptr) idle.push_back(rank_at(m));
+        idle.push_back(rank_at(m));
         continue;
       }
       finding.waiting.push_back(rank_at(m));

@@ -487,6 +487,12 @@ std::string damaged_inputs_note(const std::vector<ProcessView>& processes) {
   return "Drawn from " + std::to_string(damaged) + " input(s) read only in part: " + names + ".";
 }
 
+bool host_thread_known(const ProcessView& process) {
+  const ThreadView* thread = process.principal();
+  if (thread == nullptr) return false;
+  return !(process.target_damaged && (thread->blocked_in.empty() || thread->blocked_in == "unknown"));
+}
+
 bool is_nccl_host_call(const std::string& blocked_in) {
   return blocked_in == "nccl-group-end" || blocked_in == "ncclCommInitRank" ||
          blocked_in == "nccl-bootstrap";

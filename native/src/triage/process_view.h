@@ -169,6 +169,9 @@ std::string damage_text(const ProcessView& process);
 // The same as " (...)", or "": appended to a message about the input.
 std::string damage_suffix(const ProcessView& process);
 
+// Whether what the application thread does is known: it was read, and a damaged input's
+// thread of unknown class (its stack cut short) is not taken for "outside NCCL".
+bool host_thread_known(const ProcessView& process);
 // Host-side blocking classes that mean "inside an NCCL call, not launched yet".
 bool is_nccl_host_call(const std::string& blocked_in);
 // Classes that mean "waiting for GPU work to finish".

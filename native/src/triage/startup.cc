@@ -50,7 +50,7 @@ void analyze_startup(Job* job) {
     int rank = *job->world_rank[p];
     const ThreadView* thread = process.principal();
     // Unreadable, or no host thread: where it is is unknown, so it counts as no input.
-    if (!unreadable_reason(process).empty() || thread == nullptr) {
+    if (!unreadable_reason(process).empty() || !host_thread_known(process)) {
       unreadable.push_back(rank);
       continue;
     }

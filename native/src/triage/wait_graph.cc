@@ -99,12 +99,13 @@ class GraphBuilder {
   }
 
   // Nodes with no usable input: absent ranks (unless every process was given and some hold no
-  // communicator: a comm-less input stands for them, e.g. after ncclCommAbort) and inputs
-  // that could not be read (triage::unreadable_reason).
+  // communicator: a comm-less input stands for them, e.g. after ncclCommAbort), inputs that
+  // could not be read (triage::unreadable_reason) and those whose host thread is unknown.
   std::vector<bool> no_input_nodes() const {
     std::vector<bool> no_input(node_count_, false);
+    // A process whose host thread is unknown may wait on anyone: it never "waits on nobody".
     for (size_t p = 0; p < job_.processes.size(); ++p)
-      no_input[p] = !unreadable_reason(job_.processes[p]).empty();
+      no_input[p] = !unreadable_reason(job_.processes[p]).empty() || !host_thread_known(job_.processes[p]);
     for (size_t a = 0; a < absent_nodes_.size(); ++a) {
       const CommGroup* comm = absent_nodes_[a].first;
       bool stood_for = comm != nullptr && job_.commless_processes.size() >= comm->missing_ranks.size();
