@@ -161,8 +161,9 @@ check(alone_rc <= 1 and alone["verdict"] == "incomplete" and alone["culprit_rank
 waits = [f for c in alone["communicators"] for f in c["findings"] if f["kind"] == "kernel-wait"]
 check(len(waits) == 1 and waits[0]["waiting_ranks"] == [0] and waits[0]["culprit_ranks"] == [1]
       and waits[0]["culprits_absent"], "kernel-wait %s" % waits)
-check("the AllReduce kernel of rank 0 waits for data from rank 1 at step 24 on channels 0-23 (24 of 24 blocks); "
-      "rank 1 has no input" in alone["summary"], "alone summary: %s" % alone["summary"])
+check("Kernel view: rank 0: AllReduce kernel (RING SIMPLE): 24 of 24 blocks waiting for data from rank 1 at step 24"
+      in alone["summary"] and "Suspects: rank 1: no input holds this rank" in alone["summary"],
+      "alone summary: %s" % alone["summary"])
 
 # Unknown waits: shown with the decoder's text, never a culprit or an edge reason.
 import os
