@@ -96,9 +96,9 @@ work = sys.argv[1]
 doc = json.load(open(f"{work}/s1.json"))
 for comm in doc["communicators"]:
     comm["seq_launched"]["AllReduce"] = comm["seq_launched"]["AllReduce"] + 1  # caught up
-json.dump(doc, open(f"{work}/s1x.json", "w"))  # after s1.json in name order
+json.dump(doc, open(f"{work}/s1x.json", "w"))  # after s1.json in name order, further along
 PY
-"$cli" triage "$work/s0.json" "$work/s1.json" --json > "$work/pair.json" 2>/dev/null
+"$cli" triage "$work/s0.json" "$work/s1x.json" --json > "$work/pair.json" 2>/dev/null
 verdicts=""
 for order in "s0 s1 s1x" "s0 s1x s1" "s1 s0 s1x" "s1 s1x s0" "s1x s0 s1" "s1x s1 s0"; do
   args=(); for name in $order; do args+=("$work/$name.json"); done
@@ -113,7 +113,7 @@ sys.exit(0 if a["stack_classes"]["tree"]["threads"] == b["stack_classes"]["tree"
 done
 check "all 6 input orders give one verdict: $(sort -u <<< "$verdicts" | grep -c .) distinct" \
   test "$(sort -u <<< "$verdicts" | grep -c .)" = 1
-check "the copy kept is the first in name order (s1.json), so the verdict is that of s0+s1" \
+check "the copy kept is the one further along (s1x.json, by content, not name), so the verdict is that of s0+s1x" \
   test "$(grep . <<< "$verdicts" | sort -u | head -1)" = "$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["verdict"], d["culprit_ranks"], d["suspect_ranks"])' "$work/pair.json")"
 
 # --- 4. a communicator found but rejected as corrupt; 5. impossible values from memory

@@ -258,3 +258,27 @@ BOOST_AUTO_TEST_CASE(registry_route_uses_symbols_and_skips_null_slots) {
   BOOST_TEST(found.method == "registry");
   BOOST_TEST(found.addresses == std::vector<uint64_t>{kComm});
 }
+
+// Issue 37: values below 2^63 that no communicator can hold are flagged with the value, never
+// printed or compared as real.
+BOOST_AUTO_TEST_CASE(impossible_identity_and_counters_are_flagged_with_their_value) {
+  SyntheticTarget target;
+  LayoutProfile layout = make_layout();
+  fill_comm(target);
+  target.put<int32_t>(kComm + 224, -7);                   // cudaDev
+  target.put<uint64_t>(kComm + 248 + 4 * 8, 0xffffffffull);  // seqNumber[AllReduce], collOpCount 8
+  json errors = json::array();
+  json comm = decode(target, layout, &errors);
+  BOOST_TEST(comm["cuda_dev"].is_null());
+  BOOST_TEST(comm["unavailable"]["cuda_dev"] == "impossible value -7 (a CUDA device is 0..1023)");
+  BOOST_TEST(comm["seq_launched"]["AllReduce"].is_null());
+  BOOST_TEST(comm["unavailable"]["seq_launched.AllReduce"] ==
+             "impossible value 4294967295 (more AllReduce launched than collectives in total: coll_op_count is 8)");
+  BOOST_TEST(comm["seq_launched"]["AllGather"] == 1);  // consistent counters stay
+  std::string warnings = comm["warnings"].dump();
+  BOOST_TEST(warnings.find("cuda_dev: impossible value -7") != std::string::npos, warnings);
+  target.put<int32_t>(kComm + 216, 5);  // rank 5 of 2
+  comm = decode(target, layout, &errors);
+  BOOST_TEST(comm["rank"].is_null());
+  BOOST_TEST(comm["unavailable"]["rank"] == "impossible value 5 (nranks is 2)");
+}

@@ -116,3 +116,16 @@ BOOST_AUTO_TEST_CASE(no_torn_document_makes_a_view_throw) {
     BOOST_CHECK_NO_THROW(nsc::render_state_text(document));
   }
 }
+
+// Issue 37: a value the decoder flagged as impossible prints as flagged with its value, never as
+// a real device number or as merely "unreadable".
+BOOST_AUTO_TEST_CASE(impossible_values_print_as_flagged) {
+  json document = load_document();
+  json& comm = document["communicators"][0];
+  comm["cuda_dev"] = nullptr;
+  comm["unavailable"]["cuda_dev"] = "impossible value -7 (a CUDA device is 0..1023)";
+  nsc::ViewOptions options;
+  options.document = &document;
+  std::string text = nsc::render_comm_details(document["communicators"], options);
+  BOOST_TEST(text.find("cuda dev <impossible value -7 (a CUDA device is 0..1023)>") != std::string::npos, text);
+}

@@ -256,19 +256,22 @@ BOOST_AUTO_TEST_CASE(culprit_kernel_waiting_on_its_waiters_is_no_cycle) {
   BOOST_TEST((*mismatch[0])["kernel_waits"][0]["rank"] == 0);
 }
 
-BOOST_AUTO_TEST_CASE(absent_peer_turns_incomplete_into_a_named_wait) {
-  // Only rank 0's snapshot: host triage says incomplete (rank 1 absent); its kernel waits on rank 1.
+BOOST_AUTO_TEST_CASE(absent_peer_named_by_a_kernel_wait_stays_a_suspect) {
+  // Only rank 0's snapshot: host triage says incomplete (rank 1 absent); its kernel waits on rank 1,
+  // which names the wait but proves nothing about rank 1 (absence is never evidence: issue 37).
   std::vector<json> documents = {missing_collective(2, 1)[0]};
   json without = nsc::triage_documents(as_inputs(documents), {});
   BOOST_TEST(without["verdict"] == "incomplete");
   json rank0 = view(1000, kWorldHash, 0, 2, {kernel("AllGather", kWorldHash, 0, 2, 2, {recv_wait(1, 8)})});
   json report = nsc::triage_documents(with_views(documents, {rank0}), {});
-  BOOST_TEST(report["verdict"] == "hang");
+  BOOST_TEST(report["verdict"] == "incomplete");
+  BOOST_TEST(report["culprit_ranks"].empty());
+  BOOST_TEST(report["suspect_ranks"] == json::array({1}));
   auto waits = findings_of(report, "kernel-wait");
   BOOST_REQUIRE(waits.size() == 1);
   BOOST_TEST((*waits[0])["culprits_absent"] == true);
   BOOST_TEST(has_evidence(*waits[0], "rank 1 has no input holding this communicator"));
-  BOOST_TEST(report["graph"]["nodes"][report["graph"]["root_culprits"][0].get<size_t>()]["label"] == "rank 1 (no input)");
+  BOOST_TEST(report["graph"]["nodes"][report["graph"]["no_input_suspects"][0].get<size_t>()]["label"] == "rank 1 (no input)");
   BOOST_TEST(report["kernel_views"]["inputs"][0]["joined_to"]["pid_agrees"] == true);
 }
 

@@ -22,12 +22,36 @@ Fetched<int64_t> read_pointed_flag(const ObjectView& comm, const std::string& po
   return fetched;
 }
 
-void check_rank_range(FieldSink& out, const char* key, const nlohmann::json& value, int64_t nranks) {
+// A decoded value outside [low, high]: null, "impossible value V (why)" as its reason and a
+// warning, so no reader (triage, text views) takes it for real.
+void check_range(FieldSink& out, const char* key, int64_t low, int64_t high, const std::string& why) {
+  const nlohmann::json& value = out.json()[key];
   if (!value.is_number_integer()) return;
-  int64_t rank = value.get<int64_t>();
-  if (rank < -1 || rank >= nranks)
-    out.warn(std::string(key) + " is " + std::to_string(rank) + ", outside 0.." +
-             std::to_string(nranks - 1));
+  int64_t number = value.get<int64_t>();
+  if (number >= low && number <= high) return;
+  std::string reason = "impossible value " + std::to_string(number) + " (" + why + ")";
+  out.json()[key] = nullptr;
+  out.mark_unavailable(key, reason, 0);
+  out.warn(std::string(key) + ": " + reason);
+}
+
+// Identity against itself: ranks against nranks, nodes against nnodes, devices against
+// what a host can hold (CUDA and NVML number at most a few hundred devices).
+void check_identity_ranges(FieldSink& out, int64_t nranks) {
+  constexpr int64_t kMaxDevices = 1023;
+  std::string ranks = std::to_string(nranks);
+  check_range(out, "rank", 0, nranks - 1, "nranks is " + ranks);
+  check_range(out, "cuda_dev", 0, kMaxDevices, "a CUDA device is 0.." + std::to_string(kMaxDevices));
+  check_range(out, "nvml_dev", 0, kMaxDevices, "an NVML device is 0.." + std::to_string(kMaxDevices));
+  // 0 nodes / local ranks: not computed yet (a comm still in ncclCommInitRank is zero-filled).
+  check_range(out, "nnodes", 0, nranks, "0..nranks (" + ranks + ") nodes; 0 before init sets it");
+  check_range(out, "local_ranks", 0, nranks, "0..nranks (" + ranks + ") ranks on a node; 0 before init sets it");
+  const nlohmann::json& nnodes = out.json()["nnodes"];
+  if (nnodes.is_number_integer() && nnodes.get<int64_t>() > 0)
+    check_range(out, "node", 0, nnodes.get<int64_t>() - 1, "nnodes is " + nnodes.dump());
+  const nlohmann::json& local_ranks = out.json()["local_ranks"];
+  if (local_ranks.is_number_integer() && local_ranks.get<int64_t>() > 0)
+    check_range(out, "local_rank", 0, local_ranks.get<int64_t>() - 1, "local_ranks is " + local_ranks.dump());
 }
 
 // The name given at init: comm->commName (2.23-2.26), comm->config.commName (2.27 and later).
@@ -90,8 +114,21 @@ void decode_identity(const ObjectView& comm, FieldSink& out) {
     if (n < 1 || static_cast<uint64_t>(n) > out.scope().limits.max_ranks)
       out.warn("nRanks is " + std::to_string(n) + ", not a plausible rank count");
     else
-      check_rank_range(out, "rank", out.json()["rank"], n);
+      check_identity_ranges(out, n);
   }
+}
+
+// Counters against each other: no collective type is launched more often than all together.
+// seqNumber[] moves at enqueue, collOpCount at plan upload: one group may sit between them.
+static void check_counters_against_total(FieldSink& out) {
+  constexpr int64_t kMaxEnqueuedAheadOfTotal = 1 << 16;
+  const nlohmann::json& total = out.json()["coll_op_count"];
+  if (!total.is_number_integer()) return;
+  FieldSink seq = out.child("seq_launched");
+  for (auto& [name, count] : seq.json().items())
+    if (count.is_number_integer() && count.get<int64_t>() - total.get<int64_t>() > kMaxEnqueuedAheadOfTotal)
+      check_range(seq, name.c_str(), 0, total.get<int64_t>() + kMaxEnqueuedAheadOfTotal,
+                  "more " + name + " launched than collectives in total: coll_op_count is " + total.dump());
 }
 
 void decode_counters(const ObjectView& comm, FieldSink& out) {
@@ -115,6 +152,7 @@ void decode_counters(const ObjectView& comm, FieldSink& out) {
     out.json()["shared_resources"] = shared.ok() ? nlohmann::json(hex(shared.value->address())) : nullptr;
   }
   out.put_count("op_count", comm.unsigned_integer("opCount"));
+  check_counters_against_total(out);
 
   // P2P operations are counted per channel in the shared resources.
   FieldSink p2p = out.child("p2p_op_count");

@@ -14,8 +14,10 @@ namespace nsc {
 namespace {
 
 // Walks a `next`-linked list of `type` from head, bounded and cycle-safe.
+// `unreadable`, when given, receives why the walk stopped at a node it could not read.
 std::vector<ObjectView> walk_list(const ObjectView& owner, uint64_t head, const std::string& type,
-                                  const std::string& what, FieldSink& out, uint64_t max_nodes = UINT64_MAX) {
+                                  const std::string& what, FieldSink& out, uint64_t max_nodes = UINT64_MAX,
+                                  std::string* unreadable = nullptr) {
   max_nodes = std::min(max_nodes, out.scope().limits.max_list_nodes);
   std::vector<ObjectView> nodes;
   const StructLayout* layout = owner.layout()->find_struct(type);
@@ -35,6 +37,7 @@ std::vector<ObjectView> walk_list(const ObjectView& owner, uint64_t head, const 
     auto next = node.pointer("next");
     if (!next.ok()) {
       out.warn(what + " list: " + next.unavailable);
+      if (unreadable != nullptr) *unreadable = what + " list unreadable at " + hex(address) + ": " + next.unavailable;
       break;
     }
     address = *next.value;
@@ -267,8 +270,11 @@ void decode_planned_work(const ObjectView& comm, FieldSink& out) {
 
   auto unlaunched = planner.pointer("unlaunchedPlansHead");
   if (unlaunched.ok()) {
-    auto plans = walk_list(planner, *unlaunched.value, "ncclKernelPlan", "unlaunched plans", sink);
-    sink.json()["unlaunched_plans"] = plans.size();
+    std::string unreadable;
+    auto plans = walk_list(planner, *unlaunched.value, "ncclKernelPlan", "unlaunched plans", sink, UINT64_MAX, &unreadable);
+    // A plan that could not be read is no evidence of a plan: the count is unknown.
+    if (unreadable.empty()) sink.json()["unlaunched_plans"] = plans.size();
+    else sink.put("unlaunched_plans", Fetched<int64_t>::missing(unreadable));
   } else {
     sink.put("unlaunched_plans", unlaunched);
   }

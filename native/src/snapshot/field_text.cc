@@ -52,6 +52,8 @@ std::string hex_text(const json& value) {
 std::string unreadable_text(const std::string& reason) {
   if (reason.empty()) return "<unreadable>";
   std::string escaped = escape_for_terminal(reason);
+  // A value read but out of range (range checks): flagged with the value, not "unreadable".
+  if (escaped.rfind("impossible value ", 0) == 0) return "<" + escaped + ">";
   return escaped.rfind("0x", 0) == 0 ? "<unreadable " + escaped + ">" : "<unreadable: " + escaped + ">";
 }
 

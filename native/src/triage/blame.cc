@@ -223,7 +223,7 @@ std::vector<std::vector<int>> find_wait_cycles(int node_count, const std::vector
   return cycles;
 }
 
-BlameResult assign_blame(int node_count, const std::vector<WaitEdge>& edges) {
+BlameResult assign_blame(int node_count, const std::vector<WaitEdge>& edges, const std::vector<bool>& no_input) {
   WaitGraph graph(node_count, edges);
   BlameResult result;
   InEdges in = in_edges_of(graph);
@@ -231,12 +231,24 @@ BlameResult assign_blame(int node_count, const std::vector<WaitEdge>& edges) {
     if (component.cyclic) result.cycles.push_back(component.members);
     if (!component.sink) continue;  // it waits on something further down the chain
     if (component.cyclic) {
-      decide_cycle(graph, component, &result);
+      std::vector<int> unknown;  // members without usable input: their waits are not all known
+      for (int n : component.members)
+        if (static_cast<size_t>(n) < no_input.size() && no_input[n]) unknown.push_back(n);
+      if (unknown.empty()) {
+        decide_cycle(graph, component, &result);
+      } else {
+        result.suspects.insert(result.suspects.end(), unknown.begin(), unknown.end());
+        result.reasons.push_back({unknown, "no-input"});
+      }
       continue;
     }
     int node = component.members[0];
     if (!in.waited_on[node]) continue;  // idle: nobody waits on it
-    if (in.blamed[node]) {
+    if (static_cast<size_t>(node) < no_input.size() && no_input[node]) {
+      // Absence is never evidence: it may have skipped, or wait like the others.
+      result.suspects.push_back(node);
+      result.reasons.push_back({{node}, "no-input"});
+    } else if (in.blamed[node]) {
       result.culprits.push_back(node);
       result.reasons.push_back({{node}, "skipped"});
     } else {

@@ -23,7 +23,7 @@ struct BlameResult {
   // Per culprit or suspect group, one sentence: why (node ids are written as "#N").
   struct Reason {
     std::vector<int> nodes;
-    std::string kind;  // "skipped", "skipped-in-cycle", "cycle-undecided", "not-reached"
+    std::string kind;  // "skipped", "skipped-in-cycle", "cycle-undecided", "not-reached", "no-input"
   };
   std::vector<Reason> reasons;
 };
@@ -34,6 +34,9 @@ std::vector<std::vector<int>> find_wait_cycles(int node_count, const std::vector
 // Sink components of the graph decide: a lone node waited on through a blaming edge skipped;
 // in a cycle, the unique smallest set of blamed nodes whose waits, once dropped, leave no
 // cycle skipped (their waits are the consequence); several such sets: suspects.
-BlameResult assign_blame(int node_count, const std::vector<WaitEdge>& edges);
+// `no_input[n]`: node n has no usable input (absent, unreadable): what it does is unknown, so
+// it is never a culprit, only a suspect ("no-input") whose input would decide.
+BlameResult assign_blame(int node_count, const std::vector<WaitEdge>& edges,
+                         const std::vector<bool>& no_input = {});
 
 }  // namespace nsc::triage

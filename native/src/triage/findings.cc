@@ -356,9 +356,15 @@ class CommAnalyzer {
       finding.evidence.push_back("no majority: the group holding the lowest rank is taken as the reference; "
                                  "the mismatch is mutual and either side may be the one at fault");
     finding.extra["groups"] = by_group;
+    // Ranks without input could outvote the reference: absence never picks the side at fault.
+    if (!group_.missing_ranks.empty() && reference->second.size() * 2 <= static_cast<size_t>(group_.nranks.value_or(0))) {
+      finding.evidence.push_back(members_phrase(group_.missing_ranks) + " without input could outvote " +
+                                 members_phrase(reference->second) + ": no side is blamed");
+      finding.culprits.clear();
+    }
     bool anything_waits = false;
     for (size_t m = 0; m < states_.size(); ++m) anything_waits = anything_waits || states_[m].waiting();
-    finding.explains_hang = anything_waits;
+    finding.explains_hang = anything_waits && !finding.culprits.empty();
     add_guessed_wait_evidence(&finding);
     if (!anything_waits)
       finding.evidence.push_back("no rank waits on the GPU and no proxy operation is in flight: the "

@@ -6,6 +6,7 @@
 
 #include "triage/analysis.h"
 #include "triage/inputs.h"
+#include "triage/range_checks.h"
 #include "triage/rank_set.h"
 
 namespace nsc::triage {
@@ -86,16 +87,49 @@ nlohmann::json duplicate_entry(const ProcessView& kept, const CommView& kept_com
           {"ignored", ignored.input_name}, {"differs", differs}};
 }
 
-bool name_order(const ProcessView& a, const ProcessView& b) { return natural_less(a.input_name, b.input_name); }
+// How far a copy of a communicator got: counters only grow, so of two copies of one rank the
+// one further along is the later snapshot of that process.
+int64_t progress(const CommView& comm) {
+  int64_t total = comm.total_launched().value_or(comm.coll_op_count.value_or(0));
+  return total + comm.p2p_total.value_or(0);
+}
 
-// Inputs all of whose (communicator, rank) pairs an input earlier in name order holds:
+int64_t progress(const ProcessView& process) {
+  int64_t total = 0;
+  for (const CommView& comm : process.comms) total += progress(comm);
+  return total;
+}
+
+// What a copy says, as text: equal progress is ordered by content, never by file name.
+std::string fingerprint(const ProcessView& process) {
+  std::string text;
+  for (const CommView& comm : process.comms) {
+    text += comm.comm_hash_text + ":" + std::to_string(comm.rank.value_or(-1)) + ":" + std::to_string(progress(comm));
+    for (const auto& count : comm.seq_launched) text += "," + std::to_string(count.value_or(-1));
+    text += comm.health.async_result.value_or("?") + std::to_string(comm.proxy_ops.size()) + ";";
+  }
+  const ThreadView* thread = process.principal();
+  return text + (thread ? describe_thread(*thread) : "");
+}
+
+// The copy that counts first: further along, then by content; the name only between copies
+// that say the same.
+bool content_order(const ProcessView& a, const ProcessView& b) {
+  int64_t pa = progress(a), pb = progress(b);
+  if (pa != pb) return pa > pb;
+  std::string fa = fingerprint(a), fb = fingerprint(b);
+  if (fa != fb) return fa < fb;
+  return natural_less(a.input_name, b.input_name);
+}
+
+// Inputs all of whose (communicator, rank) pairs an input before it in content_order holds:
 // moved out of job->processes into job->duplicate_inputs, so they neither count twice
-// (threads, graph nodes) nor let the command line's order pick the copy that counts.
+// (threads, graph nodes) nor let the command line's order or file names pick the copy.
 void set_aside_duplicate_inputs(Job* job) {
   std::vector<size_t> order(job->processes.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return name_order(job->processes[a], job->processes[b]); });
+                   [&](size_t a, size_t b) { return content_order(job->processes[a], job->processes[b]); });
   std::map<std::pair<uint64_t, int>, std::pair<size_t, size_t>> holder;  // (hash, rank) -> (process, comm)
   std::vector<bool> aside(job->processes.size(), false);
   for (size_t p : order) {
@@ -133,11 +167,13 @@ void set_aside_duplicate_inputs(Job* job) {
 }  // namespace
 
 void merge_communicators(Job* job) {
+  for (ProcessView& process : job->processes) check_ranges(&process);
   set_aside_duplicate_inputs(job);
   std::unordered_map<uint64_t, size_t> group_of_hash;
   for (size_t p = 0; p < job->processes.size(); ++p) {
     const ProcessView& process = job->processes[p];
-    if (process.comms.empty()) job->commless_processes.push_back(static_cast<int>(p));
+    // An unreadable input is not a rank that lost its communicators: it stands for nobody.
+    if (process.comms.empty() && unreadable_reason(process).empty()) job->commless_processes.push_back(static_cast<int>(p));
     for (size_t c = 0; c < process.comms.size(); ++c) {
       const CommView& comm = process.comms[c];
       auto [slot, inserted] = group_of_hash.emplace(comm.comm_hash, job->comms.size());
@@ -167,10 +203,13 @@ void merge_communicators(Job* job) {
     }
   }
   for (CommGroup& group : job->comms) {
-    // Of two inputs holding one rank, the first in name order wins (never the command line's order).
+    // Of two inputs holding one rank, the copy further along wins, then by content (never the
+    // command line's order, never the file names).
     std::stable_sort(group.members.begin(), group.members.end(), [&](const Member& a, const Member& b) {
       if (a.rank != b.rank) return a.rank < b.rank;
-      return name_order(job->processes[a.process], job->processes[b.process]);
+      int64_t pa = progress(job->comm_of(a)), pb = progress(job->comm_of(b));
+      if (pa != pb) return pa > pb;
+      return content_order(job->processes[a.process], job->processes[b.process]);
     });
     std::vector<Member> unique;
     double position_sum = 0;
@@ -243,7 +282,8 @@ void add_duplicate_findings(Job* job) {
       for (const nlohmann::json& field : copy["differs"]) fields += (fields.empty() ? "" : "; ") + field.get<std::string>();
       finding.evidence.push_back(kept + " and " + ignored + " both hold rank " + copy["rank"].dump() +
                                  " of this communicator and disagree: " + fields + ". " + ignored +
-                                 " is set aside (of two copies the first in name order counts); "
+                                 " is set aside (of two copies the one further along counts: counters only grow, "
+                                 "so it is the later snapshot; equal progress: by content, never by file name); "
                                  "check which file really is that rank");
       finding.extra["rank"] = copy["rank"];
       finding.extra["inputs"] = {kept, ignored};

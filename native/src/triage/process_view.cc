@@ -405,6 +405,7 @@ ProcessView summarize_state_document(const nlohmann::json& document, const std::
   const json* comms = member(document, "communicators");
   if (comms != nullptr && !comms->is_null() && !comms->is_array())
     throw BadInput(input_name + ": communicators is not an array");
+  process.comms_unknown = comms != nullptr && comms->is_null();
   if (comms != nullptr && comms->is_array()) {
     size_t position = 0;
     for (const json& entry : *comms) {
@@ -424,6 +425,7 @@ ProcessView summarize_state_document(const nlohmann::json& document, const std::
         process.document_errors.push_back(
             error_entry_text(text_at(error, "message"), text_at(error, "subject"), text_at(error, "reason")));
         if (text_at(error, "kind") == "discovery") process.rejected_comms.push_back(process.document_errors.back());
+        if (text_at(error, "kind") == "target") process.target_damaged = true;
       }
       else if (error.is_string()) process.document_errors.push_back(error.get<std::string>());
     }
@@ -433,8 +435,23 @@ ProcessView summarize_state_document(const nlohmann::json& document, const std::
   return process;
 }
 
+std::string unreadable_reason(const ProcessView& process) {
+  if (!process.comms.empty()) return "";
+  if (!process.rejected_comms.empty()) return "a communicator found but rejected as corrupt: " + process.rejected_comms.front();
+  if (process.build_id_mismatch.value_or(false))
+    return "its libnccl's build-id matches no library or profile: communicators not decoded";
+  if (process.comms_unknown) return "its communicator list is null (unknown)";
+  if (process.target_damaged)
+    return "damaged: " + (process.document_errors.empty() ? std::string("target unreadable") : process.document_errors.front());
+  return "";
+}
+
 std::vector<std::string> input_problems(const ProcessView& process) {
   std::vector<std::string> problems = process.document_errors;
+  // A mismatched libnccl leaves no error of its own: still not an `ok` input.
+  if (process.build_id_mismatch.value_or(false) && process.comms.empty())
+    problems.push_back(unreadable_reason(process));
+  if (process.comms_unknown) problems.push_back(unreadable_reason(process));
   for (const CommView& comm : process.comms)
     problems.insert(problems.end(), comm.warnings.begin(), comm.warnings.end());
   return problems;
@@ -470,6 +487,12 @@ std::string damaged_inputs_note(const std::vector<ProcessView>& processes) {
   if (damaged == 0) return "";
   if (damaged > 3) names += " and " + std::to_string(damaged - 3) + " more";
   return "Drawn from " + std::to_string(damaged) + " input(s) read only in part: " + names + ".";
+}
+
+bool host_thread_known(const ProcessView& process) {
+  const ThreadView* thread = process.principal();
+  if (thread == nullptr) return false;
+  return !(process.target_damaged && (thread->blocked_in.empty() || thread->blocked_in == "unknown"));
 }
 
 bool is_nccl_host_call(const std::string& blocked_in) {

@@ -124,6 +124,10 @@ struct ProcessView {
   std::vector<std::string> document_errors;
   // Its errors[] of kind "discovery": communicators found but rejected as corrupt.
   std::vector<std::string> rejected_comms;
+  // Its errors[] has one of kind "target": the core or process could not be read whole.
+  bool target_damaged = false;
+  // `communicators` is null: whether the process holds any is unknown (never "none").
+  bool comms_unknown = false;
   // Modules whose frames carry a note (e.g. "libc.so.6 (build-id mismatch: ...)"): their
   // frames are not symbolized; said once per input instead of in every frame.
   std::vector<std::string> stack_notes;
@@ -155,6 +159,11 @@ std::vector<std::string> input_problems(const ProcessView& process);
 // One line for the verdict when some inputs are partial: "Drawn from 1 input(s) read only in
 // part: A (read only in part: core_open A: core file truncated ...)."; "" when none is.
 std::string damaged_inputs_note(const std::vector<ProcessView>& processes);
+// Why this input cannot show which communicators its process holds (a communicator rejected as
+// corrupt, a damaged core, a libnccl whose build-id matches no library, a null list), or ""
+// when it can. Such an input is "unreadable": never taken for a rank that lost its
+// communicators or never created one, and never blamed (absence is never evidence).
+std::string unreadable_reason(const ProcessView& process);
 // " (a communicator found but rejected as corrupt: 0x...: endMagic is ...)" or "": for the
 // sentences about an input that holds no usable communicator.
 std::string rejected_comms_note(const ProcessView& process);
@@ -163,6 +172,9 @@ std::string damage_text(const ProcessView& process);
 // The same as " (...)", or "": appended to a message about the input.
 std::string damage_suffix(const ProcessView& process);
 
+// Whether what the application thread does is known: it was read, and a damaged input's
+// thread of unknown class (its stack cut short) is not taken for "outside NCCL".
+bool host_thread_known(const ProcessView& process);
 // Host-side blocking classes that mean "inside an NCCL call, not launched yet".
 bool is_nccl_host_call(const std::string& blocked_in);
 // Classes that mean "waiting for GPU work to finish".

@@ -302,6 +302,7 @@ class Summarizer : public json::json_sax_t {
       case Where::kError:
         process_->document_errors.push_back(error_entry_text(error_.message, error_.subject, error_.reason));
         if (error_.kind == "discovery") process_->rejected_comms.push_back(process_->document_errors.back());
+        if (error_.kind == "target") process_->target_damaged = true;
         break;
       case Where::kFrame:
         process_->threads.back().frames.push_back(
@@ -374,6 +375,7 @@ class Summarizer : public json::json_sax_t {
       case Where::kRoot:
         if (k == "schema" && v.type == Scalar::kString) schema = *v.text;
         if (k == "communicators" && v.type != Scalar::kNull) shape_error = "communicators is not an array";
+        if (k == "communicators" && v.type == Scalar::kNull) process_->comms_unknown = true;
         break;
       case Where::kTarget:
         if (k == "pid") process_->pid = id_rule(as_int(v));

@@ -43,17 +43,22 @@ void analyze_startup(Job* job) {
   finding.edge_kind = "rendezvous";
   std::set<int> present, nccl_loaded;
   std::optional<int> world_size;
-  std::vector<int> guessed;
+  std::vector<int> guessed, unreadable;
   for (size_t p = 0; p < job->processes.size(); ++p) {
     const ProcessView& process = job->processes[p];
     if (!job->world_rank[p]) continue;  // no launcher rank: cannot be placed
     int rank = *job->world_rank[p];
+    const ThreadView* thread = process.principal();
+    // Unreadable, or no host thread: where it is is unknown, so it counts as no input.
+    if (!unreadable_reason(process).empty() || !host_thread_known(process)) {
+      unreadable.push_back(rank);
+      continue;
+    }
     present.insert(rank);
     if (process.nccl_found) nccl_loaded.insert(rank);
     if (process.launcher_world_size) world_size = *process.launcher_world_size;
-    const ThreadView* thread = process.principal();
     bool guess = false;
-    if (thread != nullptr && in_rendezvous(process, *thread, &guess)) {
+    if (in_rendezvous(process, *thread, &guess)) {
       finding.waiting.push_back(rank);
       if (guess) guessed.push_back(rank);
     } else {
@@ -64,6 +69,9 @@ void analyze_startup(Job* job) {
   if (world_size && *world_size > 0 && *world_size <= (1 << 20))
     for (int rank = 0; rank < *world_size; ++rank)
       if (!present.count(rank)) missing.push_back(rank);
+  for (int rank : unreadable)
+    if (std::find(missing.begin(), missing.end(), rank) == missing.end()) missing.push_back(rank);
+  normalize_ranks(&missing);
   normalize_ranks(&finding.waiting);
   if (!guessed.empty()) finding.extra["guessed_ranks"] = guessed;
   normalize_ranks(&finding.culprits);
@@ -91,7 +99,10 @@ void analyze_startup(Job* job) {
   if (unplaced > 0)
     finding.evidence.push_back(std::to_string(unplaced) + " input(s) name no launcher rank (RANK, SLURM_PROCID, ...) "
                                "and are left out");
-  finding.explains_hang = !finding.waiting.empty() && (!finding.culprits.empty() || !missing.empty());
+  if (!unreadable.empty())
+    finding.evidence.push_back("the inputs of " + ranks_phrase(unreadable) + " could not be read: no input, not absent from the rendezvous");
+  // Ranks without input may be elsewhere or waiting too: only ranks present seen elsewhere explain it.
+  finding.explains_hang = !finding.waiting.empty() && !finding.culprits.empty();
   job->startup.push_back(std::move(finding));
 }
 

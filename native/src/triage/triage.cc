@@ -395,7 +395,7 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
   for (const triage::DuplicateInput& duplicate : job.duplicate_inputs)
     failures.push_back({duplicate.name, duplicate.kind,
                         duplicate.name + ": every communicator rank it holds is also in " + duplicate.kept +
-                            " (first in name order): set aside as a duplicate",
+                            " (kept by content): set aside as a duplicate",
                         "duplicate"});
   triage::analyze_recorder(&job);
   triage::join_torch_records(&job);
@@ -405,6 +405,8 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
                  {"tool", {{"name", "ncclscope"}, {"version", NCCLSCOPE_VERSION}}}};
   std::string verdict = decide_verdict(job);
   json graph = triage::build_wait_graph(job);
+  // Absence is never evidence: a hang that blames only ranks without usable input is undecided.
+  if (verdict == "hang" && graph["root_culprits"].empty() && !graph["no_input_suspects"].empty()) verdict = "incomplete";
   // Only a hang names culprits: elsewhere the chain ends are suspects, in the graph too.
   if (verdict != "hang")
     for (json& node : graph["nodes"])

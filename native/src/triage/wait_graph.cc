@@ -34,7 +34,7 @@ class GraphBuilder {
     compute_adjacency();
     std::vector<WaitEdge> wait_edges;
     for (const Edge& edge : edges_) wait_edges.push_back({edge.from, edge.to, finding_kind(edge.finding->kind).may_blame});
-    blame_ = assign_blame(node_count_, wait_edges);
+    blame_ = assign_blame(node_count_, wait_edges, no_input_nodes());
     json graph;
     graph["nodes"] = nodes_json();
     graph["edges"] = edges_json();
@@ -42,6 +42,13 @@ class GraphBuilder {
     graph["root_culprits"] = blame_.culprits;
     graph["suspects"] = blame_.suspects;
     graph["blame"] = blame_json();
+    // Suspects only because no usable input holds them: their inputs would decide (verdict
+    // `incomplete` unless the ranks present prove a culprit on their own).
+    json undecided = json::array();
+    for (const BlameResult::Reason& reason : blame_.reasons)
+      if (reason.kind == "no-input")
+        for (int node : reason.nodes) undecided.push_back(node);
+    graph["no_input_suspects"] = undecided;
     graph["longest_chain"] = longest_chain();
     return graph;
   }
@@ -90,6 +97,22 @@ class GraphBuilder {
     if (finding.extra.contains("missing_ranks"))
       for (const json& rank : finding.extra["missing_ranks"]) edge.to.push_back(absent_startup_node(rank.get<int>()));
     if (!edge.from.empty() && !edge.to.empty()) edges_.push_back(std::move(edge));
+  }
+
+  // Nodes with no usable input: absent ranks (unless every process was given and some hold no
+  // communicator: a comm-less input stands for them, e.g. after ncclCommAbort), inputs that
+  // could not be read (triage::unreadable_reason) and those whose host thread is unknown.
+  std::vector<bool> no_input_nodes() const {
+    std::vector<bool> no_input(node_count_, false);
+    // A process whose host thread is unknown may wait on anyone: it never "waits on nobody".
+    for (size_t p = 0; p < job_.processes.size(); ++p)
+      no_input[p] = !unreadable_reason(job_.processes[p]).empty() || !host_thread_known(job_.processes[p]);
+    for (size_t a = 0; a < absent_nodes_.size(); ++a) {
+      const CommGroup* comm = absent_nodes_[a].first;
+      bool stood_for = comm != nullptr && job_.commless_processes.size() >= comm->missing_ranks.size();
+      no_input[job_.processes.size() + a] = !stood_for;
+    }
+    return no_input;
   }
 
   int absent_startup_node(int rank) {
@@ -153,11 +176,39 @@ class GraphBuilder {
         {"skipped-in-cycle", "the ranks wait on each other in a cycle; these alone, taken as having "
                              "skipped, explain every wait (their own waits follow from the skip)"},
         {"cycle-undecided", "the ranks wait on each other in a cycle and more than one rank alone would "
-                            "explain every wait: the inputs do not say which skipped"}};
+                            "explain every wait: the inputs do not say which skipped"},
+        {"no-input", "waited on, but no usable input holds it: whether it skipped or waits like the others "
+                     "is unknown (absence is never evidence); its input would decide"}};
+    bool any_no_input = std::any_of(blame_.reasons.begin(), blame_.reasons.end(),
+                                    [](const BlameResult::Reason& r) { return r.kind == "no-input"; });
     json out = json::array();
-    for (const BlameResult::Reason& reason : blame_.reasons)
-      out.push_back({{"nodes", reason.nodes}, {"kind", reason.kind}, {"rule", kRules.at(reason.kind)}});
+    for (const BlameResult::Reason& reason : blame_.reasons) {
+      json entry = {{"nodes", reason.nodes}, {"kind", reason.kind}, {"rule", kRules.at(reason.kind)}};
+      // A culprit beside ranks without input: say that the ranks present decided it alone.
+      if (any_no_input && (reason.kind == "skipped" || reason.kind == "skipped-in-cycle"))
+        entry["evidence"] = proven_by_present(reason.nodes);
+      out.push_back(entry);
+    }
     return out;
+  }
+
+  // "decided by the ranks present: ranks 0-2 wait on it (missing-collective) and it waits on no
+  // rank without input".
+  std::string proven_by_present(const std::vector<int>& culprits) const {
+    std::set<std::string> kinds;
+    std::vector<int> waiting;
+    for (int culprit : culprits)
+      for (int e : in_edges_[culprit]) {
+        if (!edges_[e].finding->blames_culprits) continue;
+        kinds.insert(edges_[e].finding->kind);
+        for (int from : edges_[e].from)
+          if (job_.world_rank.size() > static_cast<size_t>(from) && job_.world_rank[from]) waiting.push_back(*job_.world_rank[from]);
+      }
+    normalize_ranks(&waiting);
+    std::string kind_list;
+    for (const std::string& kind : kinds) kind_list += (kind_list.empty() ? "" : ", ") + kind;
+    return "decided by the inputs present alone: " + (waiting.empty() ? std::string("ranks present") : ranks_phrase(waiting)) +
+           " wait on it (" + kind_list + ") and it waits on no rank without input";
   }
 
   json nodes_json() const {
