@@ -1,6 +1,5 @@
-// The two snapshot summarizers, triage/process_view.cc (over a parsed document) and
-// triage/sax_summary.cc (straight from the text, the CLI's fast path), must give the
-// same ProcessView. summary_json writes every field of it, so two summaries are equal
+// The two entries of the one snapshot reader (triage/sax_summary.cc), straight from the text
+// and over a parsed document replayed as events, must give the same ProcessView. summary_json writes every field of it, so two summaries are equal
 // exactly when their summary_json are; the snapshot_reader fuzz target compares them
 // on every input without duplicate keys. A field added to ProcessView (or to a view
 // inside it) goes here too.

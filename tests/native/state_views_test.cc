@@ -129,3 +129,15 @@ BOOST_AUTO_TEST_CASE(impossible_values_print_as_flagged) {
   std::string text = nsc::render_comm_details(document["communicators"], options);
   BOOST_TEST(text.find("cuda dev <impossible value -7 (a CUDA device is 0..1023)>") != std::string::npos, text);
 }
+
+// issue 37: gdb's nccl-ring printed "5 -> -1 -> 1099511627776" from torn userRanks.
+BOOST_AUTO_TEST_CASE(impossible_ring_ranks_print_as_flagged) {
+  json document = load_document();
+  json& comm = document["communicators"][0];
+  comm["channels"][0]["ring"]["user_ranks"] = json::array({1, -1, 1099511627776LL});
+  nsc::ViewOptions options;
+  options.document = &document;
+  std::string text = nsc::render_rings(json{{"communicators", document["communicators"]}}, options);
+  BOOST_TEST(text.find("1 -> <impossible -1> -> <impossible 1099511627776> -> 1") != std::string::npos, text);
+  BOOST_TEST(text.find("0 -> 1 -> 0") != std::string::npos, text);  // channel 1 is intact
+}

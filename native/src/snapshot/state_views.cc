@@ -33,11 +33,17 @@ std::string join(const Lines& items, const std::string& separator) {
 }
 
 // Ranks as text, "?" for null, capped at kMaxListItems with "... (N more)".
-Lines rank_list(const json& values) {
+// Ranks as text; with `nranks` known, a value outside 0..nranks-1 is flagged, never shown as a
+// rank ("<impossible -1>": torn or corrupt memory).
+Lines rank_list(const json& values, const json& nranks = nullptr) {
   Lines items;
   if (!values.is_array()) return items;
-  for (size_t i = 0; i < values.size() && i < kMaxListItems; ++i)
-    items.push_back(values[i].is_null() ? "?" : plain_text(values[i]));
+  for (size_t i = 0; i < values.size() && i < kMaxListItems; ++i) {
+    const json& value = values[i];
+    bool impossible = nranks.is_number_integer() && value.is_number() &&
+                      (!value.is_number_integer() || value.get<int64_t>() < 0 || value.get<int64_t>() >= nranks.get<int64_t>());
+    items.push_back(value.is_null() ? "?" : impossible ? "<impossible " + plain_text(value) + ">" : plain_text(value));
+  }
   if (values.size() > kMaxListItems) items.push_back("... (" + std::to_string(values.size() - kMaxListItems) + " more)");
   return items;
 }
@@ -199,13 +205,13 @@ std::string ring_disagreement(const FieldText& ring, const json& user_ranks) {
 }
 
 // "0 -> 1 -> 0" from user_ranks (starting at this rank), else "prev -> rank -> next".
-std::string ring_picture(const FieldText& channel, const json& rank) {
+std::string ring_picture(const FieldText& channel, const json& rank, const json& nranks) {
   if (!channel.has("ring")) return "n/a";
   if (channel.raw("ring").is_null()) return channel.text("ring");
   FieldText ring = channel.child("ring");
   const json& user_ranks = ring.raw("user_ranks");
   if (user_ranks.is_array() && !user_ranks.empty()) {
-    Lines items = rank_list(user_ranks);
+    Lines items = rank_list(user_ranks, nranks);
     if (user_ranks.size() <= kMaxListItems) items.push_back(items.front());
     return join(items, " -> ") + ring_disagreement(ring, user_ranks);
   }
@@ -249,7 +255,7 @@ Lines ring_lines(const json& comm, bool expand, const std::string& indent) {
   std::vector<ChannelGroup> groups;
   for (size_t index = 0; index < channels.size(); ++index) {
     FieldText channel = channels_field.item(index);
-    std::string picture = "ring: " + ring_picture(channel, json_member(comm, "rank")) + "   tree: " + tree_picture(channel);
+    std::string picture = "ring: " + ring_picture(channel, json_member(comm, "rank"), json_member(comm, "nranks")) + "   tree: " + tree_picture(channel);
     const json& id = json_member(channels[index], "id");
     long long channel_id = is_integer(id) ? id.get<long long>() : static_cast<long long>(index);
     if (!expand && !groups.empty() && groups.back().picture == picture && groups.back().ids.back() + 1 == channel_id)

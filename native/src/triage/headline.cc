@@ -317,9 +317,13 @@ class Headline {
     if (kind == "cycle-undecided")
       return "each waits for the other's matching operation; the order the program issues them in decides which is wrong";
     if (kind == "not-reached") return "what its GPU runs (cuda-gdb nccl-kernels) would decide";
+    // Ranks with no usable input (absent, unreadable, no host thread): their input decides.
+    std::vector<int> no_input;
+    for (const json& id : graph_.value("no_input_suspects", json::array()))
+      no_input.push_back(id.get<int>());
+    if (!no_input.empty()) return "a readable input of " + nodes_ranks(no_input) + " would decide";
     std::vector<int> missing;
-    for (const CommGroup& group : job_.comms)
-      if (static_cast<int>(&group - job_.comms.data()) == job_.world_comm) missing = group.missing_ranks;
+    if (job_.world_comm >= 0) missing = job_.comms[job_.world_comm].missing_ranks;
     if (!missing.empty()) return "the input of " + ranks_phrase(missing) + " would decide";
     return "device state (cuda-gdb nccl-kernels) or PyTorch's flight recorder would decide";
   }

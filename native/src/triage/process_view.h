@@ -144,7 +144,8 @@ struct ProcessView {
 };
 
 // Throws nsc::BadInput naming `input_name` when `document` is not a
-// `ncclscope.state/1` document. `kind` is what the input was ("snapshot", ...).
+// `ncclscope.state/1` document. `kind` is what the input was ("snapshot", ...). Defined in
+// sax_summary.cc: the document is replayed through the one reader of the text.
 ProcessView summarize_state_document(const nlohmann::json& document, const std::string& input_name,
                                      const std::string& kind);
 

@@ -536,17 +536,48 @@ class Summarizer : public json::json_sax_t {
 
 }  // namespace
 
-bool summarize_state_text(const std::string& text, const std::string& input_name, const std::string& kind,
-                          ProcessView* process, std::string* schema) {
+namespace {
+
+// A document already in memory, replayed as the events its text would give (nlohmann's objects
+// keep their keys sorted, as the text every snapshot is written as): one reader for both.
+bool replay(const json& value, json::json_sax_t* sax) {
+  switch (value.type()) {
+    case json::value_t::object:
+      if (!sax->start_object(value.size())) return false;
+      for (auto it = value.begin(); it != value.end(); ++it) {
+        std::string key = it.key();
+        if (!sax->key(key) || !replay(it.value(), sax)) return false;
+      }
+      return sax->end_object();
+    case json::value_t::array:
+      if (!sax->start_array(value.size())) return false;
+      for (const json& element : value)
+        if (!replay(element, sax)) return false;
+      return sax->end_array();
+    case json::value_t::string: {
+      std::string text = value.get<std::string>();
+      return sax->string(text);
+    }
+    case json::value_t::boolean: return sax->boolean(value.get<bool>());
+    case json::value_t::number_integer: return sax->number_integer(value.get<int64_t>());
+    case json::value_t::number_unsigned: return sax->number_unsigned(value.get<uint64_t>());
+    case json::value_t::number_float: return sax->number_float(value.get<double>(), value.dump());
+    default: return sax->null();  // null, binary, discarded: nothing triage reads
+  }
+}
+
+// Summarizes what `feed` gives the summarizer; false (with *schema) for JSON of another kind.
+template <typename Feed>
+bool summarize(Feed feed, const std::string& input_name, const std::string& kind, ProcessView* process,
+               std::string* schema) {
   ProcessView view;
   view.input_name = input_name;
   view.kind = kind;
   Summarizer summarizer(&view);
-  bool parsed = json::sax_parse(text, &summarizer);
-  if (!parsed) throw BadInput(input_name + ": corrupt snapshot: " + summarizer.parse_problem);
+  if (!feed(summarizer)) throw BadInput(input_name + ": corrupt snapshot: " + summarizer.parse_problem);
   *schema = summarizer.schema;
   if (!summarizer.top_level_object) {
-    if (schema != nullptr) schema->clear();
+    schema->clear();
     throw BadInput(input_name + ": not an " + kStateSchema + " document (top level is not an object)");
   }
   if (summarizer.schema != kStateSchema) return false;
@@ -555,6 +586,24 @@ bool summarize_state_text(const std::string& text, const std::string& input_name
   view.principal_thread = pick_principal_thread(view);
   *process = std::move(view);
   return true;
+}
+
+}  // namespace
+
+bool summarize_state_text(const std::string& text, const std::string& input_name, const std::string& kind,
+                          ProcessView* process, std::string* schema) {
+  return summarize([&](Summarizer& summarizer) { return json::sax_parse(text, &summarizer); }, input_name, kind,
+                   process, schema);
+}
+
+ProcessView summarize_state_document(const json& document, const std::string& input_name, const std::string& kind) {
+  ProcessView process;
+  std::string schema;
+  if (!summarize([&](Summarizer& summarizer) { return replay(document, &summarizer); }, input_name, kind, &process,
+                 &schema))
+    throw BadInput(input_name + ": not an " + kStateSchema + " document (schema is " +
+                   (schema.empty() ? std::string("missing") : "\"" + schema + "\"") + ")");
+  return process;
 }
 
 }  // namespace nsc::triage

@@ -1,6 +1,7 @@
-// Summarizes a snapshot straight from its JSON text (SAX), without building the
-// document: the CLI's path, about twice as fast as parse-then-summarize for the
-// 4,096-rank bench. Same result as summarize_state_document (tested).
+// The one reader of `ncclscope.state/1` for triage: straight from the JSON text (SAX),
+// without building the document (the CLI's path, about twice as fast as parse-then-
+// summarize for the 4,096-rank bench); summarize_state_document (process_view.h) replays a
+// document already in memory through the same summarizer.
 #pragma once
 
 #include <string>

@@ -199,7 +199,7 @@ class GraphBuilder {
     std::vector<int> waiting;
     for (int culprit : culprits)
       for (int e : in_edges_[culprit]) {
-        if (!edges_[e].finding->blames_culprits) continue;
+        if (!finding_kind(edges_[e].finding->kind).may_blame) continue;
         kinds.insert(edges_[e].finding->kind);
         for (int from : edges_[e].from)
           if (job_.world_rank.size() > static_cast<size_t>(from) && job_.world_rank[from]) waiting.push_back(*job_.world_rank[from]);
