@@ -9,6 +9,7 @@
 #include "triage/call_site.h"
 #include "triage/finding_kinds.h"
 #include "triage/rank_set.h"
+#include "util/json_access.h"
 
 namespace nsc::triage {
 namespace {
@@ -21,7 +22,6 @@ struct Located {
   const Finding* finding = nullptr;
 };
 
-std::string text_of(const json& value) { return value.is_string() ? value.get<std::string>() : ""; }
 
 std::string base_name(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
 
@@ -103,7 +103,7 @@ class Headline {
     std::vector<std::string> unranked;
     for (int id : ids) {
       std::string rank = node(id)["world_rank"].is_number_integer() ? "rank " + node(id)["world_rank"].dump()
-                                                                    : text_of(node(id)["label"]);
+                                                                    : json_text(node(id)["label"]);
       if (!is_process(id)) unranked.push_back(rank + " (" + site_of(id) + ")");
       else if (node(id)["world_rank"].is_number_integer()) ranks_by_site[site_of(id)].push_back(node(id)["world_rank"].get<int>());
       else unranked.push_back(rank + joiner + site_of(id));
@@ -281,7 +281,7 @@ class Headline {
     std::string others;
     for (int id : ids) {
       if (node(id)["world_rank"].is_number_integer()) ranks.push_back(node(id)["world_rank"].get<int>());
-      else others += (others.empty() ? "" : ", ") + text_of(node(id)["label"]);
+      else others += (others.empty() ? "" : ", ") + json_text(node(id)["label"]);
     }
     std::string text = ranks.empty() ? "" : compact_ranks(ranks);
     return text + (text.empty() || others.empty() ? "" : ", ") + others;
@@ -313,7 +313,7 @@ class Headline {
   }
 
   std::string deciding_fact(const json* reason) const {
-    std::string kind = reason ? text_of((*reason)["kind"]) : "";
+    std::string kind = reason ? json_text((*reason)["kind"]) : "";
     if (kind == "cycle-undecided")
       return "each waits for the other's matching operation; the order the program issues them in decides which is wrong";
     if (kind == "not-reached") return "what its GPU runs (cuda-gdb nccl-kernels) would decide";

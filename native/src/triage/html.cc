@@ -12,6 +12,7 @@
 #include "triage/process_view.h"
 #include "triage/rank_set.h"
 #include "triage/triage.h"
+#include "util/json_access.h"
 #include "util/strings.h"
 
 namespace nsc {
@@ -19,16 +20,6 @@ namespace {
 
 using nlohmann::json;
 
-const json& field(const json& object, const char* key) {
-  static const json kNull;
-  if (!object.is_object()) return kNull;
-  auto found = object.find(key);
-  return found == object.end() ? kNull : *found;
-}
-
-std::string text_of(const json& value, const std::string& fallback = "") {
-  return value.is_string() ? value.get<std::string>() : fallback;
-}
 
 // Control bytes and invalid UTF-8 as \xNN (escape_for_terminal), then the HTML specials.
 std::string html(std::string_view untrusted) {
@@ -48,7 +39,7 @@ std::string html(std::string_view untrusted) {
   return out;
 }
 
-std::string html_of(const json& value, const std::string& fallback = "") { return html(text_of(value, fallback)); }
+std::string html_of(const json& value, const std::string& fallback = "") { return html(json_text(value, fallback)); }
 
 // A count or an index: any non-negative JSON integer (signed or unsigned), else 0 / not valid.
 bool as_index(const json& value, size_t* out) {
@@ -179,8 +170,8 @@ Layout layer_graph(size_t count, const std::set<std::pair<int, int>>& arcs) {
 }
 
 void render_svg(const json& graph, std::ostringstream& page) {
-  const json& nodes = field(graph, "nodes");
-  const json& edges = field(graph, "edges");
+  const json& nodes = json_member(graph, "nodes");
+  const json& edges = json_member(graph, "edges");
   if (!nodes.is_array() || nodes.empty()) {
     page << "<p>No graph: no usable input.</p>\n";
     return;
@@ -191,7 +182,7 @@ void render_svg(const json& graph, std::ostringstream& page) {
   std::map<std::pair<int, int>, std::vector<std::string>> arc_labels;
   std::map<std::pair<int, int>, bool> arc_p2p, arc_cyclic;
   for (const json& edge : edges) {
-    std::string label = text_of(edge["label"]);
+    std::string label = json_text(edge["label"]);
     for (const json& from : edge["from"])
       for (const json& to : edge["to"]) {
         std::pair<int, int> arc{groups.group_of_node[from.get<size_t>()], groups.group_of_node[to.get<size_t>()]};
@@ -265,8 +256,8 @@ void render_svg(const json& graph, std::ostringstream& page) {
   }
   for (size_t g = 0; g < count; ++g) {
     const json& first = nodes[groups.members[g].front()];
-    std::string role = text_of(first["role"]);
-    std::string label = groups.label(nodes, g), doing = text_of(first["doing"]);
+    std::string role = json_text(first["role"]);
+    std::string label = groups.label(nodes, g), doing = json_text(first["doing"]);
     bool cyclic = groups.in_cycle.count(groups.members[g].front()) > 0;
     page << "<g class=\"node role-" << html(role) << "\"><title>" << html(label + " [" + role + "]: " + doing)
          << "</title><rect x=\"" << x[g] << "\" y=\"" << y[g] << "\" width=\"" << kBoxWidth << "\" height=\""
@@ -304,7 +295,7 @@ std::string counters_text(const json& counters, bool* unknown) {
 }
 
 void render_counter_table(const json& report, std::ostringstream& page) {
-  const json& comms = field(report, "communicators");
+  const json& comms = json_member(report, "communicators");
   if (!comms.is_array() || comms.empty()) {
     page << "<p>No communicator was decoded.</p>\n";
     return;
@@ -317,11 +308,11 @@ void render_counter_table(const json& report, std::ostringstream& page) {
   };
   std::map<std::string, Row> rows;  // keyed by input name
   for (const json& comm : comms) {
-    const json& inputs = field(comm, "inputs");
-    const json& world = field(comm, "world_ranks");
+    const json& inputs = json_member(comm, "inputs");
+    const json& world = json_member(comm, "world_ranks");
     for (size_t i = 0; i < inputs.size(); ++i) {
-      Row& row = rows[text_of(inputs[i])];
-      row.input = text_of(inputs[i]);
+      Row& row = rows[json_text(inputs[i])];
+      row.input = json_text(inputs[i]);
       if (i < world.size() && world[i].is_number_integer()) {
         row.has_world = true;
         row.world = world[i].get<int>();
@@ -341,24 +332,24 @@ void render_counter_table(const json& report, std::ostringstream& page) {
   std::vector<std::set<int>> culprits(comms.size());  // comm ranks a finding blames
   std::vector<bool> telling(comms.size(), false);     // a finding that explains or blames
   for (size_t c = 0; c < comms.size(); ++c) {
-    const json& inputs = field(comms[c], "inputs");
-    const json& ranks = field(comms[c], "ranks_seen");
-    const json& launched = field(comms[c], "seq_launched");
+    const json& inputs = json_member(comms[c], "inputs");
+    const json& ranks = json_member(comms[c], "ranks_seen");
+    const json& launched = json_member(comms[c], "seq_launched");
     std::map<std::string, size_t> votes;
     for (size_t i = 0; i < inputs.size(); ++i) {
       bool missing_value = false;
       std::string text = i < launched.size() ? counters_text(launched[i], &missing_value) : "";
       int rank = i < ranks.size() && ranks[i].is_number_integer() ? ranks[i].get<int>() : -1;
-      cells[c][text_of(inputs[i])] = {rank, text};
-      unknown[c][text_of(inputs[i])] = missing_value || text.empty();
+      cells[c][json_text(inputs[i])] = {rank, text};
+      unknown[c][json_text(inputs[i])] = missing_value || text.empty();
       ++votes[text];
     }
     for (const auto& [text, n] : votes)
       if (2 * n > inputs.size()) norm[c] = text;  // a tie (2 ranks) has none
-    for (const json& finding : field(comms[c], "findings")) {
-      for (const json& rank : field(finding, "culprit_comm_ranks"))
+    for (const json& finding : json_member(comms[c], "findings")) {
+      for (const json& rank : json_member(finding, "culprit_comm_ranks"))
         if (rank.is_number_integer()) culprits[c].insert(rank.get<int>());
-      telling[c] = telling[c] || field(finding, "explains_hang") == true || !field(finding, "culprit_comm_ranks").empty();
+      telling[c] = telling[c] || json_member(finding, "explains_hang") == true || !json_member(finding, "culprit_comm_ranks").empty();
     }
   }
   auto cell_class = [&](size_t c, const std::string& input) -> std::string {
@@ -376,7 +367,7 @@ void render_counter_table(const json& report, std::ostringstream& page) {
   std::vector<size_t> columns;
   for (int pass = 0; pass < 3; ++pass)
     for (size_t c = 0; c < comms.size() && columns.size() < kMaxColumns; ++c) {
-      bool world = field(comms[c], "is_world") == true;
+      bool world = json_member(comms[c], "is_world") == true;
       bool take = pass == 0 ? world : pass == 1 ? !world && telling[c] : !world && !telling[c];
       if (take) columns.push_back(c);
     }
@@ -402,10 +393,10 @@ void render_counter_table(const json& report, std::ostringstream& page) {
   page << "<table id=\"launched\">\n<tr><th>rank</th><th>input</th>";
   for (size_t c : columns) {
     const json& comm = comms[c];
-    std::string head = text_of(comm["comm_hash"]);
-    if (field(comm, "is_world") == true) head += " (world)";
-    const json& pg = field(comm, "process_group");
-    if (pg.is_object()) head += " pg " + text_of(pg["desc"]) + " " + text_of(pg["name"]);
+    std::string head = json_text(comm["comm_hash"]);
+    if (json_member(comm, "is_world") == true) head += " (world)";
+    const json& pg = json_member(comm, "process_group");
+    if (pg.is_object()) head += " pg " + json_text(pg["desc"]) + " " + json_text(pg["name"]);
     page << "<th>" << html(head) << "</th>";
   }
   page << "</tr>\n";
@@ -440,32 +431,32 @@ void render_counter_table(const json& report, std::ostringstream& page) {
 // A communicator whose findings neither explain the hang nor name a rank (no-hang-evident,
 // in-flight-consistent, counters-unavailable...): one line each, folded when there are many.
 bool quiet_communicator(const json& comm) {
-  for (const json& finding : field(comm, "findings"))
-    if (field(finding, "explains_hang") == true || !field(finding, "culprit_ranks").empty() ||
-        !field(finding, "waiting_ranks").empty())
+  for (const json& finding : json_member(comm, "findings"))
+    if (json_member(finding, "explains_hang") == true || !json_member(finding, "culprit_ranks").empty() ||
+        !json_member(finding, "waiting_ranks").empty())
       return false;
-  return field(comm, "warnings").empty() && field(comm, "missing_ranks").empty();
+  return json_member(comm, "warnings").empty() && json_member(comm, "missing_ranks").empty();
 }
 
 void render_findings(const json& report, std::ostringstream& page) {
   std::vector<const json*> quiet;
-  for (const json& comm : field(report, "communicators"))
+  for (const json& comm : json_member(report, "communicators"))
     if (quiet_communicator(comm)) quiet.push_back(&comm);
   bool fold = quiet.size() > 8;
-  for (const json& comm : field(report, "communicators")) {
+  for (const json& comm : json_member(report, "communicators")) {
     if (fold && quiet_communicator(comm)) continue;
     std::string nranks = comm["nranks"].is_number_integer() ? std::to_string(comm["nranks"].get<int>()) : "?";
-    page << "<h3><code>" << html_of(comm["comm_hash"]) << "</code>" << (field(comm, "is_world") == true ? " (world)" : "")
+    page << "<h3><code>" << html_of(comm["comm_hash"]) << "</code>" << (json_member(comm, "is_world") == true ? " (world)" : "")
          << ": " << html(nranks) << " ranks, inputs hold " << html(ranks_text(comm["ranks_seen"])) << ", missing "
          << html(comm["missing_ranks"].empty() ? std::string("none") : ranks_text(comm["missing_ranks"])) << "</h3>\n";
-    for (const json& warning : field(comm, "warnings")) page << "<p class=\"error\">warning: " << html_of(warning) << "</p>\n";
-    for (const json& finding : field(comm, "findings")) {
+    for (const json& warning : json_member(comm, "warnings")) page << "<p class=\"error\">warning: " << html_of(warning) << "</p>\n";
+    for (const json& finding : json_member(comm, "findings")) {
       page << "<div class=\"finding\"><span class=\"kind\">" << html_of(finding["kind"]) << "</span> ";
       if (finding["collective"].is_string()) page << html_of(finding["collective"]);
       if (finding["seq"].is_number_integer()) page << " #" << finding["seq"].get<int64_t>();
-      page << html(finding_roles_text(finding, field(report, "verdict") == "hang"));
+      page << html(finding_roles_text(finding, json_member(report, "verdict") == "hang"));
       page << "<ul>";
-      for (const json& evidence : field(finding, "evidence")) page << "<li>" << html_of(evidence) << "</li>";
+      for (const json& evidence : json_member(finding, "evidence")) page << "<li>" << html_of(evidence) << "</li>";
       page << "</ul></div>\n";
     }
   }
@@ -474,7 +465,7 @@ void render_findings(const json& report, std::ostringstream& page) {
        << " more communicators where no rank waits (their findings, one line each)</summary>\n<ul>";
   for (const json* comm : quiet) {
     std::string kinds;
-    for (const json& finding : field(*comm, "findings")) kinds += (kinds.empty() ? "" : ", ") + text_of(finding["kind"]);
+    for (const json& finding : json_member(*comm, "findings")) kinds += (kinds.empty() ? "" : ", ") + json_text(finding["kind"]);
     page << "<li><code>" << html_of((*comm)["comm_hash"]) << "</code>: ranks " << html(ranks_text((*comm)["ranks_seen"]))
          << ": " << html(kinds.empty() ? std::string("no finding") : kinds) << "</li>";
   }
@@ -483,20 +474,20 @@ void render_findings(const json& report, std::ostringstream& page) {
 
 void render_tree(const json& node, int depth, std::ostringstream& page) {
   // A chain of single children with the same ranks and thread count reads as one line.
-  std::string frames = text_of(node["frame"]);
+  std::string frames = json_text(node["frame"]);
   const json* current = &node;
-  while (field(*current, "children").size() == 1) {
+  while (json_member(*current, "children").size() == 1) {
     const json& child = (*current)["children"][0];
     if (child["rank_set"] != (*current)["rank_set"] || child["threads"] != (*current)["threads"]) break;
-    frames += " > " + text_of(child["frame"]);
+    frames += " > " + json_text(child["frame"]);
     current = &child;
   }
-  std::string set = text_of(node["rank_set"]);
-  size_t threads = count_of(field(node, "threads")), nranks = count_of(field(node, "nranks"));
+  std::string set = json_text(node["rank_set"]);
+  size_t threads = count_of(json_member(node, "threads")), nranks = count_of(json_member(node, "nranks"));
   std::string who = set.empty() ? "no rank" : (nranks == 1 ? "rank " : "ranks ") + set;
   std::string head = "<span class=\"who\">" + html(who) + "</span> (" + std::to_string(threads) + " thread" +
                      (threads == 1 ? "" : "s") + "): <span class=\"frames\">" + html(frames) + "</span>";
-  const json& children = field(*current, "children");
+  const json& children = json_member(*current, "children");
   if (children.empty() || depth >= 40) {
     page << "<div class=\"leaf\">" << head << "</div>\n";
     return;
@@ -507,28 +498,28 @@ void render_tree(const json& node, int depth, std::ostringstream& page) {
 }
 
 void render_stacks(const json& report, std::ostringstream& page) {
-  const json& classes = field(report, "stack_classes");
+  const json& classes = json_member(report, "stack_classes");
   page << "<h3>Each rank's application thread</h3>\n<ul>";
-  for (const json& entry : field(classes, "principal")) {
+  for (const json& entry : json_member(classes, "principal")) {
     std::string who = entry["ranks"].empty() ? "" : ranks_text(entry["ranks"]);
-    for (const json& input : field(entry, "inputs")) who += (who.empty() ? "" : ", ") + text_of(input);
+    for (const json& input : json_member(entry, "inputs")) who += (who.empty() ? "" : ", ") + json_text(input);
     page << "<li><span class=\"who\">" << html(who) << "</span>: " << html_of(entry["description"]) << "</li>";
   }
   page << "</ul>\n<h3>All threads (prefix tree, outermost frame first)</h3>\n";
-  if (field(classes, "tree").is_object()) render_tree(classes["tree"], 0, page);
+  if (json_member(classes, "tree").is_object()) render_tree(classes["tree"], 0, page);
 }
 
 void render_inputs(const json& report, std::ostringstream& page) {
   page << "<table id=\"inputs\">\n<tr><th>input</th><th>kind</th><th>status</th><th>world rank</th><th>pid</th>"
           "<th>host</th><th>NCCL</th><th>problems</th></tr>\n";
-  for (const json& input : field(report, "inputs")) {
+  for (const json& input : json_member(report, "inputs")) {
     auto cell = [&](const char* key) {
-      const json& value = field(input, key);
+      const json& value = json_member(input, key);
       return value.is_string() ? html(value.get<std::string>()) : value.is_number() ? value.dump() : std::string();
     };
     std::string problems;
-    for (const json& problem : field(input, "problems")) problems += (problems.empty() ? "" : "; ") + text_of(problem);
-    if (field(input, "error").is_string()) problems += (problems.empty() ? "" : "; ") + text_of(input["error"]);
+    for (const json& problem : json_member(input, "problems")) problems += (problems.empty() ? "" : "; ") + json_text(problem);
+    if (json_member(input, "error").is_string()) problems += (problems.empty() ? "" : "; ") + json_text(input["error"]);
     page << "<tr><td>" << cell("name") << "</td><td>" << cell("kind") << "</td><td>" << cell("status") << "</td><td>"
          << cell("world_rank") << "</td><td>" << cell("pid") << "</td><td>" << cell("hostname") << "</td><td>"
          << cell("nccl_version") << "</td><td>" << html(problems) << "</td></tr>\n";
@@ -540,40 +531,40 @@ void render_inputs(const json& report, std::ostringstream& page) {
 // sentences triage wrote, then the counts of what was read and what was not readable here.
 void render_numerics(const json& section, std::ostringstream& page) {
   page << "<ul>\n";
-  for (const json& buffer : field(section, "buffers"))
-    if (field(buffer, "text").is_string()) page << "<li>" << html_of(buffer["text"]) << "</li>\n";
-  page << "</ul>\n<p>" << html(field(section, "read").dump()) << " buffers read, " << html(field(section, "unreadable").dump())
+  for (const json& buffer : json_member(section, "buffers"))
+    if (json_member(buffer, "text").is_string()) page << "<li>" << html_of(buffer["text"]) << "</li>\n";
+  page << "</ul>\n<p>" << html(json_member(section, "read").dump()) << " buffers read, " << html(json_member(section, "unreadable").dump())
        << " not readable here (device memory: nccl-numerics under cuda-gdb)</p>\n";
 }
 
 }  // namespace
 
 std::string render_triage_html(const nlohmann::json& report) {
-  std::string verdict = text_of(field(report, "verdict"), "error");
+  std::string verdict = json_text(json_member(report, "verdict"), "error");
   std::ostringstream page;
   page << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-       << "<meta name=\"generator\" content=\"ncclscope " << html_of(field(field(report, "tool"), "version"))
+       << "<meta name=\"generator\" content=\"ncclscope " << html_of(json_member(json_member(report, "tool"), "version"))
        << "\">\n<title>ncclscope triage: " << html(verdict) << "</title>\n<style>" << kStyle << "</style>\n</head>\n<body>\n"
        << "<h1>ncclscope triage</h1>\n<p><span id=\"verdict\" class=\"verdict verdict-" << html(verdict) << "\">"
        << html(verdict) << "</span></p>\n<p id=\"headline\" class=\"headline\">";
-  for (const json& line : field(field(report, "headline"), "lines")) page << html_of(line) << "<br>";
-  page << "</p>\n<p id=\"summary\" class=\"summary\">" << html_of(field(report, "summary")) << "</p>\n";
-  const json& culprits = field(report, "culprit_ranks");
-  const json& suspects = field(report, "suspect_ranks");
+  for (const json& line : json_member(json_member(report, "headline"), "lines")) page << html_of(line) << "<br>";
+  page << "</p>\n<p id=\"summary\" class=\"summary\">" << html_of(json_member(report, "summary")) << "</p>\n";
+  const json& culprits = json_member(report, "culprit_ranks");
+  const json& suspects = json_member(report, "suspect_ranks");
   if (culprits.is_array() && !culprits.empty())
     page << "<p id=\"culprits\">Culprit " << html(ranks_text(culprits)) << "</p>\n";
   if (suspects.is_array() && !suspects.empty())
     page << "<p id=\"suspects\">Suspect " << html(ranks_text(suspects)) << "</p>\n";
-  for (const json& error : field(report, "errors"))
-    page << "<p class=\"error\">" << html(triage_error_label(report, error)) << html_of(field(error, "message")) << "</p>\n";
+  for (const json& error : json_member(report, "errors"))
+    page << "<p class=\"error\">" << html(triage_error_label(report, error)) << html_of(json_member(error, "message")) << "</p>\n";
   page << "<section id=\"graph\">\n<h2>Wait-for graph</h2>\n";
-  render_svg(field(report, "graph"), page);
-  for (const json& reason : field(field(report, "graph"), "blame")) {
+  render_svg(json_member(report, "graph"), page);
+  for (const json& reason : json_member(json_member(report, "graph"), "blame")) {
     std::vector<std::string> labels;
     size_t index = 0;
-    for (const json& id : field(reason, "nodes"))
+    for (const json& id : json_member(reason, "nodes"))
       if (as_index(id, &index) && index < report["graph"]["nodes"].size())
-        labels.push_back(text_of(report["graph"]["nodes"][index]["label"]));
+        labels.push_back(json_text(report["graph"]["nodes"][index]["label"]));
     std::string who;
     for (const std::string& label : labels) who += (who.empty() ? "" : ", ") + label;
     page << "<p>" << html(blamed_as_culprit(report, reason) ? "culprit" : "suspect")
@@ -583,7 +574,7 @@ std::string render_triage_html(const nlohmann::json& report) {
   render_counter_table(report, page);
   page << "</section>\n<section id=\"findings\">\n<h2>Findings</h2>\n";
   render_findings(report, page);
-  if (field(report, "numerics").is_object()) {
+  if (json_member(report, "numerics").is_object()) {
     page << "</section>\n<section id=\"numerics\">\n<h2>Numerics (buffers of the stuck collectives)</h2>\n";
     render_numerics(report["numerics"], page);
   }

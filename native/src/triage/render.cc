@@ -15,9 +15,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string text_of(const json& value, const std::string& fallback = "") {
-  return value.is_string() ? value.get<std::string>() : fallback;
-}
 
 // "rank 0", "ranks 0,2-7", plus labels of nodes outside the world comm.
 std::string nodes_phrase(const json& graph, const json& ids) {
@@ -28,7 +25,7 @@ std::string nodes_phrase(const json& graph, const json& ids) {
     if (node["world_rank"].is_number_integer() && node["kind"] == "process")
       ranks.push_back(node["world_rank"].get<int>());
     else
-      others.push_back(text_of(node["label"]));
+      others.push_back(json_text(node["label"]));
   }
   std::string text = ranks.empty() ? "" : triage::ranks_phrase(ranks);
   for (size_t i = 0; i < others.size(); ++i) {
@@ -59,15 +56,15 @@ std::string finding_ranks(const json& finding, const std::string& role) {
 
 void render_tree(const json& node, int depth, std::vector<std::string>* lines) {
   // A chain of single children with the same ranks and thread count reads as one line.
-  std::string frames = text_of(node["frame"]);
+  std::string frames = json_text(node["frame"]);
   const json* current = &node;
   while ((*current)["children"].size() == 1) {
     const json& child = (*current)["children"][0];
     if (child["rank_set"] != (*current)["rank_set"] || child["threads"] != (*current)["threads"]) break;
-    frames += " > " + text_of(child["frame"]);
+    frames += " > " + json_text(child["frame"]);
     current = &child;
   }
-  std::string set = text_of(node["rank_set"]);
+  std::string set = json_text(node["rank_set"]);
   std::string who = set.empty() ? "no rank" : (node["nranks"].get<size_t>() == 1 ? "rank " : "ranks ") + set;
   lines->push_back(std::string(2 + 2 * depth, ' ') + who + " (" + std::to_string(node["threads"].get<size_t>()) +
                    " thread" + (node["threads"].get<size_t>() == 1 ? "" : "s") + "): " + frames);
@@ -93,7 +90,7 @@ void render_recorder(const json& recorder, std::vector<std::string>* lines) {
   lines->push_back("");
   size_t with = recorder["inputs"].size(), without = recorder["inputs_without_recorder"].size();
   lines->push_back("Flight recorder (" + std::to_string(with) + " of " + std::to_string(with + without) + " inputs):");
-  lines->push_back("  numbering: " + text_of(recorder["numbering"]));
+  lines->push_back("  numbering: " + json_text(recorder["numbering"]));
   size_t compared = recorder.value("compared_collectives", 0);
   if (compared == 0)
     lines->push_back("  arguments: no collective was recorded by two ranks at the same seq: nothing to compare");
@@ -103,11 +100,11 @@ void render_recorder(const json& recorder, std::vector<std::string>* lines) {
   // Thousands of ranks: the first few of each, the rest counted (all are in --json).
   constexpr size_t kShown = 8;
   const json& mismatches = recorder["mismatches"];
-  for (size_t i = 0; i < mismatches.size() && i < kShown; ++i) lines->push_back("  " + text_of(mismatches[i]["text"]));
+  for (size_t i = 0; i < mismatches.size() && i < kShown; ++i) lines->push_back("  " + json_text(mismatches[i]["text"]));
   if (mismatches.size() > kShown)
     lines->push_back("  ... and " + std::to_string(mismatches.size() - kShown) + " more mismatches (--json: recorder.mismatches)");
   const json& chains = recorder["chains"];
-  for (size_t i = 0; i < chains.size() && i < kShown; ++i) lines->push_back("  chain: " + text_of(chains[i]["text"]));
+  for (size_t i = 0; i < chains.size() && i < kShown; ++i) lines->push_back("  chain: " + json_text(chains[i]["text"]));
   if (chains.size() > kShown)
     lines->push_back("  ... and " + std::to_string(chains.size() - kShown) + " more chains (--json: recorder.chains)");
   if (recorder["chains"].empty()) lines->push_back("  chains: no recorded thread is blocked in a synchronize");
@@ -120,14 +117,14 @@ void render_kernel_views(const json& section, std::vector<std::string>* lines) {
   lines->push_back("Kernel views (" + std::to_string(inputs.size()) + (inputs.size() == 1 ? " input" : " inputs") +
                    ", cuda-gdb nccl-kernels; peers are ranks of the kernel's communicator):");
   for (const json& view : inputs) {
-    std::string head = "  " + text_of(view["input"]);
+    std::string head = "  " + json_text(view["input"]);
     const json& joined = view["joined_to"];
     if (joined.is_null()) {
       head += ": not joined";
     } else {
-      head += " -> " + (joined["world_rank"].is_number_integer() ? "rank " + joined["world_rank"].dump() : text_of(joined["input"]));
+      head += " -> " + (joined["world_rank"].is_number_integer() ? "rank " + joined["world_rank"].dump() : json_text(joined["input"]));
       if (joined["pid_agrees"] == false)
-        head += " (pid " + view["pid"].dump() + " in the view, " + joined["pid"].dump() + " in " + text_of(joined["input"]) +
+        head += " (pid " + view["pid"].dump() + " in the view, " + joined["pid"].dump() + " in " + json_text(joined["input"]) +
                 ": joined by communicator and rank)";
       if (view["kernels"].empty()) head += ": no NCCL kernel resident";
     }
@@ -136,12 +133,12 @@ void render_kernel_views(const json& section, std::vector<std::string>* lines) {
       std::string where = "kernel " + (kernel["kernel"].is_number_integer() ? kernel["kernel"].dump() : "?");
       if (kernel["device"].is_number_integer()) where += ", device " + kernel["device"].dump();
       if (kernel["comm_hash"].is_string())
-        where += ", comm " + text_of(kernel["comm_hash"]) + " rank " + kernel["rank"].dump();
-      lines->push_back("    " + where + ": " + text_of(kernel["text"]));
+        where += ", comm " + json_text(kernel["comm_hash"]) + " rank " + kernel["rank"].dump();
+      lines->push_back("    " + where + ": " + json_text(kernel["text"]));
     }
-    for (const json& error : view["errors"]) lines->push_back("    view error: " + text_of(error));
+    for (const json& error : view["errors"]) lines->push_back("    view error: " + json_text(error));
   }
-  for (const json& warning : section["warnings"]) lines->push_back("  warning: " + text_of(warning));
+  for (const json& warning : section["warnings"]) lines->push_back("  warning: " + json_text(warning));
 }
 
 // Present only when a buffer was read or a numerics document given (numerics_join.cc).
@@ -152,7 +149,7 @@ void render_numerics(const json& section, std::vector<std::string>* lines) {
                    section["unreadable"].dump() + " not readable here):");
   size_t shown = 0;
   for (const json& buffer : section["buffers"])
-    if (buffer.contains("text") && shown++ < kShown) lines->push_back("  " + text_of(buffer["text"]));
+    if (buffer.contains("text") && shown++ < kShown) lines->push_back("  " + json_text(buffer["text"]));
   if (shown > kShown) lines->push_back("  ... and " + std::to_string(shown - kShown) + " more (--json: numerics.buffers)");
   if (shown == 0 && section["read"].get<size_t>() > 0)
     lines->push_back("  no buffer read holds NaN or Inf, none is mostly underflowed");
@@ -179,7 +176,7 @@ std::string finding_roles_text(const json& finding, bool hang) {
   if (!json_member(finding, "waiting_ranks").empty()) text += finding_ranks(finding, "waiting") + " waiting";
   const json& far = json_member(finding, "waited_on_comm_ranks");
   if (!far.empty()) {
-    std::string role = text_of(json_member(finding, "waited_on_role"));
+    std::string role = json_text(json_member(finding, "waited_on_role"));
     std::string who = json_member(finding, "waited_on_ranks").size() == far.size()
                           ? finding_ranks(finding, "waited_on") : phrase_of_ranks(far) + " of this communicator";
     text += (text.empty() ? "" : "; ") + who + (role.empty() ? "" : " " + role) +
@@ -193,17 +190,17 @@ std::string finding_roles_text(const json& finding, bool hang) {
 }
 
 bool blamed_as_culprit(const json& report, const json& reason) {
-  const std::string kind = text_of(json_member(reason, "kind"));
+  const std::string kind = json_text(json_member(reason, "kind"));
   return json_member(report, "verdict") == "hang" && (kind == "skipped" || kind == "skipped-in-cycle");
 }
 
 std::string render_triage_text(const nlohmann::json& report) {
   std::vector<std::string> lines;
   // The headline alone is the first paragraph: what a person reads and acts on.
-  for (const json& line : json_member(json_member(report, "headline"), "lines")) lines.push_back(text_of(line));
+  for (const json& line : json_member(json_member(report, "headline"), "lines")) lines.push_back(json_text(line));
   lines.push_back("");
-  lines.push_back("Why (verdict " + text_of(report["verdict"], "error") + "): " + text_of(report["summary"]));
-  for (const json& error : report["errors"]) lines.push_back(triage_error_label(report, error) + text_of(error["message"]));
+  lines.push_back("Why (verdict " + json_text(report["verdict"], "error") + "): " + json_text(report["summary"]));
+  for (const json& error : report["errors"]) lines.push_back(triage_error_label(report, error) + json_text(error["message"]));
   if (report.value("verdict", "") == "error") {
     std::string text;
     for (const std::string& line : lines) text += escape_for_terminal(line) + "\n";
@@ -213,10 +210,10 @@ std::string render_triage_text(const nlohmann::json& report) {
   for (const json& finding : report.value("startup", json::array())) {
     lines.push_back("");
     lines.push_back("Start-up (no communicator yet; ranks from the launcher's environment):");
-    lines.push_back("  [" + text_of(finding["kind"]) + "]" +
+    lines.push_back("  [" + json_text(finding["kind"]) + "]" +
                     (finding["waiting_ranks"].empty() ? "" : " waiting " + phrase_of_ranks(finding["waiting_ranks"])) +
                     (finding["culprit_ranks"].empty() ? "" : ", never arrived " + phrase_of_ranks(finding["culprit_ranks"])));
-    for (const json& evidence : finding["evidence"]) lines.push_back("      - " + text_of(evidence));
+    for (const json& evidence : finding["evidence"]) lines.push_back("      - " + json_text(evidence));
   }
   lines.push_back("");
   lines.push_back("Communicators (" + std::to_string(report["communicators"].size()) + "):");
@@ -224,10 +221,10 @@ std::string render_triage_text(const nlohmann::json& report) {
     std::string nranks = comm["nranks"].is_number_integer() ? std::to_string(comm["nranks"].get<int>()) : "?";
     std::string missing = comm["missing_ranks"].empty() ? "none" : triage::format_rank_set(comm["missing_ranks"].get<std::vector<int>>());
     std::string pg = comm.contains("process_group") && comm["process_group"].is_object()
-                         ? "pg " + text_of(comm["process_group"]["desc"]) + ", name " + text_of(comm["process_group"]["name"])
+                         ? "pg " + json_text(comm["process_group"]["desc"]) + ", name " + json_text(comm["process_group"]["name"])
                          : "";
     std::string label = comm["is_world"].get<bool>() ? (pg.empty() ? "world" : "world, " + pg) : pg;
-    lines.push_back("  " + text_of(comm["comm_hash"]) + (label.empty() ? "" : " (" + label + ")") + ": " +
+    lines.push_back("  " + json_text(comm["comm_hash"]) + (label.empty() ? "" : " (" + label + ")") + ": " +
                     nranks + " ranks, inputs hold " + triage::format_rank_set(comm["ranks_seen"].get<std::vector<int>>()) +
                     ", missing " + missing);
     if (!comm["is_world"].get<bool>() && comm["ranks_seen"].size() > 16)
@@ -242,19 +239,19 @@ std::string render_triage_text(const nlohmann::json& report) {
     }
     for (const json& duplicate : comm["duplicate_inputs"])
       lines.push_back("    duplicate: rank " + std::to_string(duplicate["rank"].get<int>()) + " in " +
-                      text_of(duplicate["kept"]) + " and " + text_of(duplicate["ignored"]) + " (ignored)");
-    for (const json& warning : comm["warnings"]) lines.push_back("    warning: " + text_of(warning));
+                      json_text(duplicate["kept"]) + " and " + json_text(duplicate["ignored"]) + " (ignored)");
+    for (const json& warning : comm["warnings"]) lines.push_back("    warning: " + json_text(warning));
     for (const json& finding : comm["findings"]) {
-      std::string head = "    [" + text_of(finding["kind"]) + "]";
-      if (finding["collective"].is_string()) head += " " + text_of(finding["collective"]);
+      std::string head = "    [" + json_text(finding["kind"]) + "]";
+      if (finding["collective"].is_string()) head += " " + json_text(finding["collective"]);
       if (finding["seq"].is_number_integer()) head += " #" + std::to_string(finding["seq"].get<int64_t>());
       // Recorder findings also give the recorder's own 0-based seq.
       if (finding.contains("recorder_seq")) head += " (seq " + finding["recorder_seq"].dump() + ")";
       lines.push_back(head + finding_roles_text(finding, report.value("verdict", "") == "hang"));
       for (const json& explained : json_member(finding, "explained_by"))
-        lines.push_back("      " + phrase_of_ranks(explained["ranks"]) + ": " + text_of(explained["text"]) +
+        lines.push_back("      " + phrase_of_ranks(explained["ranks"]) + ": " + json_text(explained["text"]) +
                         ", which explains " + (explained["ranks"].size() == 1 ? "its" : "their") + " absence here");
-      for (const json& evidence : finding["evidence"]) lines.push_back("      - " + text_of(evidence));
+      for (const json& evidence : finding["evidence"]) lines.push_back("      - " + json_text(evidence));
     }
   }
   if (report.contains("recorder")) render_recorder(report["recorder"], &lines);
@@ -267,34 +264,34 @@ std::string render_triage_text(const nlohmann::json& report) {
                   (graph["cycles"].empty() ? std::string("no cycle") : std::to_string(graph["cycles"].size()) + " cycle(s)"));
   for (const json& edge : graph["edges"]) {
     std::string line = "  " + nodes_phrase(graph, edge["from"]) + " -> " + nodes_phrase(graph, edge["to"]) + ": " +
-                       text_of(edge["label"]) + " on " + text_of(edge["comm_hash"]) + " (" + text_of(edge["kind"]) + ")";
+                       json_text(edge["label"]) + " on " + json_text(edge["comm_hash"]) + " (" + json_text(edge["kind"]) + ")";
     lines.push_back(line);
-    for (const json& relation : edge["peer_relations"]) lines.push_back("      " + text_of(relation));
+    for (const json& relation : edge["peer_relations"]) lines.push_back("      " + json_text(relation));
     if (edge.contains("kernel"))
-      for (const json& wait : edge["kernel"]) lines.push_back("      kernel: " + text_of(wait["text"]));
+      for (const json& wait : edge["kernel"]) lines.push_back("      kernel: " + json_text(wait["text"]));
   }
   for (const json& cycle : graph["cycles"])
     lines.push_back("  cycle (deadlock): " + nodes_phrase(graph, cycle));
   if (graph["longest_chain"].size() > 2) {
     std::string chain;
     for (const json& id : graph["longest_chain"])
-      chain += (chain.empty() ? "" : " -> ") + text_of(graph["nodes"][id.get<size_t>()]["label"]);
+      chain += (chain.empty() ? "" : " -> ") + json_text(graph["nodes"][id.get<size_t>()]["label"]);
     lines.push_back("  longest chain: " + chain);
   }
   for (const json& reason : graph["blame"])
     lines.push_back("  " + std::string(blamed_as_culprit(report, reason) ? "culprit" : "suspect") +
-                    " " + nodes_phrase(graph, reason["nodes"]) + ": " + text_of(reason["rule"]));
+                    " " + nodes_phrase(graph, reason["nodes"]) + ": " + json_text(reason["rule"]));
   lines.push_back("");
   lines.push_back("Stack classes (each rank's application thread):");
   for (const json& entry : report["stack_classes"]["principal"]) {
     std::string who = entry["ranks"].empty() ? "" : phrase_of_ranks(entry["ranks"]);
-    for (const json& input : entry["inputs"]) who += (who.empty() ? "" : ", ") + text_of(input);
-    lines.push_back("  " + who + ": " + text_of(entry["description"]));
+    for (const json& input : entry["inputs"]) who += (who.empty() ? "" : ", ") + json_text(input);
+    lines.push_back("  " + who + ": " + json_text(entry["description"]));
   }
   std::map<std::string, size_t> inputs_by_note;
   for (const json& input : report["inputs"])
     if (input.contains("stack_notes"))
-      for (const json& note : input["stack_notes"]) ++inputs_by_note[text_of(note)];
+      for (const json& note : input["stack_notes"]) ++inputs_by_note[json_text(note)];
   for (const auto& [note, count] : inputs_by_note)
     lines.push_back("  note: frames in " + note + " are not symbolized (" + std::to_string(count) +
                     (count == 1 ? " input)" : " inputs)"));
@@ -333,15 +330,15 @@ std::string render_triage_dot(const nlohmann::json& report, const TriageOptions&
   const std::vector<std::vector<int>>& members = groups.members;
   std::ostringstream dot;
   dot << "digraph ncclscope_triage {\n"
-      << "  graph [rankdir=LR, fontname=\"Helvetica\", label=" << dot_quote("ncclscope triage: " + text_of(report["verdict"]))
+      << "  graph [rankdir=LR, fontname=\"Helvetica\", label=" << dot_quote("ncclscope triage: " + json_text(report["verdict"]))
       << ", labelloc=t];\n"
       << "  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", fillcolor=\"#ffffff\"];\n"
       << "  edge [fontname=\"Helvetica\", fontsize=10];\n";
   for (size_t g = 0; g < members.size(); ++g) {
     const json& first = nodes[members[g].front()];
-    std::string role = text_of(first["role"]);
+    std::string role = json_text(first["role"]);
     std::string label = escape_for_terminal(groups.label(nodes, g));
-    std::string doing = text_of(first["doing"]);
+    std::string doing = json_text(first["doing"]);
     if (!doing.empty()) label += "\n" + escape_for_terminal(doing);
     std::string fill = role == "culprit" ? "#f4cccc" : role == "waiting" ? "#fff2cc"
                        : role == "waiting-culprit" ? "#f9cb9c" : role == "absent" ? "#eeeeee" : "#ffffff";
@@ -352,7 +349,7 @@ std::string render_triage_dot(const nlohmann::json& report, const TriageOptions&
   }
   std::set<std::tuple<int, int, size_t>> drawn;
   for (size_t e = 0; e < edges.size(); ++e) {
-    std::string label = text_of(edges[e]["label"]) + "\n" + text_of(edges[e]["comm_hash"]);
+    std::string label = json_text(edges[e]["label"]) + "\n" + json_text(edges[e]["comm_hash"]);
     // Groups first: a 2,048 x 2,048 edge draws as one arrow between two groups.
     std::map<int, int> from_groups, to_groups;  // group -> a member node
     for (const json& from : edges[e]["from"]) from_groups.emplace(group_of_node[from.get<size_t>()], from.get<int>());

@@ -10,6 +10,7 @@
 #include "triage/headline.h"
 #include "triage/rank_set.h"
 #include "util/errors.h"
+#include "util/json_access.h"
 #include "util/schemas.h"
 
 #ifndef NCCLSCOPE_VERSION
@@ -24,9 +25,7 @@ using triage::CommGroup;
 using triage::Finding;
 using triage::Job;
 
-json maybe_json(const triage::Maybe<int64_t>& value) { return value ? json(*value) : json(nullptr); }
 
-std::string json_text(const json& value) { return value.is_string() ? value.get<std::string>() : ""; }
 
 // The verdict's blame (its culprits, or suspects), which alone decides who a finding may call
 // culprit: processes by index, absent ranks by (comm hash, comm rank). Beside it, what each
@@ -99,7 +98,7 @@ json finding_json(const Job& job, const CommGroup& group, const Finding& finding
   json unnamed = json::array();
   json out = {{"kind", finding.kind},
               {"collective", finding.collective.empty() ? json(nullptr) : json(finding.collective)},
-              {"seq", maybe_json(finding.seq)},
+              {"seq", json_or_null(finding.seq)},
               {"waiting_ranks", world_ranks_json(job, group, finding.waiting, &unnamed)},
               {"waited_on_ranks", world_ranks_json(job, group, finding.culprits, &unnamed)},
               {"culprit_ranks", world_ranks_json(job, group, blamed, &unnamed)},
@@ -110,7 +109,7 @@ json finding_json(const Job& job, const CommGroup& group, const Finding& finding
               {"culprits_absent", finding.culprits_absent},
               {"explains_hang", finding.explains_hang},
               {"evidence", finding.evidence}};
-  if (!finding.torch_op.empty()) out["pytorch_op"] = {{"op", finding.torch_op}, {"seq", maybe_json(finding.torch_seq)}};
+  if (!finding.torch_op.empty()) out["pytorch_op"] = {{"op", finding.torch_op}, {"seq", json_or_null(finding.torch_seq)}};
   if (!unblamed.empty()) out["explained_by"] = explained_by_json(job, group, unblamed, blame);
   if (!unnamed.empty()) out["unnamed_ranks"] = unnamed;
   for (auto& [key, value] : finding.extra.items()) out[key] = value;
@@ -352,7 +351,7 @@ json inputs_json(const Job& job, const std::vector<TriageFailure>& failures) {
     std::vector<std::string> problems = triage::input_problems(process);
     inputs.push_back({{"name", process.input_name}, {"kind", process.kind},
                       {"status", problems.empty() ? "ok" : "partial"}, {"problems", problems},
-                      {"pid", maybe_json(process.pid)},
+                      {"pid", json_or_null(process.pid)},
                       {"hostname", process.hostname.empty() ? json(nullptr) : json(process.hostname)},
                       {"world_rank", job.world_rank[p] ? json(*job.world_rank[p]) : json(nullptr)},
                       {"nccl_version", process.nccl_version.empty() ? json(nullptr) : json(process.nccl_version)},
