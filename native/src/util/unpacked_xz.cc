@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "util/errors.h"
+#include "util/input_file.h"
 
 namespace nsc {
 namespace {
@@ -88,16 +89,17 @@ std::string unpack(int in, int out) {
 
 }  // namespace
 
+// Only a regular file is looked into (input_file.h): a FIFO would block the read forever.
 bool is_xz_file(const std::string& path) {
-  FileDescriptor fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  std::string why;
+  InputFile file = try_open_regular_file(path, &why);
   uint8_t head[sizeof kXzMagic];
-  return fd.get() >= 0 && read(fd.get(), head, sizeof head) == static_cast<ssize_t>(sizeof head) &&
+  return file.ok() && read(file.fd(), head, sizeof head) == static_cast<ssize_t>(sizeof head) &&
          std::memcmp(head, kXzMagic, sizeof head) == 0;
 }
 
 UnpackedXz::UnpackedXz(const std::string& xz_path) {
-  FileDescriptor in(open(xz_path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (in.get() < 0) throw BadInput(xz_path + ": " + std::strerror(errno));
+  FileDescriptor in(open_regular_file(xz_path, xz_path).release());
   const char* tmpdir = std::getenv("TMPDIR");
   std::string name = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/ncclscope-unpacked.XXXXXX";
   FileDescriptor out(mkostemp(name.data(), O_CLOEXEC));
