@@ -476,6 +476,21 @@ BOOST_AUTO_TEST_CASE(one_torn_entry_is_left_out_the_rest_decoded) {
   BOOST_TEST(has_error(state, "pg 1 sequence ids go back at record 4 (collective 1 after 2"));
 }
 
+// A ring larger than the decoder reads (TORCH_FR_BUFFER_SIZE past the read limit) still fits:
+// the oldest entries are read, in ring order, and the limit is said.
+BOOST_AUTO_TEST_CASE(a_ring_past_the_read_limit_is_read_in_part) {
+  Scenario scenario;
+  nsc::RecorderLimits limits;
+  limits.max_entries = 2;
+  nsc::FlightRecorderState state = scenario.decode(limits);
+  BOOST_TEST(state.unavailable == "");
+  BOOST_TEST(state.slots == 3u);
+  BOOST_REQUIRE(state.entries.size() == 2u);
+  BOOST_TEST(state.entries[0].record_id == 2u);
+  BOOST_TEST(state.entries[1].record_id == 3u);
+  BOOST_TEST(has_error(state, "entries_: 3 elements exceed 2"));
+}
+
 BOOST_AUTO_TEST_CASE(huge_sizes_are_bounded_and_said) {
   Scenario scenario;
   std::string small_vector;

@@ -53,7 +53,8 @@ class ContainerReader {
   }
 
   struct Span {
-    uint64_t begin = 0, count = 0;
+    uint64_t begin = 0, count = 0;  // count: the elements to read (at most `max`)
+    uint64_t total = 0;             // the vector's size
   };
 
   // A std::vector's [begin, end) as `element_size`-byte elements, at most `max` of them.
@@ -73,7 +74,7 @@ class ContainerReader {
       return fail_span(why, path + ": torn vector (begin " + hex(first) + ", end " + hex(last) + ", capacity end " +
                                 hex(cap) + ", element " + std::to_string(element_size) + " bytes)");
     }
-    Span span{first, (last - first) / element_size};
+    Span span{first, (last - first) / element_size, (last - first) / element_size};
     if (span.count > max) {
       *why = path + ": " + std::to_string(span.count) + " elements exceed " + std::to_string(max) + " (first " +
              std::to_string(max) + " read)";
@@ -288,12 +289,12 @@ class RecorderDecoder {
     }
     state_->entries_read = true;
     if (!why.empty()) state_->errors.push_back(why);
-    state_->slots = span->count;
+    state_->slots = span->total;
     if (!ring_bounds_problem(*state_).empty()) return;  // no slot of a ring that cannot be is read
     uint64_t next = state_->next;
-    // dump_entries(): the oldest slot is next_, then the ring wraps to 0.
+    // dump_entries(): the oldest slot is next_, then the ring wraps to 0 (past the read limit: the oldest ones).
     for (uint64_t k = 0; k < span->count; ++k) {
-      uint64_t slot = (next + k) % span->count;
+      uint64_t slot = (next + k) % span->total;
       RecorderEntry entry = read_entry(span->begin + slot * entry_type->size);
       if (entry.numbers_read && entry.reset_epoch > state_->reset_epoch)
         entry.misfit.push_back("reset_epoch_ " + std::to_string(entry.reset_epoch) + " after the recorder's " +
