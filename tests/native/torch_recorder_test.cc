@@ -5,14 +5,19 @@
 #define BOOST_TEST_MODULE torch_recorder
 #include <boost/test/unit_test.hpp>
 
+#include <unistd.h>
+
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <tuple>
 
 #include "layout/layout_profile.h"
 #include "nccl/object_view.h"
 #include "support/synthetic.h"
 #include "torch/flight_recorder.h"
 #include "torch/pg_join.h"
+#include "torch/torch_build.h"
 #include "torch/torch_layout.h"
 #include "snapshot/state_text.h"
 
@@ -402,10 +407,21 @@ BOOST_AUTO_TEST_CASE(every_field_in_ring_order) {
 
 BOOST_AUTO_TEST_CASE(older_epochs_are_left_out_like_the_dump) {
   Scenario scenario;
-  scenario.mem.put<uint64_t>(nsc::kTorchEntryStruct, scenario.slot_address(2), "reset_epoch_", 7);
+  scenario.mem.put<uint64_t>(nsc::kTorchRecorderStruct, kRecorder, "reset_epoch_", 1);
+  for (uint64_t id : {3, 4}) scenario.mem.put<uint64_t>(nsc::kTorchEntryStruct, scenario.slot_address(id), "reset_epoch_", 1);
   nsc::FlightRecorderState state = scenario.decode();
+  BOOST_TEST(state.unavailable == "");
   BOOST_TEST(state.entries.size() == 2u);
   BOOST_TEST(state.other_epoch_entries == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(an_entry_of_a_later_epoch_is_no_entry_pytorch_wrote) {
+  Scenario scenario;
+  scenario.mem.put<uint64_t>(nsc::kTorchEntryStruct, scenario.slot_address(2), "reset_epoch_", 7);
+  nsc::FlightRecorderState state = scenario.decode();
+  BOOST_REQUIRE(state.entries.size() == 2u);  // ids 3, 4: the torn one is left out, said once
+  BOOST_TEST(has_error(state, "left out: torn"));
+  BOOST_TEST(has_error(state, "reset_epoch_ 7 after the recorder's 0"));
 }
 
 BOOST_AUTO_TEST_CASE(torn_entries_vector_is_refused) {
@@ -416,26 +432,107 @@ BOOST_AUTO_TEST_CASE(torn_entries_vector_is_refused) {
   nsc::FlightRecorderState state = scenario.decode();
   BOOST_TEST(state.entries.empty());
   BOOST_TEST(has_error(state, "torn vector"));
+  BOOST_TEST(state.unavailable.rfind("unreadable: layout does not fit (entries_: torn vector", 0) == 0);
 }
 
-BOOST_AUTO_TEST_CASE(huge_counts_are_bounded) {
+// Ring bounds no recorder has: the profile does not fit; no slot is read, nothing is shown.
+BOOST_AUTO_TEST_CASE(a_ring_that_cannot_be_means_the_layout_does_not_fit) {
+  for (auto [member, value, why] : {std::tuple<const char*, uint64_t, const char*>{"max_entries_", uint64_t{1} << 40, "max_entries_ 1099511627776 slots"},
+                                    {"max_entries_", 2, "entries_ holds 3 slots, max_entries_ is 2"},
+                                    {"next_", 99, "next_ 99 outside the 3 slots"},
+                                    {"next_", 3, "next_ 3 outside the 3 slots"},
+                                    {"id_", 2, "id_ 2 below the 3 slots filled"},
+                                    {"enabled_", 0x41, "enabled_ (a bool) holds 65"}}) {
+    Scenario scenario;
+    if (std::string(member) == "enabled_") scenario.mem.put<uint8_t>(nsc::kTorchRecorderStruct, kRecorder, member, static_cast<uint8_t>(value));
+    else scenario.mem.put<uint64_t>(nsc::kTorchRecorderStruct, kRecorder, member, value);
+    uint64_t reads_before = scenario.mem.memory.reads;
+    nsc::FlightRecorderState state = scenario.decode();
+    BOOST_TEST(state.unavailable == std::string("unreadable: layout does not fit (") + why + ")");
+    BOOST_TEST(state.entries.empty());
+    BOOST_TEST(state.process_groups.empty());
+    BOOST_TEST(nsc::flight_recorder_json(state).count("entries") == 0u);
+    BOOST_TEST(scenario.mem.memory.reads - reads_before < 40u);  // the slots were never read
+  }
+}
+
+// One entry a core caught mid-write among sound ones: left out with one line, the rest decoded.
+BOOST_AUTO_TEST_CASE(one_torn_entry_is_left_out_the_rest_decoded) {
   Scenario scenario;
-  // max_entries_ of 2^40 and next_ past the slots: read what is there, from slot 0, said.
-  scenario.mem.put<uint64_t>(nsc::kTorchRecorderStruct, kRecorder, "max_entries_", uint64_t{1} << 40);
-  scenario.mem.put<uint64_t>(nsc::kTorchRecorderStruct, kRecorder, "next_", 99);
-  // One entry's profiling name claims 1 GB, another's sizes claim 2^31 values.
   scenario.mem.put_string(nsc::kTorchEntryStruct, scenario.slot_address(3), "profiling_name_", "nccl:all_reduce",
-                          uint64_t{1} << 30);
+                          uint64_t{1} << 30);  // a name claiming 1 GB
+  nsc::FlightRecorderState state = scenario.decode();
+  BOOST_TEST(state.unavailable == "");
+  BOOST_REQUIRE(state.entries.size() == 2u);
+  BOOST_TEST(state.entries[0].record_id == 2u);
+  BOOST_TEST(state.entries[1].record_id == 4u);
+  BOOST_TEST(has_error(state, "left out: torn"));
+  BOOST_TEST(has_error(state, "exceeds 4096 bytes"));
+  // A sequence id going back is the same: one entry, left out.
+  Scenario back;
+  back.mem.put<uint64_t>(nsc::kTorchEntryStruct, back.slot_address(4), "collective_seq_id_", 1);
+  state = back.decode();
+  BOOST_REQUIRE(state.entries.size() == 2u);
+  BOOST_TEST(has_error(state, "pg 1 sequence ids go back at record 4 (collective 1 after 2"));
+}
+
+// A ring larger than the decoder reads (TORCH_FR_BUFFER_SIZE past the read limit) still fits:
+// the oldest entries are read, in ring order, and the limit is said.
+BOOST_AUTO_TEST_CASE(a_ring_past_the_read_limit_is_read_in_part) {
+  Scenario scenario;
+  nsc::RecorderLimits limits;
+  limits.max_entries = 2;
+  nsc::FlightRecorderState state = scenario.decode(limits);
+  BOOST_TEST(state.unavailable == "");
+  BOOST_TEST(state.slots == 3u);
+  BOOST_REQUIRE(state.entries.size() == 2u);
+  BOOST_TEST(state.entries[0].record_id == 2u);
+  BOOST_TEST(state.entries[1].record_id == 3u);
+  BOOST_TEST(has_error(state, "entries_: 3 elements exceed 2"));
+}
+
+BOOST_AUTO_TEST_CASE(huge_sizes_are_bounded_and_said) {
+  Scenario scenario;
   std::string small_vector;
   uint64_t sizes = scenario.mem.at(nsc::kTorchEntryStruct, scenario.slot_address(4), "sizes_", &small_vector);
   scenario.mem.memory.put<uint32_t>(scenario.mem.at(small_vector, sizes, "Size"), 0x80000000u);
   nsc::FlightRecorderState state = scenario.decode();
   BOOST_REQUIRE(state.entries.size() == 3u);
-  BOOST_TEST(state.entries[0].record_id == 3u);  // slot 0 first
-  BOOST_TEST(has_error(state, "next_ 99 lies past the 3 entries"));
-  BOOST_TEST(has_error(state, "exceeds 4096 bytes"));
   BOOST_TEST(has_error(state, "sizes_: 2147483648 elements exceed"));
-  BOOST_TEST(state.entries[1].input_sizes.empty());
+  BOOST_TEST(state.entries[2].input_sizes.empty());
+}
+
+// Two or more entries no recorder writes: the profile is not this build's.
+BOOST_AUTO_TEST_CASE(entries_that_cannot_be_mean_the_layout_does_not_fit) {
+  Scenario scenario;
+  scenario.mem.put<uint8_t>(nsc::kTorchEntryStruct, scenario.slot_address(2), "isP2P_", 7);
+  scenario.mem.put<uint64_t>(nsc::kTorchEntryStruct, scenario.slot_address(3), "pg_id_", uint64_t{1} << 33);
+  nsc::FlightRecorderState state = scenario.decode();
+  BOOST_TEST(state.unavailable == "unreadable: layout does not fit (2 of 3 entries: isP2P_ (a bool) holds 7)");
+  BOOST_TEST(state.entries.empty());
+}
+
+// The profile of another build: the 2.11 Entry without reset_epoch_ (as older torch has it),
+// every later member 8 bytes earlier. Read on 2.11 memory, it must not give entries.
+BOOST_AUTO_TEST_CASE(a_profile_of_another_build_gives_no_garbage_entries) {
+  Scenario scenario;
+  nsc::LayoutProfile wrong = profile();
+  nsc::StructLayout& entry = wrong.structs.at(nsc::kTorchEntryStruct);
+  uint64_t removed = entry.find("reset_epoch_")->offset;
+  std::vector<nsc::MemberLayout> kept;
+  for (nsc::MemberLayout member : entry.members) {
+    if (member.name == "reset_epoch_") continue;
+    if (member.offset > removed) member.offset -= 8;
+    kept.push_back(member);
+  }
+  entry.members = kept;
+  entry.size -= 8;
+  nsc::FlightRecorderState state;
+  nsc::PythonOffsets offsets = python_offsets();
+  nsc::decode_flight_recorder(scenario.mem.memory, wrong, kRecorder, &offsets, {}, &state);
+  BOOST_TEST_MESSAGE(state.unavailable);
+  BOOST_TEST(state.unavailable.rfind("unreadable: layout does not fit (", 0) == 0);
+  BOOST_TEST(state.entries.empty());
 }
 
 BOOST_AUTO_TEST_CASE(looping_tree_and_wild_pointers_end_cleanly) {
@@ -519,4 +616,95 @@ BOOST_AUTO_TEST_CASE(text_lines_name_group_communicator_and_caller_line) {
   BOOST_TEST(text.find("#3 nccl:all_reduce pg '3' (dp0) coll #2 completed [65536] Float at train.py:165 in train_step") !=
              std::string::npos);
   BOOST_TEST(text.find("#4 nccl:all_reduce pg '1' (tp0) coll #3 scheduled") != std::string::npos);
+}
+
+// Which torch is mapped (torch/torch_build.h): a torch install whose libtorch_cuda.so is this test
+// program (an ELF with a build-id), mapped into synthetic memory with its first pages.
+namespace {
+
+namespace fs = std::filesystem;
+
+struct FakeInstall {
+  fs::path root;
+  std::string library;
+  explicit FakeInstall(const std::string& version_py) {
+    root = fs::temp_directory_path() / ("ncclscope-torch-build-" + std::to_string(::getpid()));
+    fs::create_directories(root / "torch" / "lib");
+    library = (root / "torch" / "lib" / "libtorch_cuda.so").string();
+    fs::copy_file("/proc/self/exe", library, fs::copy_options::overwrite_existing);
+    std::ofstream(root / "torch" / "version.py") << version_py;
+  }
+  ~FakeInstall() { fs::remove_all(root); }
+  void map_into(SyntheticTarget& memory, uint64_t address) const {
+    std::ifstream in(library, std::ios::binary);
+    std::vector<char> head(0x4000);
+    in.read(head.data(), static_cast<std::streamsize>(head.size()));
+    std::memcpy(memory.add_file_block(address, head.size(), library), head.data(), head.size());
+  }
+  // A source profile (no build-id, no symbol) of torch 2.11.0 under root/profiles/torch.
+  std::string write_source_profile() const {
+    nsc::LayoutProfile source = shipped_profile();
+    source.build_id.clear();
+    source.symbols.clear();
+    source.constants.erase(nsc::kLoadSegmentsConstant);
+    source.library = std::string(nsc::kTorchProfileTag) + "2.11.0 (source v2.11.0)";
+    fs::create_directories(root / "profiles" / "torch");
+    nsc::write_layout_profile(source, (root / "profiles" / "torch" / "torch-2.11.0.json").string());
+    return (root / "profiles").string();
+  }
+};
+
+nsc::FlightRecorderState read_recorder(nsc::test::SyntheticTarget& memory, const std::vector<std::string>& profile_path = {}) {
+  nsc::RecorderSearch search;
+  search.profile_path = profile_path;
+  return nsc::read_flight_recorder(memory, nsc::PythonStacks{}, search);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(version_py_text_and_source_profile_names) {
+  auto version = nsc::torch_version_in_version_py(
+      "from typing import Optional\n__version__ = '2.11.0+cu130'\ndebug = False\ncuda: Optional[str] = '13.0'\n"
+      "git_version = '70d99e998b4955e0049d13a98d77ae1b14db1f45'\n");
+  BOOST_TEST(version.value_or("") == "2.11.0+cu130 70d99e998b4955e0049d13a98d77ae1b14db1f45");
+  BOOST_TEST(!nsc::torch_version_in_version_py("__version__ = 'dev'\n").has_value());
+  BOOST_TEST(nsc::source_profile_file_name("2.5.1+cu124 a8d6afb5") == "torch-2.5.1.json");
+  BOOST_TEST(nsc::source_profile_file_name("garbage") == "");
+}
+
+BOOST_AUTO_TEST_CASE(two_libtorch_and_no_profile_are_one_line_each) {
+  SyntheticTarget memory;
+  memory.add_file_block(0x10000000, 0x1000, "/nonexistent/a/torch/lib/libtorch_cuda.so");
+  memory.add_file_block(0x20000000, 0x1000, "/nonexistent/b/torch/lib/libtorch_cuda.so");
+  nsc::FlightRecorderState state = read_recorder(memory);
+  BOOST_TEST(state.library == "/nonexistent/a/torch/lib/libtorch_cuda.so");
+  BOOST_TEST(has_error(state, "a second libtorch_cuda.so is mapped: /nonexistent/b/torch/lib/libtorch_cuda.so"));
+  BOOST_TEST(state.unavailable.find("no torch layout profile for this build") != std::string::npos);
+  BOOST_TEST(state.unavailable.find("torch version unknown") != std::string::npos);
+  BOOST_TEST(state.unavailable.find('\n') == std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(the_install_version_chooses_a_source_profile) {
+  FakeInstall install("__version__ = '2.11.0+cu130'\ngit_version = '70d99e998b4955e0049d13a98d77ae1b14db1f45'\n");
+  std::string profiles = install.write_source_profile();
+  SyntheticTarget memory;
+  install.map_into(memory, 0x10000000);
+  nsc::FlightRecorderState state = read_recorder(memory, {profiles});
+  BOOST_TEST_MESSAGE(state.layout_source << " | " << state.unavailable);
+  BOOST_TEST(state.torch_version == "2.11.0 (source v2.11.0)");
+  BOOST_TEST(state.layout_source.find("chosen by torch 2.11.0+cu130 70d99e99") != std::string::npos);
+  BOOST_TEST(!state.build_id.empty());  // the local copy is proven the mapped build
+  // This stand-in library has no recorder symbol, and a source profile carries none: said.
+  BOOST_TEST(state.unavailable.find("a source profile carries none") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(an_unreadable_version_is_one_line) {
+  FakeInstall install("version = 'not what torch writes'\n");
+  std::string profiles = install.write_source_profile();
+  SyntheticTarget memory;
+  install.map_into(memory, 0x10000000);
+  nsc::FlightRecorderState state = read_recorder(memory, {profiles});
+  BOOST_TEST(has_error(state, "torch version unreadable: "));
+  BOOST_TEST(has_error(state, "has no __version__ = '...' line"));
+  BOOST_TEST(state.unavailable.find("torch version unknown") != std::string::npos);
 }

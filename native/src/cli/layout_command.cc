@@ -27,7 +27,7 @@ const char kLayoutUsage[] =
     "       ncclscope layout dirs [--profile-path D:D]\n"
     "       ncclscope layout python DWARF_FILE --interpreter PYTHON -o FILE.json\n"
     "       ncclscope layout torch DWARF_FILE --torch-version V (--libtorch LIB | --libtorch-symbols F\n"
-    "                              --libtorch-headers F) -o FILE.json\n"
+    "                              --libtorch-headers F | --from-source) -o FILE.json\n"
     "  extract         read struct layouts from the DWARF of LIB into a profile (<build-id>.json\n"
     "                  in a profile directory makes a stripped library of that build decodable);\n"
     "                  -o - writes to stdout; --cache also stores it in the user cache;\n"
@@ -44,7 +44,9 @@ const char kLayoutUsage[] =
     "                  native/src/torch/recorder_layout_tu.cpp built -g against the wheel's headers:\n"
     "                  scripts/torch-layout-from-tu.sh), build-id and the recorder's singleton symbol\n"
     "                  from libtorch_cuda.so (or `readelf -sW` / `readelf -n` text of it); store it as\n"
-    "                  native/profiles/torch/<build-id>.json\n";
+    "                  native/profiles/torch/<build-id>.json; --from-source: a TU built from a release\n"
+    "                  tag's source tree (scripts/torch-layout-from-source.sh), no build-id nor symbol,\n"
+    "                  stored as native/profiles/torch/torch-X.Y.Z.json and chosen by torch version\n";
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -249,6 +251,9 @@ int run_torch(const ParsedOptions& options) {
   facts.symbols_text = options.value("--libtorch-symbols");
   facts.headers_text = options.value("--libtorch-headers");
   facts.torch_version = options.value("--torch-version");
+  facts.from_source = options.has("--from-source");
+  if (facts.from_source && !(facts.library.empty() && facts.symbols_text.empty() && facts.headers_text.empty()))
+    throw UsageError("torch --from-source takes no --libtorch* facts (a source tree has no library)");
   auto start = std::chrono::steady_clock::now();
   LayoutProfile profile = extract_torch_layout(options.positional[1], facts);
   double elapsed = seconds_since(start);
@@ -275,7 +280,7 @@ int run_layout_command(const std::vector<std::string>& args) {
   return run_guarded("layout", kLayoutUsage, [&]() -> int {
     ParsedOptions options = parse_options(args, {"-o", "--output", "--root", "--profile-path", "--interpreter",
                                            "--libtorch", "--libtorch-symbols", "--libtorch-headers", "--torch-version"},
-                                          {"--json", "--dwarf", "--cache", "--headers", "--help", "-h"});
+                                          {"--json", "--dwarf", "--cache", "--headers", "--from-source", "--help", "-h"});
     if (options.has("--help") || options.has("-h")) {
       std::fputs(kLayoutUsage, stdout);
       return kExitOk;

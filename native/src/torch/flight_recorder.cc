@@ -13,6 +13,8 @@
 #include "layout/profile_store.h"
 #include "nccl/object_view.h"
 #include "python/python_frames.h"
+#include "torch/layout_fit.h"
+#include "torch/torch_build.h"
 #include "torch/torch_layout.h"
 #include "util/errors.h"
 #include "util/strings.h"
@@ -51,12 +53,14 @@ class ContainerReader {
   }
 
   struct Span {
-    uint64_t begin = 0, count = 0;
+    uint64_t begin = 0, count = 0;  // count: the elements to read (at most `max`)
+    uint64_t total = 0;             // the vector's size
   };
 
   // A std::vector's [begin, end) as `element_size`-byte elements, at most `max` of them.
+  // *torn (when given) is set when the vector's own pointers are impossible (not merely unreadable).
   std::optional<Span> vector(const ObjectView& owner, const std::string& path, uint64_t element_size, uint64_t max,
-                             std::string* why) {
+                             std::string* why, bool* torn = nullptr) {
     ObjectView vec = owner.member(path);
     if (!vec.valid() || element_size == 0) return fail_span(why, path + ": not a std::vector in this layout");
     auto begin = vec.pointer("_M_impl._M_start");
@@ -65,10 +69,12 @@ class ContainerReader {
     if (!begin.ok() || !end.ok() || !capacity_end.ok())
       return fail_span(why, path + ": " + (!begin.ok() ? begin.unavailable : !end.ok() ? end.unavailable : capacity_end.unavailable));
     uint64_t first = *begin.value, last = *end.value, cap = *capacity_end.value;
-    if (last < first || cap < last || (last - first) % element_size != 0)
+    if (last < first || cap < last || (last - first) % element_size != 0) {
+      if (torn) *torn = true;
       return fail_span(why, path + ": torn vector (begin " + hex(first) + ", end " + hex(last) + ", capacity end " +
                                 hex(cap) + ", element " + std::to_string(element_size) + " bytes)");
-    Span span{first, (last - first) / element_size};
+    }
+    Span span{first, (last - first) / element_size, (last - first) / element_size};
     if (span.count > max) {
       *why = path + ": " + std::to_string(span.count) + " elements exceed " + std::to_string(max) + " (first " +
              std::to_string(max) + " read)";
@@ -252,6 +258,9 @@ class RecorderDecoder {
       }
     state_->enabled = enabled.ok() && *enabled.value != 0;
     state_->capture_cpp_stack = cpp.ok() && *cpp.value != 0;
+    for (auto [name, flag] : {std::pair<const char*, const Fetched<int64_t>*>{"enabled_", &enabled}, {"capture_cpp_stack_", &cpp}})
+      if (flag->ok() && *flag->value != 0 && *flag->value != 1)
+        state_->misfit.push_back(std::string(name) + " (a bool) holds " + std::to_string(*flag->value));
     state_->max_entries = *max_entries.value;
     state_->next = *next.value;
     state_->next_id = *next_id.value;
@@ -260,33 +269,37 @@ class RecorderDecoder {
     if (auto version = containers_.string(view, "comm_lib_version_", &why)) state_->comm_lib_version = *version;
     else state_->errors.push_back("comm_lib_version_: " + why);
     read_entries(view);
-    read_process_groups(view);
-    read_pg_status(view);
+    if (ring_bounds_problem(*state_).empty()) {  // a ring that cannot be: nothing more is read
+      read_process_groups(view);
+      read_pg_status(view);
+    }
+    apply_layout_fit(state_);
   }
 
  private:
   void read_entries(const ObjectView& view) {
     const StructLayout* entry_type = layout_.find_struct(kTorchEntryStruct);
     std::string why;
-    auto span = containers_.vector(view, "entries_", entry_type ? entry_type->size : 0,
-                                   std::min(limits_.max_entries, std::max<uint64_t>(state_->max_entries, 1)), &why);
+    bool torn = false;
+    auto span = containers_.vector(view, "entries_", entry_type ? entry_type->size : 0, limits_.max_entries, &why, &torn);
     if (!span) {
       state_->errors.push_back("entries_: " + why);
+      if (torn) state_->misfit.push_back(why);  // why names entries_
       return;
     }
+    state_->entries_read = true;
     if (!why.empty()) state_->errors.push_back(why);
-    state_->slots = span->count;
+    state_->slots = span->total;
+    if (!ring_bounds_problem(*state_).empty()) return;  // no slot of a ring that cannot be is read
     uint64_t next = state_->next;
-    if (next > span->count) {
-      state_->errors.push_back("next_ " + std::to_string(next) + " lies past the " + std::to_string(span->count) +
-                               " entries (torn ring): read from slot 0");
-      next = 0;
-    }
-    // dump_entries(): the oldest slot is next_, then the ring wraps to 0.
+    // dump_entries(): the oldest slot is next_, then the ring wraps to 0 (past the read limit: the oldest ones).
     for (uint64_t k = 0; k < span->count; ++k) {
-      uint64_t slot = (next + k) % span->count;
+      uint64_t slot = (next + k) % span->total;
       RecorderEntry entry = read_entry(span->begin + slot * entry_type->size);
-      if (entry.reset_epoch != state_->reset_epoch && entry.problems.empty()) {
+      if (entry.numbers_read && entry.reset_epoch > state_->reset_epoch)
+        entry.misfit.push_back("reset_epoch_ " + std::to_string(entry.reset_epoch) + " after the recorder's " +
+                               std::to_string(state_->reset_epoch));
+      else if (entry.reset_epoch != state_->reset_epoch && entry.problems.empty()) {
         ++state_->other_epoch_entries;
         continue;
       }
@@ -313,15 +326,26 @@ class RecorderDecoder {
     number("op_id_", &entry.op_id);
     number("time_created_", &entry.time_created_ns);
     number("timeout_ms_", &entry.timeout_ms);
-    number("isP2P_", &entry.is_p2p);
-    number("retired_", &entry.retired);
+    auto flag = [&](const char* path, bool* out) {
+      auto value = view.integer(path);
+      if (!value.ok()) entry.problems.push_back(std::string(path) + ": " + value.unavailable);
+      else if (*value.value != 0 && *value.value != 1)
+        entry.misfit.push_back(std::string(path) + " (a bool) holds " + std::to_string(*value.value));
+      else *out = *value.value != 0;
+    };
+    flag("isP2P_", &entry.is_p2p);
+    flag("retired_", &entry.retired);
     number("thread_id_._M_thread", &entry.thread_id);
     if (!entry.problems.empty()) return entry;  // not an entry we can believe: stop here
+    entry.numbers_read = true;
     auto text = [&](const std::string& path, std::string* out) {
       std::string why;
       auto value = containers_.string(view, path, &why);
       if (value) *out = *value;
-      if (!why.empty()) entry.problems.push_back(why);
+      if (!why.empty()) {
+        entry.problems.push_back(why);
+        entry.misfit.push_back(why);  // the strings of an entry live in memory a core keeps
+      }
     };
     // std::tuple<group_name, group_desc>: std::get<0>, std::get<1>.
     text("pg_name_.get<0>", &entry.pg_name);
@@ -591,67 +615,10 @@ class RecorderDecoder {
   std::string python_unavailable_ = "no Python interpreter read";
 };
 
-bool is_libtorch_cuda(const std::string& path) {
-  size_t slash = path.find_last_of('/');
-  std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
-  return name.rfind("libtorch_cuda.so", 0) == 0;
-}
-
 std::vector<std::string> torch_profile_dirs(const std::vector<std::string>& caller_dirs) {
   std::vector<std::string> dirs;
   for (const std::string& dir : profile_search_dirs(caller_dirs)) dirs.push_back(dir + "/" + kTorchProfileSubdir);
   return dirs;
-}
-
-// The PT_LOAD table of the object mapped at `start`, from its ELF header page (cores keep it).
-std::optional<std::vector<LoadSegment>> load_segments_in_memory(Target& target, uint64_t start, std::string* why) {
-  Elf64_Ehdr header;
-  ReadError error;
-  if (!target.read(start, &header, sizeof header, &error)) {
-    *why = "ELF header: " + error.message();
-    return std::nullopt;
-  }
-  if (std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 || header.e_ident[EI_CLASS] != ELFCLASS64 ||
-      header.e_phentsize != sizeof(Elf64_Phdr) || header.e_phnum == 0 || header.e_phnum > 256) {
-    *why = "no 64-bit ELF header at " + hex(start);
-    return std::nullopt;
-  }
-  std::vector<Elf64_Phdr> headers(header.e_phnum);
-  if (!target.read(start + header.e_phoff, headers.data(), headers.size() * sizeof(Elf64_Phdr), &error)) {
-    *why = "program headers: " + error.message();
-    return std::nullopt;
-  }
-  std::vector<LoadSegment> segments;
-  for (const Elf64_Phdr& phdr : headers) {
-    if (phdr.p_type != PT_LOAD) continue;
-    std::string flags = std::string(phdr.p_flags & PF_R ? "R" : "") + (phdr.p_flags & PF_W ? "W" : "") +
-                        (phdr.p_flags & PF_X ? "E" : "");
-    segments.push_back({phdr.p_offset, phdr.p_vaddr, phdr.p_filesz, phdr.p_memsz, flags});
-  }
-  return segments;
-}
-
-// A torch profile whose recorded PT_LOAD fingerprint is `fingerprint` (build-id unreadable).
-std::optional<LayoutProfile> profile_by_load_segments(int64_t fingerprint, const std::vector<std::string>& dirs,
-                                                      std::vector<std::string>* notes) {
-  for (const std::string& dir : dirs) {
-    std::error_code ec;
-    if (!std::filesystem::is_directory(dir, ec)) continue;
-    std::vector<std::string> files;
-    for (const auto& item : std::filesystem::directory_iterator(dir, ec))
-      if (item.path().extension() == ".json") files.push_back(item.path().string());
-    std::sort(files.begin(), files.end());
-    for (const std::string& file : files) {
-      try {
-        LayoutProfile profile = read_layout_profile(file);
-        auto found = profile.constants.find(kLoadSegmentsConstant);
-        if (found != profile.constants.end() && found->second == fingerprint) return profile;
-      } catch (const BadInput& error) {
-        notes->push_back(error.what());
-      }
-    }
-  }
-  return std::nullopt;
 }
 
 }  // namespace
@@ -671,45 +638,31 @@ void decode_flight_recorder(Target& target, const LayoutProfile& layout, uint64_
 
 FlightRecorderState read_flight_recorder(Target& target, const PythonStacks& python, const RecorderSearch& search) {
   FlightRecorderState state;
-  std::string path;
-  for (const MappedFile& mapping : target.mapped_files())
-    if (mapping.file_offset == 0 && is_libtorch_cuda(mapping.path)) {
-      path = mapping.path;
-      break;
-    }
-  if (path.empty()) return state;
+  TorchBuild build = identify_torch_build(target, search.library);
+  if (build.library.empty()) return state;
   state.library_mapped = true;
-  state.library = path;
-  LibrarySearch library_search = search.library;
-  library_search.force_mismatch = true;  // a file of another build lends nothing: checked below
-  ResolvedLibrary library = resolve_mapped_library(target, path, library_search);
-  state.build_id = library.build_id_in_target.empty() ? library.build_id_of_file : library.build_id_in_target;
-  bool file_matches = !library.local_path.empty() &&
-                      (library.build_id_in_target.empty() || library.build_id_in_target == library.build_id_of_file);
-  std::vector<std::string> notes;
-  std::optional<LayoutProfile> layout;
-  if (is_valid_build_id(state.build_id))
-    layout = load_profile_by_build_id(state.build_id, torch_profile_dirs(search.profile_path), &notes);
-  std::string identified_by;
-  if (!layout && state.build_id.empty()) {
-    std::string why;
-    auto segments = load_segments_in_memory(target, library.mapping_start, &why);
-    if (segments) {
-      layout = profile_by_load_segments(load_segments_fingerprint(*segments), torch_profile_dirs(search.profile_path), &notes);
-      if (layout) {
-        identified_by = " (identified by its PT_LOAD table: the build-id note is not in the target: " +
-                        library.build_id_in_target_unavailable + ")";
-        state.build_id = layout->build_id;
-      }
-    }
-  }
+  state.library = build.library;
+  state.build_id = build.build_id;
+  for (const std::string& other : build.other_libraries)
+    state.errors.push_back("a second libtorch_cuda.so is mapped: " + other + " (not read; the recorder of " + build.library +
+                           " is)");
+  if (!build.version_unreadable.empty()) state.errors.push_back(build.version_unreadable);
+  TorchProfileChoice choice = choose_torch_profile(target, build, torch_profile_dirs(search.profile_path));
+  std::optional<LayoutProfile>& layout = choice.profile;
+  const ResolvedLibrary& library = build.resolved;
+  bool file_matches = !build.same_build.empty();
+  std::string path = build.library;
   if (!layout) {
+    state.torch_version = build.version;
     state.unavailable = "libtorch_cuda.so " + path + " (build-id " + (state.build_id.empty() ? "unknown" : state.build_id) +
+                        ", torch " + (build.version.empty() ? "version unknown" : build.version) +
                         "): no torch layout profile for this build (shipped: torch 2.11.0+cu130); make one with "
-                        "scripts/torch-layout-from-tu.sh on a machine with that wheel and put it in "
-                        "--profile-path DIR/torch";
+                        "scripts/torch-layout-from-tu.sh on a machine with that wheel (or a source profile torch-X.Y.Z.json: "
+                        "ncclscope layout torch --from-source) and put it in --profile-path DIR/torch";
     return state;
   }
+  if (state.build_id.empty()) state.build_id = layout->build_id;
+  std::string identified_by = choice.identified_by;
   state.torch_version = torch_version_of_profile(*layout);
   state.layout_source = layout->source + identified_by;
   std::optional<uint64_t> symbol;
@@ -723,7 +676,10 @@ FlightRecorderState read_flight_recorder(Target& target, const PythonStacks& pyt
   }
   if (!symbol && layout->symbols.count(kTorchRecorderInstanceSymbol)) symbol = layout->symbols.at(kTorchRecorderInstanceSymbol);
   if (!symbol) {
-    state.unavailable = "libtorch_cuda.so " + path + ": no symbol FlightRecorder<CUDAEvent>::get()::instance";
+    state.unavailable = "libtorch_cuda.so " + path + ": no symbol FlightRecorder<CUDAEvent>::get()::instance (" +
+                        (layout->build_id.empty() ? "a source profile carries none: give a copy of this build's "
+                                                    "libtorch_cuda.so with --solib-search-path"
+                                                  : "not in the profile nor in a local copy") + ")";
     return state;
   }
   state.instance_symbol = *symbol + library.load_bias;

@@ -46,6 +46,8 @@ struct RecorderEntry {
   std::vector<RecorderFrame> frames;  // innermost first
   std::string frames_unavailable;
   std::vector<std::string> problems;  // fields that could not be read or were not believed
+  bool numbers_read = false;          // its ids, times and flags were read (memory was there)
+  std::vector<std::string> misfit;    // values no correct layout gives (torch/layout_fit.h)
   std::string state() const;          // "completed" / "started" / "scheduled", as PyTorch says
 };
 
@@ -78,6 +80,7 @@ struct FlightRecorderState {
   bool enabled = false, capture_cpp_stack = false;
   uint64_t max_entries = 0, next = 0, next_id = 0, reset_epoch = 0;
   uint64_t slots = 0;              // entries_.size()
+  bool entries_read = false;       // entries_ itself was read (its slots counted)
   uint64_t other_epoch_entries = 0;  // slots of an older reset epoch (PyTorch leaves them out)
   std::string comm_lib_version;
   std::vector<RecorderEntry> entries;  // oldest first, as dump_entries() orders them
@@ -87,6 +90,7 @@ struct FlightRecorderState {
   std::string pg_status_unavailable;
   std::vector<std::string> layout_notes;  // offsets derived by a stated rule, not read from DWARF
   std::vector<std::string> errors;     // partial problems, one line each
+  std::vector<std::string> misfit;     // recorder values no correct layout gives (torch/layout_fit.h)
 };
 
 struct RecorderSearch {

@@ -135,6 +135,8 @@ LayoutProfile extract_torch_layout(const std::string& dwarf_file, const Libtorch
   profile.symbols.clear();  // the TU's own symbols mean nothing in libtorch
   profile.constants.clear();
   add_version_constants(facts.torch_version, &profile);
+  profile.library = std::string(kTorchProfileTag) + facts.torch_version;
+  if (facts.from_source) return profile;  // found by version (torch/torch_build.h); the symbol from the library at hand
   std::optional<uint64_t> instance;
   std::vector<LoadSegment> segments;
   if (!facts.library.empty()) {
@@ -159,7 +161,6 @@ LayoutProfile extract_torch_layout(const std::string& dwarf_file, const Libtorch
     throw BadInput("torch layout " + origin + ": no symbol " + kTorchRecorderInstanceSymbol +
                    " (FlightRecorder<CUDAEvent>::get()::instance; a stripped libtorch_cuda.so?)");
   profile.symbols[kTorchRecorderInstanceSymbol] = *instance;
-  profile.library = std::string(kTorchProfileTag) + facts.torch_version;
   return profile;
 }
 

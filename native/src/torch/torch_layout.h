@@ -43,6 +43,7 @@ struct LibtorchFacts {
   std::string symbols_text;   // path of `readelf -sW` output, or ""
   std::string headers_text;   // path of `readelf -n` (or -lnW) output with "Build ID: ...", or ""
   std::string torch_version;  // "2.11.0+cu130 70d99e99..." (torch.__version__ and git version)
+  bool from_source = false;   // a TU built from a source tree: no library, so no build-id nor symbol
 };
 
 // The profile: structs/enums from dwarf_file (a linked, not relocatable, ELF: see the
