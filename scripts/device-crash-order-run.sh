@@ -4,10 +4,11 @@
 #
 #   scripts/device-crash-order-run.sh crash    # crash-*: the job dies by itself; survivors' cores
 #   scripts/device-crash-order-run.sh order    # order-*: hangs, SIGABRT; plus the cuda-gdb probe
+#   scripts/device-crash-order-run.sh all      # both, PARALLEL (3) jobs at once
 #
 # Run from the repo root with $OUT set, carrying .device-carry/ (ncclscope stripped,
 # lib/{libncclscope.so,libdw.so.1,libelf.so.1}). Everything comes back in at most 8 files:
-# log.txt, meta.tar.xz, sizes.txt, cores.tar.partNN (15 MiB each).
+# log.txt, meta.tar.xz, sizes.txt, cores.tar.partNN (15 MiB each; inside: <scenario>.ranks.tar.xz).
 set -uo pipefail
 : "${OUT:?OUT must name the folder whose files come back}"
 case ${1:-} in
@@ -16,8 +17,12 @@ case ${1:-} in
   order) set -- order-p2p-skip order-split-vs-collective order-lock-inversion order-gpu-spin \
                 order-p2p-skip-fr-off order-lock-inversion-fr-off
          export SPIN_GDB=${SPIN_GDB:-1} HANG_TIMEOUT_S=${HANG_TIMEOUT_S:-60} ;;
-  *) echo "usage: $0 crash|order" >&2; exit 2 ;;
+  all) set -- crash-watchdog-timeout crash-sigkill crash-exception crash-cuda-illegal-address crash-native-segfault \
+              order-p2p-skip order-split-vs-collective order-lock-inversion order-gpu-spin \
+              order-p2p-skip-fr-off order-lock-inversion-fr-off
+       export CRASH_WAIT_S=${CRASH_WAIT_S:-100} SPIN_GDB=${SPIN_GDB:-1} HANG_TIMEOUT_S=${HANG_TIMEOUT_S:-60} ;;
+  *) echo "usage: $0 crash|order|all" >&2; exit 2 ;;
 esac
-export TORCH_MATERIAL=0 NO_BINARIES=1 BUDGET_BYTES=$((48 * 1024 * 1024)) \
+export PARALLEL=${PARALLEL:-3} TORCH_MATERIAL=0 NO_BINARIES=1 BUDGET_BYTES=$((48 * 1024 * 1024)) \
        CAPTURE_DEADLINE_S=${CAPTURE_DEADLINE_S:-360} SPIN_GDB_DEADLINE_S=${SPIN_GDB_DEADLINE_S:-400}
 timeout "${RUN_TIMEOUT_S:-575}" bash scripts/device-torch-multigroup.sh "$@" 2>&1 | tee "$OUT/log.txt"

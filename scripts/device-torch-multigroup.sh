@@ -141,7 +141,7 @@ wait_for_exit() {
 }
 
 capture() {
-  local scenario=$1 world dir=$WORK/$1 port=$((29600 + RANDOM % 300)) rank t0=$SECONDS deadline
+  local scenario=$1 world dir=$WORK/$1 port=${PORT:-$((29600 + RANDOM % 300))} rank t0=$SECONDS deadline
   world=$(world_of "$scenario") || { log "unknown scenario $scenario"; return; }
   rm -rf "$dir"; mkdir -p "$dir"; PIDS=()
   for ((rank = 0; rank < world; rank++)); do start_rank "$dir" $rank "$world" "$scenario" $port; PIDS[$rank]=$STARTED_PID; done
@@ -180,7 +180,7 @@ capture() {
 # A crash scenario ends by itself: keep each rank's maps while it lives, note when it is gone,
 # abort the ranks still alive CRASH_WAIT_S after the start (said in rank<R>.exit).
 capture_crash() {
-  local scenario=$1 world dir=$WORK/$1 port=$((29600 + RANDOM % 300)) rank t0=$SECONDS pid alive
+  local scenario=$1 world dir=$WORK/$1 port=${PORT:-$((29600 + RANDOM % 300))} rank t0=$SECONDS pid alive
   world=$(world_of "$scenario") || { log "unknown scenario $scenario"; return; }
   rm -rf "$dir"; mkdir -p "$dir"; PIDS=()
   for ((rank = 0; rank < world; rank++)); do start_rank "$dir" $rank "$world" "$scenario" $port; PIDS[$rank]=$STARTED_PID; done
@@ -230,7 +230,7 @@ capture_crash() {
 # A separate order-gpu-spin job, never captured: cuda-gdb attaches to the spinning rank (2) and
 # to a waiting rank (0); what it and the extension print goes to order-gpu-spin/gdb/.
 spin_gdb_probe() {
-  local dir=$WORK/order-gpu-spin-gdb out=$WORK/order-gpu-spin/gdb port=$((29950 + RANDOM % 40)) rank
+  local dir=$WORK/order-gpu-spin-gdb out=$WORK/order-gpu-spin-gdb/gdb port=${PORT:-29990} rank
   rm -rf "$dir"; mkdir -p "$dir" "$out"; local pids=()
   for rank in 0 1 2 3; do start_rank "$dir" $rank 4 order-gpu-spin $port; pids[$rank]=$STARTED_PID; done
   local deadline=$((SECONDS + 90))
@@ -305,49 +305,60 @@ record_machine() {
   echo "$cudart" >> "$WORK/machine/machine.txt"
 }
 
-# Python slices first while they fit, else the NCCL slice; logs, truths, FR dumps always.
+# One tar per scenario of its ranks' slices as rank<R>.core, one xz stream (ranks share most
+# pages): the python slices while the budget holds, else that scenario's NCCL slices.
+pack_scenario() {  # SCENARIO python|nccl
+  local dir=$WORK/$1 tmp=$WORK/pack-$1 f rank
+  rm -rf "$tmp"; mkdir -p "$tmp"
+  for f in "$dir"/rank*.nccl.core; do
+    [ -f "$f" ] || continue
+    rank=$(basename "$f" .nccl.core)
+    if [ "$2" = python ] && [ -f "$dir/$rank.python.core" ]; then
+      ln "$dir/$rank.python.core" "$tmp/$rank.core"; echo "$rank python $(stat -c %s "$tmp/$rank.core")"
+    else
+      ln "$f" "$tmp/$rank.core"; echo "$rank nccl $(stat -c %s "$tmp/$rank.core")"
+    fi
+  done > "$WORK/cores-out/$1.kinds.txt"
+  [ -s "$WORK/cores-out/$1.kinds.txt" ] || { rm -f "$WORK/cores-out/$1.kinds.txt"; return; }
+  (cd "$tmp" && tar -cf - rank*.core) | xz -9 -T4 > "$WORK/cores-out/$1.ranks.tar.xz"
+  rm -rf "$tmp"
+}
+
+# Logs, truths, FR dumps and the full-core decodes always; then the cores, within BUDGET_BYTES.
 pack() {
-  local stage=$WORK/stage used=0 scenario f rank size
-  mkdir -p "$stage"
+  local stage=$WORK/stage used scenario size
+  mkdir -p "$stage" "$WORK/cores-out"
   cp -r "$WORK/machine" "$stage/"
   for scenario in "${SCENARIOS[@]}"; do
     local dir=$WORK/$scenario; mkdir -p "$stage/$scenario"
     cp "$dir"/*.log "$dir"/*.json "$dir"/*.txt "$dir"/*.time "$dir"/*.environ "$dir"/*.proc "$dir"/*.state "$dir"/*.pid \
        "$dir"/*.pkl "$dir"/*.err "$dir"/*.maps "$dir"/*.exit "$dir"/pt_fr_rank* "$stage/$scenario/" 2>/dev/null
-    [ -d "$dir/gdb" ] && cp -r "$dir/gdb" "$stage/$scenario/"
+    [ -d "$WORK/$scenario-gdb/gdb" ] && cp -r "$WORK/$scenario-gdb/gdb" "$stage/$scenario/"
   done
   tar -C "$stage" -cf "$WORK/meta.tar" . && xz -9 -T16 "$WORK/meta.tar"
   used=$(stat -c %s "$WORK/meta.tar.xz")
-  mkdir -p "$WORK/cores-out"
-  for f in "$WORK"/*/rank*.nccl.core "$WORK"/*/rank*.python.core; do
-    [ -f "$f" ] || continue
-    while [ "$(jobs -rp | wc -l)" -ge 15 ]; do sleep 0.2; done
-    xz -9 -c "$f" > "$f.xz" &
-  done
+  for scenario in "${SCENARIOS[@]}"; do pack_scenario "$scenario" python & done
   wait
-  for kind in nccl python; do
-    for scenario in "${SCENARIOS[@]}"; do
-      for f in "$WORK/$scenario"/rank*.$kind.core; do
-        [ -f "$f" ] || continue
-        rank=$(basename "$f" ".$kind.core")
-        size=$(stat -c %s "$f.xz")
-        local swap=$((size - ${NCCL_SIZE[$scenario.$rank]:-0}))
-        if [ $kind = python ] && [ $((used + swap)) -le "$BUDGET_BYTES" ]; then
-          rm -f "$WORK/cores-out/$scenario.$rank.nccl.core.xz"; used=$((used + swap))
-          mv "$f.xz" "$WORK/cores-out/$scenario.$rank.python.core.xz"
-        elif [ $kind = nccl ]; then
-          mv "$f.xz" "$WORK/cores-out/$scenario.$rank.nccl.core.xz"; used=$((used + size))
-          NCCL_SIZE[$scenario.$rank]=$size
-        fi
-        echo "$scenario $rank $kind $(stat -c %s "$f") $size" >> "$WORK/sizes.txt"
-      done
-    done
+  for scenario in "${SCENARIOS[@]}"; do
+    [ -f "$WORK/cores-out/$scenario.ranks.tar.xz" ] || continue
+    size=$(stat -c %s "$WORK/cores-out/$scenario.ranks.tar.xz")
+    if [ $((used + size)) -gt "$BUDGET_BYTES" ]; then
+      pack_scenario "$scenario" nccl; size=$(stat -c %s "$WORK/cores-out/$scenario.ranks.tar.xz")
+      [ $((used + size)) -gt "$BUDGET_BYTES" ] && { log "$scenario: over budget, cores left out"; rm -f "$WORK/cores-out/$scenario".*; continue; }
+    fi
+    used=$((used + size))
+    echo "$scenario $size $(tr '\n' ' ' < "$WORK/cores-out/$scenario.kinds.txt")" >> "$WORK/sizes.txt"
   done
   cp "$WORK/sizes.txt" "$OUT/" 2>/dev/null
   mv "$WORK/meta.tar.xz" "$OUT/"
   tar -C "$WORK/cores-out" -cf - . | split -b 15M -d - "$OUT/cores.tar.part"
-  log "packed: $((used / 1048576)) MiB; $(ls "$WORK/cores-out" | wc -l) cores"
+  log "packed: $((used / 1048576)) MiB"; cat "$WORK/sizes.txt"
   ls -l "$OUT"
+}
+
+run_scenario() {
+  case $1 in crash-*) capture_crash "$1" ;; *) capture "$1" ;; esac
+  process_scenario "$1"
 }
 
 main() {
@@ -366,14 +377,19 @@ main() {
   { strings "$(dirname "$("$PY" -c 'import torch; print(torch.__file__)')")/lib/libtorch_cuda.so" |
       grep -E 'TORCH_NCCL_(WAIT_TIMEOUT_DUMP_MILSEC|HEARTBEAT_TIMEOUT_SEC|ENABLE_MONITORING|ASYNC_ERROR_HANDLING|DUMP_ON_TIMEOUT)|slept for|First PG on this rank|Terminating the process after attempting|watchdog thread terminated with exception' |
       sort -u; } > "$WORK/machine/torch_teardown_strings.txt" 2>&1
-  declare -gA NCCL_SIZE=()
-  local scenario
-  for scenario in "${SCENARIOS[@]}"; do
+  local scenario index=0
+  # PARALLEL scenarios at once (each its own job, port and directory); capture, then slice.
+  for scenario in "${SCENARIOS[@]}" ${SPIN_GDB:+spin-gdb-probe}; do
+    while [ "$(jobs -rp | wc -l)" -ge "${PARALLEL:-1}" ]; do sleep 0.5; done
     [ $SECONDS -gt "${CAPTURE_DEADLINE_S:-330}" ] && { log "deadline: $scenario not run"; continue; }
-    case $scenario in crash-*) capture_crash "$scenario" ;; *) capture "$scenario" ;; esac
-    process_scenario "$scenario" &
+    index=$((index + 1))
+    if [ "$scenario" = spin-gdb-probe ]; then
+      [ "$SPIN_GDB" = 1 ] && PORT=$((29500 + 20 * index)) spin_gdb_probe &
+    else
+      PORT=$((29500 + 20 * index)) run_scenario "$scenario" &
+    fi
+    sleep 1
   done
-  [ "${SPIN_GDB:-0}" = 1 ] && [ $SECONDS -le "${SPIN_GDB_DEADLINE_S:-420}" ] && spin_gdb_probe
   wait
   for scenario in "${SCENARIOS[@]}"; do
     log "$scenario: $(cat "$WORK/$scenario/capture.txt")"; head -c 1500 "$WORK/$scenario/triage.full.txt"; echo
