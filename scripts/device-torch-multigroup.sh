@@ -275,7 +275,7 @@ process_scenario() {
   local cores=("$dir"/rank*.core)
   [ -f "${cores[0]}" ] || { log "$scenario: no core"; return; }
   { time "$NSC" triage "${cores[@]}" --exe "$exe" --solib-search-path "$NCCL_LIBDIR" --json > "$dir/triage.full.json"; } 2> "$dir/triage.full.time"
-  "$NSC" triage "${cores[@]}" --exe "$exe" --solib-search-path "$NCCL_LIBDIR" > "$dir/triage.full.txt" 2>&1
+  [ "${TRIAGE_TEXT:-1}" = 1 ] && "$NSC" triage "${cores[@]}" --exe "$exe" --solib-search-path "$NCCL_LIBDIR" > "$dir/triage.full.txt" 2>&1
   for core in "${cores[@]}"; do
     rank=$(basename "$core" .core)
     (
@@ -392,7 +392,10 @@ main() {
   done
   wait
   for scenario in "${SCENARIOS[@]}"; do
-    log "$scenario: $(cat "$WORK/$scenario/capture.txt")"; head -c 1500 "$WORK/$scenario/triage.full.txt"; echo
+    log "$scenario: $(cat "$WORK/$scenario/capture.txt" 2>/dev/null)"
+    if [ -f "$WORK/$scenario/triage.full.txt" ]; then head -c 1500 "$WORK/$scenario/triage.full.txt"; echo
+    else "$PY" -c 'import json, sys; r = json.load(open(sys.argv[1])); print(r["verdict"], r["culprit_ranks"], r["suspect_ranks"], r.get("summary", "")[:600])' \
+           "$WORK/$scenario/triage.full.json" 2>&1 | head -c 800; fi
   done
   pack
 }
