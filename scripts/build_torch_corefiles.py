@@ -113,6 +113,19 @@ def faulthandler_text(log_path):
     return "".join(lines)
 
 
+def main_thread_site(fault_text, program):
+    """The innermost frame of `program` on the thread that runs <module> (faulthandler's dump)."""
+    threads = [block for block in fault_text.split("\n\n") if "<module>" in block]
+    for block in threads:
+        for line in block.splitlines():
+            line = line.strip()
+            if line.startswith("File ") and program in line and " in " in line:
+                parts = line.split(", line ")
+                number, function = parts[1].split(" in ", 1)
+                return {"file": program, "line": int(number), "function": function.strip()}
+    return None
+
+
 def comm_summary(state_path):
     if not os.path.exists(state_path):
         return []
@@ -165,6 +178,12 @@ def build(capture_dir, cores_dir, scenario, out_root):
         ranks.append(entry)
         shutil.copy(truth_path, os.path.join(out, "truth", "rank%d.ground_truth.json" % rank))
         log = os.path.join(source, "rank%d.log" % rank)
+        site = main_thread_site(faulthandler_text(log), "torch_crash_order.py") if os.path.exists(log) else None
+        if scenario.startswith("crash-") and site and entry["hang_site"] and \
+                (site["function"], site["line"]) != (entry["hang_site"]["function"], entry["hang_site"]["line"]):
+            # The rank went on past the point it announced: its core shows where faulthandler saw it.
+            entry["announced_site"] = entry["hang_site"]
+            entry["hang_site"] = dict(site, call="(faulthandler: the main thread at the fatal signal)")
         if os.path.exists(log) and faulthandler_text(log):
             with open(os.path.join(out, "truth", "rank%d.faulthandler.txt" % rank), "w") as handle:
                 handle.write(faulthandler_text(log))
@@ -197,6 +216,11 @@ def build(capture_dir, cores_dir, scenario, out_root):
         "ranks": ranks,
         "triage": EXPECTED_TRIAGE[scenario],
     }
+    # The verdicts of issues 32 (crash) and 33 (program order) are not given by triage yet:
+    # tests/cli/multigroup_corpus_test.sh reports them as XFAIL until that issue's work lands.
+    pending = {"crash-": 32, "order-": 33}.get(scenario[:6])
+    if pending:
+        expected["pending_issue"] = pending
     with open(os.path.join(out, "expected.json"), "w") as handle:
         json.dump(expected, handle, indent=2)
         handle.write("\n")
