@@ -20,9 +20,9 @@ case ${1:-} in
   all) set -- crash-watchdog-timeout crash-sigkill crash-exception crash-cuda-illegal-address crash-native-segfault \
               order-p2p-skip order-split-vs-collective order-lock-inversion order-gpu-spin \
               order-p2p-skip-fr-off order-lock-inversion-fr-off
-       export CRASH_WAIT_S=${CRASH_WAIT_S:-90} SPIN_GDB=${SPIN_GDB:-1} HANG_TIMEOUT_S=${HANG_TIMEOUT_S:-60} \
+       export CRASH_WAIT_S=${CRASH_WAIT_S:-90} SPIN_GDB=${SPIN_GDB:-1} HANG_TIMEOUT_S=${HANG_TIMEOUT_S:-45} \
               PARALLEL=${PARALLEL:-4} LIVE_CHECK=${LIVE_CHECK:-0} TRIAGE_TEXT=${TRIAGE_TEXT:-0} \
-              CAPTURE_DEADLINE_S=${CAPTURE_DEADLINE_S:-300} ;;
+              TRIAGE_FULL=${TRIAGE_FULL:-0} SPIN_GDB_AFTER=order-gpu-spin CAPTURE_DEADLINE_S=${CAPTURE_DEADLINE_S:-300} ;;
   *) echo "usage: $0 crash|order|all" >&2; exit 2 ;;
 esac
 export PARALLEL=${PARALLEL:-3} TORCH_MATERIAL=0 NO_BINARIES=1 BUDGET_BYTES=$((48 * 1024 * 1024)) \

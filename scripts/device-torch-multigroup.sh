@@ -274,7 +274,8 @@ process_scenario() {
   exe=$(readlink -f "$PY")
   local cores=("$dir"/rank*.core)
   [ -f "${cores[0]}" ] || { log "$scenario: no core"; return; }
-  { time "$NSC" triage "${cores[@]}" --exe "$exe" --solib-search-path "$NCCL_LIBDIR" --json > "$dir/triage.full.json"; } 2> "$dir/triage.full.time"
+  [ "${TRIAGE_FULL:-1}" = 1 ] &&
+    { time "$NSC" triage "${cores[@]}" --exe "$exe" --solib-search-path "$NCCL_LIBDIR" --json > "$dir/triage.full.json"; } 2> "$dir/triage.full.time"
   [ "${TRIAGE_TEXT:-1}" = 1 ] && "$NSC" triage "${cores[@]}" --exe "$exe" --solib-search-path "$NCCL_LIBDIR" > "$dir/triage.full.txt" 2>&1
   for core in "${cores[@]}"; do
     rank=$(basename "$core" .core)
@@ -379,12 +380,19 @@ main() {
       sort -u; } > "$WORK/machine/torch_teardown_strings.txt" 2>&1
   local scenario index=0
   # PARALLEL scenarios at once (each its own job, port and directory); capture, then slice.
-  for scenario in "${SCENARIOS[@]}" ${SPIN_GDB:+spin-gdb-probe}; do
+  # SPIN_GDB_AFTER names the scenario the spin probe follows in the queue (default: the last).
+  local queue=() name
+  for name in "${SCENARIOS[@]}"; do
+    queue+=("$name"); [ "$name" = "${SPIN_GDB_AFTER:-}" ] && queue+=(spin-gdb-probe)
+  done
+  [[ " ${queue[*]} " == *" spin-gdb-probe "* ]] || queue+=(spin-gdb-probe)
+  for scenario in "${queue[@]}"; do
     while [ "$(jobs -rp | wc -l)" -ge "${PARALLEL:-1}" ]; do sleep 0.5; done
+    [ "$scenario" = spin-gdb-probe ] && [ "${SPIN_GDB:-0}" != 1 ] && continue
     [ $SECONDS -gt "${CAPTURE_DEADLINE_S:-330}" ] && { log "deadline: $scenario not run"; continue; }
     index=$((index + 1))
     if [ "$scenario" = spin-gdb-probe ]; then
-      [ "$SPIN_GDB" = 1 ] && PORT=$((29500 + 20 * index)) spin_gdb_probe &
+      PORT=$((29500 + 20 * index)) spin_gdb_probe &
     else
       PORT=$((29500 + 20 * index)) run_scenario "$scenario" &
     fi
