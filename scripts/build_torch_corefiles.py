@@ -180,7 +180,7 @@ def build(capture_dir, cores_dir, scenario, out_root):
         log = os.path.join(source, "rank%d.log" % rank)
         site = main_thread_site(faulthandler_text(log), "torch_crash_order.py") if os.path.exists(log) else None
         if scenario.startswith("crash-") and site and entry["hang_site"] and \
-                (site["function"], site["line"]) != (entry["hang_site"]["function"], entry["hang_site"]["line"]):
+                site["function"] != entry["hang_site"]["function"]:
             # The rank went on past the point it announced: its core shows where faulthandler saw it.
             entry["announced_site"] = entry["hang_site"]
             entry["hang_site"] = dict(site, call="(faulthandler: the main thread at the fatal signal)")
