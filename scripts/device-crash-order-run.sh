@@ -28,3 +28,12 @@ esac
 export PARALLEL=${PARALLEL:-3} TORCH_MATERIAL=0 NO_BINARIES=1 BUDGET_BYTES=$((48 * 1024 * 1024)) \
        CAPTURE_DEADLINE_S=${CAPTURE_DEADLINE_S:-360} SPIN_GDB_DEADLINE_S=${SPIN_GDB_DEADLINE_S:-400}
 timeout "${RUN_TIMEOUT_S:-575}" bash scripts/device-torch-multigroup.sh "$@" 2>&1 | tee "$OUT/log.txt"
+# Cut off before it packed: send back what is there (logs, truths, every slice made so far), fast.
+if [ ! -f "$OUT/meta.tar.xz" ]; then
+  work=${WORK:-/tmp/multigroup}
+  echo "[crash-order] cut off before packing: partial pack of $work"
+  tar -C "$work" --exclude='*.core' --exclude='cores' --exclude='native' -cf - . | xz -3 -T16 > "$OUT/meta-partial.tar.xz"
+  (cd "$work" && ls -- */rank*.python.core */rank*.nccl.core 2>/dev/null | tar -cf - -T -) | xz -3 -T16 |
+    split -b 15M -d - "$OUT/slices-partial.tar.xz.part"
+  ls -l "$OUT"
+fi
