@@ -36,6 +36,11 @@ import sys
 import threading
 import time
 
+# PyTorch settings a scenario may set; the ground truth records the ones in effect.
+TORCH_SETTINGS = ("TORCH_NCCL_ENABLE_TIMING", "TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_ASYNC_ERROR_HANDLING",
+                  "TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC", "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC",
+                  "TORCH_NCCL_ENABLE_MONITORING", "TORCH_NCCL_LOG_CPP_STACK_ON_UNCLEAN_SHUTDOWN",
+                  "TORCH_NCCL_DUMP_ON_TIMEOUT", "TORCH_FR_DUMP_TEMP_FILE")
 GOOD_STEPS = 3          # steps every rank completes before the deviation
 MICRO_BATCHES = 4
 DEVIANT_STEP = GOOD_STEPS  # 0-based: the 4th step
@@ -71,12 +76,13 @@ def where_am_i(depth=1):
 class Job:
     """The rank's groups and its own count of what it launched on each (the ground truth)."""
 
-    def __init__(self, scenario, rank, world, device, elements):
+    def __init__(self, scenario, rank, world, device, elements, layout=None, culprit=None, group_timeout=None):
         import torch
         import torch.distributed as dist
         self.torch, self.dist = torch, dist
         self.scenario, self.rank, self.world = scenario, rank, world
-        self.layout, self.culprit = SCENARIOS[scenario]
+        self.layout, self.culprit = (layout, culprit) if layout else SCENARIOS[scenario]
+        self.group_timeout = group_timeout  # a datetime.timedelta given to every new_group, or None
         self.device = torch.device("cuda", device)
         self.elements = elements
         self.groups = {}      # name -> {"pg", "ranks"} for the groups this rank is in
@@ -87,10 +93,11 @@ class Job:
         # Every rank creates every group, in the same order (torch.distributed requires it).
         for index, ranks in enumerate(rank_lists):
             desc = "%s%d" % (name, index)
+            options = {"timeout": self.group_timeout} if self.group_timeout else {}
             try:
-                pg = self.dist.new_group(ranks, group_desc=desc)
+                pg = self.dist.new_group(ranks, group_desc=desc, **options)
             except TypeError:  # a PyTorch without group_desc
-                pg = self.dist.new_group(ranks)
+                pg = self.dist.new_group(ranks, **options)
             if self.rank in ranks:
                 self.groups[name] = {"pg": pg, "ranks": ranks, "desc": desc}
 
@@ -136,8 +143,7 @@ class Job:
                  "nccl_version": ".".join(str(v) for v in self.torch.cuda.nccl.version()),
                  "groups": groups, "launched": self.launched, "events_tail": self.events[-12:],
                  "elements": self.elements,
-                 "torch_settings": {key: os.environ[key] for key in ("TORCH_NCCL_ENABLE_TIMING", "TORCH_FR_BUFFER_SIZE")
-                                    if key in os.environ}}
+                 "torch_settings": {key: os.environ[key] for key in TORCH_SETTINGS if key in os.environ}}
         truth.update(extra or {})
         return truth
 
