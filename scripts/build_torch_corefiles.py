@@ -216,11 +216,6 @@ def build(capture_dir, cores_dir, scenario, out_root):
         "ranks": ranks,
         "triage": EXPECTED_TRIAGE[scenario],
     }
-    # The verdicts of issues 32 (crash) and 33 (program order) are not given by triage yet:
-    # tests/cli/multigroup_corpus_test.sh reports them as XFAIL until that issue's work lands.
-    pending = {"crash-": 32, "order-": 33}.get(scenario[:6])
-    if pending:
-        expected["pending_issue"] = pending
     with open(os.path.join(out, "expected.json"), "w") as handle:
         json.dump(expected, handle, indent=2)
         handle.write("\n")

@@ -6,9 +6,6 @@
 #  - triage's verdict, culprit_ranks and suspect_ranks equal the program's ground truth
 #    (expected.json "triage"), and the named finding exists;
 #  - the verdict does not depend on input order (inputs reversed).
-# A scenario whose expected.json has "pending_issue": N states a verdict triage does not give
-# yet (issue N's work): a differing verdict prints XFAIL and does not fail the test, a matching
-# one prints XPASS (drop pending_issue then); its decode checks still fail the test.
 # Skips (77) when the cores, xz or python3 are missing.
 source "$(dirname "$0")/corpus_prelude.sh"
 ls "$SRC"/corefiles/*/ranks.tar.xz >/dev/null 2>&1 || { echo "SKIP: no ranks.tar.xz scenario in corefiles/"; exit 77; }
@@ -47,24 +44,17 @@ expected = json.load(open(os.path.join(directory, "expected.json")))
 want = expected["triage"]
 report = json.load(open(os.path.join(work, scenario + ".json")))
 reverse = json.load(open(os.path.join(work, scenario + ".rev.json")))
-problems, verdict_problems = [], []
+problems = []
 for key in ("verdict", "culprit_ranks", "suspect_ranks"):
     if report[key] != want[key]:
-        verdict_problems.append("%s %s, want %s" % (key, report[key], want[key]))
+        problems.append("%s %s, want %s" % (key, report[key], want[key]))
     if reverse[key] != report[key]:
         problems.append("%s %s with inputs reversed, %s in order" % (key, reverse[key], report[key]))
 if want.get("kind"):
     kinds = [f for c in report["communicators"] for f in c["findings"]] + report.get("startup", [])
     if not any(f["kind"] == want["kind"] and f.get("collective", want.get("collective")) == want.get("collective", f.get("collective"))
                for f in kinds):
-        verdict_problems.append("no %s finding (%s)" % (want["kind"], want.get("collective")))
-pending = expected.get("pending_issue")
-if pending and verdict_problems:
-    print("XFAIL %s (issue %s): %s" % (scenario, pending, "; ".join(verdict_problems[:3])), flush=True)
-elif pending:
-    print("XPASS %s (issue %s): the verdict is as expected; drop pending_issue" % (scenario, pending), flush=True)
-else:
-    problems += verdict_problems
+        problems.append("no %s finding (%s)" % (want["kind"], want.get("collective")))
 # The slice decodes every communicator as the full core did on the GPU machine.
 compared = 0
 for rank in expected["ranks"]:
