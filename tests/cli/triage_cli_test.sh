@@ -38,8 +38,8 @@ json_check "$WORK/two.json" 'all(k in r for k in ("graph","stack_classes","input
 
 # 2. DOT always; SVG only where Graphviz is installed.
 head -1 "$WORK/g.dot" | grep -qx "digraph ncclscope_triage {" || fail "dot: header"
-grep -q '^  n0 -> n1 \[label="AllGather #4\\n0x6db0a96d9cb7fc37"\];$' "$WORK/g.dot" || fail "dot: edge n0 -> n1"
-grep -q '^  n1 \[label="rank 1\\npause() called from train_step_0() \[user-code\]", fillcolor="#f4cccc"\];$' "$WORK/g.dot" || fail "dot: culprit node"
+grep -q '^  n0 -> n1 \[label="AllGather #4\\n0x6db0a96d9cb7fc37", class="waits-on"\];$' "$WORK/g.dot" || fail "dot: edge n0 -> n1"
+grep -q '^  n1 \[label="rank 1\\npause() called from train_step_0() \[user-code\]", fillcolor="#f4cccc", class="role-culprit"' "$WORK/g.dot" || fail "dot: culprit node"
 if command -v dot >/dev/null; then
   expect_rc 0 "svg" -- "$NSC" triage "$DATA" --svg "$WORK/g.svg"
   grep -q "<svg" "$WORK/g.svg" || fail "svg: no <svg> element"
