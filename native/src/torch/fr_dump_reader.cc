@@ -29,9 +29,37 @@ Value value_of(Kind kind) {
   return value;
 }
 
+// The machine's storage, kept per thread from one dump to the next: a dump of 2,000 entries
+// makes ~200,000 values and ~30,000 containers, and allocating them afresh for each of 4,096
+// dumps cost more (page faults, malloc) than reading them.
+struct Arena {
+  std::vector<Value> values;
+  std::vector<std::vector<uint32_t>> items;  // the first `items_used` are live
+  size_t items_used = 0;
+  std::vector<uint32_t> stack, memo, popped;
+  std::vector<size_t> marks;
+
+  void reset() {
+    values.clear();
+    items_used = 0;
+    stack.clear();
+    memo.clear();
+    marks.clear();
+  }
+  uint32_t new_items() {
+    if (items_used == items.size()) items.emplace_back();
+    items[items_used].clear();
+    return static_cast<uint32_t>(items_used++);
+  }
+};
+
 class Machine {
  public:
-  Machine(std::string_view bytes, const std::string& name) : bytes_(bytes), name_(name) {}
+  Machine(std::string_view bytes, const std::string& name, Arena* arena)
+      : bytes_(bytes), name_(name), values_(arena->values), items_(arena->items), stack_(arena->stack),
+        memo_(arena->memo), popped_(arena->popped), marks_(arena->marks), arena_(*arena) {
+    arena->reset();
+  }
 
   // Runs to STOP; returns the top value.
   uint32_t run() {
@@ -47,6 +75,8 @@ class Machine {
   }
 
   const Value& value(uint32_t id) const { return values_[id]; }
+  size_t index_of(const Value* value) const { return static_cast<size_t>(value - values_.data()); }
+  size_t value_count() const { return values_.size(); }
   const std::vector<uint32_t>& items(const Value& container) const { return items_[container.items]; }
   [[noreturn]] void fail(const std::string& why) const { throw BadInput(name_ + ": " + why); }
 
@@ -158,9 +188,8 @@ class Machine {
   }
   void push_text(uint64_t length) { Value v = value_of(Kind::kText); v.text = take(length); push(v); }
   void push_container(Kind kind) {
-    Value v{kind};
-    v.items = static_cast<uint32_t>(items_.size());
-    items_.emplace_back();
+    Value v = value_of(kind);
+    v.items = arena_.new_items();
     push(v);
   }
 
@@ -170,31 +199,33 @@ class Machine {
   }
   size_t floor() const { return marks_.empty() ? 0 : marks_.back(); }
   uint32_t pop() { uint32_t id = top(); stack_.pop_back(); return id; }
-  std::vector<uint32_t> pop_n(size_t count) {
+  // The values popped go to one reused list (valid until the next pop).
+  const std::vector<uint32_t>& pop_n(size_t count) {
     if (stack_.size() < floor() + count) fail("malformed pickle: stack underflow");
-    std::vector<uint32_t> out(stack_.end() - count, stack_.end());
+    popped_.assign(stack_.end() - count, stack_.end());
     stack_.resize(stack_.size() - count);
-    return out;
+    return popped_;
   }
-  std::vector<uint32_t> pop_mark() {
+  const std::vector<uint32_t>& pop_mark() {
     if (marks_.empty()) fail("malformed pickle: no MARK");
     size_t mark = marks_.back();
     marks_.pop_back();
-    std::vector<uint32_t> out(stack_.begin() + mark, stack_.end());
+    popped_.assign(stack_.begin() + mark, stack_.end());
     stack_.resize(mark);
-    return out;
+    return popped_;
   }
 
-  void collect(Kind kind, std::vector<uint32_t> members) {
+  void collect(Kind kind, const std::vector<uint32_t>& members) {
     uint32_t id = push(value_of(kind));
-    values_[id].items = static_cast<uint32_t>(items_.size());
-    items_.push_back(std::move(members));
+    uint32_t list = arena_.new_items();
+    values_[id].items = list;
+    items_[list].assign(members.begin(), members.end());
   }
-  void collect_dict(std::vector<uint32_t> members) {
+  void collect_dict(const std::vector<uint32_t>& members) {
     if (members.size() % 2) fail("malformed pickle: a dict with a key and no value");
-    collect(Kind::kDict, std::move(members));
+    collect(Kind::kDict, members);
   }
-  void append_to(Kind kind, std::vector<uint32_t> members) {
+  void append_to(Kind kind, const std::vector<uint32_t>& members) {
     const Value& target = values_[top()];
     if (target.kind != kind) fail("malformed pickle: items added to a value that is not a " + std::string(kind == Kind::kList ? "list" : "dict"));
     if (kind == Kind::kDict && members.size() % 2) fail("malformed pickle: a dict with a key and no value");
@@ -217,10 +248,13 @@ class Machine {
   std::string_view bytes_;
   const std::string& name_;
   size_t at_ = 2;
-  std::vector<Value> values_;
-  std::vector<std::vector<uint32_t>> items_;
-  std::vector<uint32_t> stack_, memo_;
-  std::vector<size_t> marks_;
+  std::vector<Value>& values_;
+  std::vector<std::vector<uint32_t>>& items_;
+  std::vector<uint32_t>& stack_;
+  std::vector<uint32_t>& memo_;
+  std::vector<uint32_t>& popped_;
+  std::vector<size_t>& marks_;
+  Arena& arena_;
 
 };
 
@@ -309,63 +343,129 @@ class DumpReader {
     }
   }
 
-  uint32_t sizes(const Value* list) {
-    if (list == nullptr || list->kind != Kind::kList) return out_.intern("[]");
-    std::vector<std::vector<int64_t>> tensors;
-    for (uint32_t id : m_.items(*list)) {
-      const Value& tensor = m_.value(id);
-      tensors.emplace_back();
-      if (tensor.kind == Kind::kList || tensor.kind == Kind::kTuple)
-        for (uint32_t dim : m_.items(tensor))
-          if (m_.value(dim).kind == Kind::kInt) tensors.back().push_back(m_.value(dim).integer);
+  // A string value's id in the rank's table; memoized strings (the same value again) are
+  // interned once: PyTorch's pickler memoizes every repeated string.
+  uint32_t text_id(const Value* value) {
+    if (value == nullptr || value->kind != Kind::kText) return 0;
+    size_t index = m_.index_of(value);
+    if (index >= string_of_value_.size()) string_of_value_.resize(m_.value_count(), kNoValue);
+    uint32_t& id = string_of_value_[index];
+    if (id == kNoValue) {
+      buffer_.assign(value->text.data(), value->text.size());
+      id = out_.intern(buffer_);
     }
-    return out_.intern(fr_sizes_text(tensors));
+    return id;
+  }
+
+  // "[[65536], [2, 3]]": PyTorch's own repr of sizes, built in a reused buffer.
+  uint32_t sizes(const Value* list) {
+    buffer_ = "[";
+    if (list != nullptr && list->kind == Kind::kList) {
+      bool first_tensor = true;
+      for (uint32_t id : m_.items(*list)) {
+        const Value& tensor = m_.value(id);
+        buffer_ += first_tensor ? "[" : ", [";
+        first_tensor = false;
+        bool first_dim = true;
+        if (tensor.kind == Kind::kList || tensor.kind == Kind::kTuple)
+          for (uint32_t dim : m_.items(tensor))
+            if (m_.value(dim).kind == Kind::kInt) {
+              if (!first_dim) buffer_ += ", ";
+              first_dim = false;
+              buffer_ += std::to_string(m_.value(dim).integer);
+            }
+        buffer_ += "]";
+      }
+    }
+    buffer_ += "]";
+    return out_.intern(buffer_);
   }
   uint32_t dtypes(const Value* list) {
-    std::string text = "[";
+    buffer_ = "[";
     if (list != nullptr && list->kind == Kind::kList)
       for (uint32_t id : m_.items(*list))
-        if (m_.value(id).kind == Kind::kText) text += (text.size() > 1 ? ", " : "") + std::string(m_.value(id).text);
-    return out_.intern(text + "]");
+        if (m_.value(id).kind == Kind::kText) {
+          if (buffer_.size() > 1) buffer_ += ", ";
+          buffer_.append(m_.value(id).text.data(), m_.value(id).text.size());
+        }
+    buffer_ += "]";
+    return out_.intern(buffer_);
+  }
+
+  // The keys an entry holds that triage reads, found in one pass over the entry's dict.
+  enum Field { kRecordId, kCollectiveSeq, kP2pSeq, kProcessGroup, kProfilingName, kInputSizes, kOutputSizes,
+               kInputDtypes, kOutputDtypes, kState, kIsP2p, kFrames, kFieldCount };
+  static int field_of(std::string_view key) {
+    switch (key.size()) {
+      case 5: return key == "state" ? kState : -1;
+      case 6: return key == "is_p2p" ? kIsP2p : key == "frames" ? kFrames : -1;
+      case 9: return key == "record_id" ? kRecordId : -1;
+      case 10: return key == "p2p_seq_id" ? kP2pSeq : -1;
+      case 11: return key == "input_sizes" ? kInputSizes : -1;
+      case 12: return key == "output_sizes" ? kOutputSizes : key == "input_dtypes" ? kInputDtypes : -1;
+      case 13: return key == "process_group" ? kProcessGroup : key == "output_dtypes" ? kOutputDtypes : -1;
+      case 14: return key == "profiling_name" ? kProfilingName : -1;
+      case 17: return key == "collective_seq_id" ? kCollectiveSeq : -1;
+      default: return -1;
+    }
   }
 
   void read_entry(const Value& entry, size_t index) {
     if (entry.kind != Kind::kDict)
       m_.fail("not a flight-recorder dump: entry " + std::to_string(index) + " is not a dict");
+    const Value* field[kFieldCount] = {};
+    const std::vector<uint32_t>& items = m_.items(entry);
+    for (size_t i = 0; i + 1 < items.size(); i += 2) {
+      const Value& key = m_.value(items[i]);
+      int f = key.kind == Kind::kText ? field_of(key.text) : -1;
+      if (f >= 0) field[f] = &m_.value(items[i + 1]);
+    }
     FrRecord record;
-    record.record_id = integer(member(entry, "record_id"));
-    record.collective_seq = integer(member(entry, "collective_seq_id"));
-    record.p2p_seq = integer(member(entry, "p2p_seq_id"));
-    const Value* pg = member(entry, "process_group");
-    const Value* name = member(entry, "profiling_name");
+    record.record_id = integer(field[kRecordId]);
+    record.collective_seq = integer(field[kCollectiveSeq]);
+    record.p2p_seq = integer(field[kP2pSeq]);
+    const Value* pg = field[kProcessGroup];
+    const Value* name = field[kProfilingName];
     if (pg == nullptr || pg->kind != Kind::kTuple || m_.items(*pg).size() != 2 || name == nullptr ||
         name->kind != Kind::kText)
       m_.fail("not a flight-recorder dump: entry " + std::to_string(index) + " has no process_group or profiling_name");
-    record.pg_name = out_.intern(text(&m_.value(m_.items(*pg)[0])));
-    record.pg_desc = out_.intern(text(&m_.value(m_.items(*pg)[1])));
-    record.profiling_name = out_.intern(std::string(name->text));
-    record.input_sizes = sizes(member(entry, "input_sizes"));
-    record.output_sizes = sizes(member(entry, "output_sizes"));
-    record.input_dtypes = dtypes(member(entry, "input_dtypes"));
-    record.output_dtypes = dtypes(member(entry, "output_dtypes"));
-    std::string state = text(member(entry, "state"));
-    record.state = state == "scheduled" ? FrState::kScheduled
-                   : state == "started" ? FrState::kStarted
-                   : state == "completed" ? FrState::kCompleted : FrState::kUnknown;
-    const Value* p2p = member(entry, "is_p2p");
+    record.pg_name = text_id(&m_.value(m_.items(*pg)[0]));
+    record.pg_desc = text_id(&m_.value(m_.items(*pg)[1]));
+    record.profiling_name = text_id(name);
+    record.input_sizes = sizes(field[kInputSizes]);
+    record.output_sizes = sizes(field[kOutputSizes]);
+    record.input_dtypes = dtypes(field[kInputDtypes]);
+    record.output_dtypes = dtypes(field[kOutputDtypes]);
+    const Value* state = field[kState];
+    std::string_view state_text = state && state->kind == Kind::kText ? state->text : std::string_view();
+    record.state = state_text == "scheduled" ? FrState::kScheduled
+                   : state_text == "started" ? FrState::kStarted
+                   : state_text == "completed" ? FrState::kCompleted : FrState::kUnknown;
+    const Value* p2p = field[kIsP2p];
     record.is_p2p = p2p && p2p->kind == Kind::kBool && p2p->flag;
-    std::vector<FrFrame> frames;
-    if (const Value* list = member(entry, "frames"); list && list->kind == Kind::kList)
+    frames_.clear();
+    if (const Value* list = field[kFrames]; list && list->kind == Kind::kList)
       for (uint32_t id : m_.items(*list)) {
         const Value& frame = m_.value(id);
         if (frame.kind != Kind::kDict) continue;
-        frames.push_back({out_.intern(text(member(frame, "name"))), out_.intern(text(member(frame, "filename"))),
-                          integer(member(frame, "line"))});
+        const Value *function = nullptr, *file = nullptr, *line = nullptr;
+        const std::vector<uint32_t>& keys = m_.items(frame);
+        for (size_t i = 0; i + 1 < keys.size(); i += 2) {
+          const Value& key = m_.value(keys[i]);
+          if (key.kind != Kind::kText) continue;
+          if (key.text == "name") function = &m_.value(keys[i + 1]);
+          else if (key.text == "filename") file = &m_.value(keys[i + 1]);
+          else if (key.text == "line") line = &m_.value(keys[i + 1]);
+        }
+        frames_.push_back({text_id(function), text_id(file), integer(line)});
       }
-    record.stack = out_.intern_stack(std::move(frames));
+    record.stack = out_.intern_stack(frames_);
     out_.records.push_back(record);
   }
 
+  std::vector<uint32_t> string_of_value_;  // value index -> string id (kNoValue: not yet)
+  std::string buffer_;
+  std::vector<FrFrame> frames_;
   const Machine& m_;
   const std::string& name_;
   FrRankRecords out_;
@@ -378,7 +478,8 @@ bool looks_like_pickle(std::string_view head) {
 }
 
 FrRankRecords read_fr_dump(std::string_view bytes, const std::string& name) {
-  Machine machine(bytes, name);
+  thread_local Arena arena;
+  Machine machine(bytes, name, &arena);
   uint32_t root = machine.run();
   return DumpReader(machine, name).read(root);
 }

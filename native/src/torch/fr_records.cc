@@ -67,23 +67,29 @@ FrRankRecords::FrRankRecords() {
 }
 
 uint32_t FrRankRecords::intern(const std::string& text) {
-  auto [found, added] = ids_.emplace(text, static_cast<uint32_t>(strings.size()));
-  if (added) strings.push_back(text);
-  return found->second;
+  auto found = ids_.find(text);
+  if (found != ids_.end()) return found->second;
+  uint32_t id = static_cast<uint32_t>(strings.size());
+  ids_.emplace(text, id);
+  strings.push_back(text);
+  return id;
 }
 
-uint32_t FrRankRecords::intern_stack(std::vector<FrFrame> frames) {
+uint32_t FrRankRecords::intern_stack(const std::vector<FrFrame>& frames) {
   if (frames.empty()) return 0;
-  std::string key;
+  stack_key_.clear();
   for (const FrFrame& frame : frames) {
     int64_t line = frame.line.value_or(INT64_MIN);
-    key.append(reinterpret_cast<const char*>(&frame.name), sizeof frame.name);
-    key.append(reinterpret_cast<const char*>(&frame.filename), sizeof frame.filename);
-    key.append(reinterpret_cast<const char*>(&line), sizeof line);
+    stack_key_.append(reinterpret_cast<const char*>(&frame.name), sizeof frame.name);
+    stack_key_.append(reinterpret_cast<const char*>(&frame.filename), sizeof frame.filename);
+    stack_key_.append(reinterpret_cast<const char*>(&line), sizeof line);
   }
-  auto [found, added] = stack_ids_.emplace(std::move(key), static_cast<uint32_t>(stacks.size()));
-  if (added) stacks.push_back(std::move(frames));
-  return found->second;
+  auto found = stack_ids_.find(stack_key_);
+  if (found != stack_ids_.end()) return found->second;
+  uint32_t id = static_cast<uint32_t>(stacks.size());
+  stack_ids_.emplace(stack_key_, id);
+  stacks.push_back(frames);
+  return id;
 }
 
 const FrGroupConfig* FrRankRecords::group(const std::string& name) const {
@@ -198,7 +204,7 @@ FrRankRecords fr_records_from_torch_section(const json& torch) {
         if (frame.is_object())
           frames.push_back({out.intern(text_of(frame, "name")), out.intern(text_of(frame, "filename")),
                             int_of(frame, "line")});
-    record.stack = out.intern_stack(std::move(frames));
+    record.stack = out.intern_stack(frames);
     out.records.push_back(record);
   }
   return out;

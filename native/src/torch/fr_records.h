@@ -55,13 +55,14 @@ struct FrRankRecords {
   FrRankRecords();
   const std::string& text(uint32_t id) const { return strings[id]; }
   uint32_t intern(const std::string& text);
-  uint32_t intern_stack(std::vector<FrFrame> frames);
+  uint32_t intern_stack(const std::vector<FrFrame>& frames);
   const FrGroupConfig* group(const std::string& name) const;
   size_t memory_bytes() const;  // an estimate, for the bench
 
  private:
   std::unordered_map<std::string, uint32_t> ids_;
   std::unordered_map<std::string, uint32_t> stack_ids_;  // frames' ids as bytes -> stack
+  std::string stack_key_;  // reused
 };
 
 // "all_reduce" from "nccl:all_reduce", "send" from "nccl:send 0->2".

@@ -40,6 +40,10 @@ struct Rank {
   // group -> (src, dst) global -> its sends (on src) or receives (on dst), in issue order
   std::unordered_map<int, std::unordered_map<uint64_t, std::vector<uint32_t>>> sends, recvs;
   int current = -1;  // its earliest record not completed: what it waits in
+  // Per string id: the op type it names ("all_reduce" for "nccl:all_reduce") and a hash of the
+  // text, so that comparing entries across ranks (each with its own table) costs no allocation.
+  std::vector<std::string> op_type;
+  std::vector<uint64_t> hash, op_hash;
 
   const FrRecord& record(uint32_t index) const { return records->records[index]; }
   int64_t seq_at(uint32_t index) const { return record(index).collective_seq.value_or(-1); }
@@ -61,9 +65,17 @@ struct Rank {
   }
 };
 
-std::string op_of(const Rank& rank, const FrRecord& record) {
-  return torch::fr_op_type(rank.records->text(record.profiling_name));
-}
+const std::string& op_of(const Rank& rank, const FrRecord& record) { return rank.op_type[record.profiling_name]; }
+
+// What a member issued at one sequence id, as the majority test compares it: op type, input
+// sizes and dtypes (by their texts' hashes), or nothing.
+struct IssuedKey {
+  bool nothing = false;
+  uint64_t type = 0, sizes = 0, dtypes = 0;
+  bool operator<(const IssuedKey& o) const {
+    return std::tie(nothing, type, sizes, dtypes) < std::tie(o.nothing, o.type, o.sizes, o.dtypes);
+  }
+};
 
 CallSite call_site_of(const Rank& rank, const FrRecord& record) {
   std::vector<FrameView> frames;
@@ -166,6 +178,11 @@ class Matcher {
     rank.process = input.process;
     rank.records = input.records;
     rank.group_of_string.assign(input.records->strings.size(), -2);
+    for (const std::string& text : input.records->strings) {
+      rank.op_type.push_back(torch::fr_op_type(text));
+      rank.hash.push_back(std::hash<std::string>()(text));
+      rank.op_hash.push_back(std::hash<std::string>()(rank.op_type.back()));
+    }
     for (const torch::FrGroupConfig& config : input.records->groups) group_index(*input.records, config);
     rank_index_[input.world_rank] = ranks_.size();
     ranks_.push_back(std::move(rank));
@@ -262,8 +279,17 @@ class Matcher {
     std::sort(seqs.begin(), seqs.end());
     size_t matched = 0, mismatched = 0;
     std::vector<bool> diverged(group.ranks.size(), false);
+    // Each member's collectives on the group, walked once in sequence order.
+    Cursors cursors;
+    for (const Rank* member : members) {
+      const std::vector<uint32_t>* list = nullptr;
+      if (member != nullptr)
+        if (auto found = member->collectives.find(g); found != member->collectives.end()) list = &found->second;
+      cursors.lists.push_back(list);
+    }
+    cursors.at.assign(members.size(), 0);
     for (int64_t seq : seqs) {
-      bool ok = check_collective(g, members, seq, &diverged);
+      bool ok = check_collective(g, members, seq, &cursors, &diverged);
       (ok ? matched : mismatched) += 1;
     }
     auto [pairs, unmatched] = check_p2p(g, members);
@@ -274,20 +300,38 @@ class Matcher {
 
   // One collective across the members: missing ranks, then each member against the majority
   // entry in torchfrtrace's order (type, input sizes, output sizes, dtypes, state).
-  bool check_collective(int g, const std::vector<const Rank*>& members, int64_t seq, std::vector<bool>* diverged) {
+  struct Cursors {
+    std::vector<const std::vector<uint32_t>*> lists;  // per member, null without records on the group
+    std::vector<size_t> at;
+  };
+
+  // The member's record of collective `seq` (seqs asked in ascending order), or -1.
+  static int advance(const Rank& rank, Cursors* cursors, size_t m, int64_t seq) {
+    const std::vector<uint32_t>* list = cursors->lists[m];
+    if (list == nullptr) return -1;
+    size_t& at = cursors->at[m];
+    while (at < list->size() && rank.seq_at((*list)[at]) < seq) ++at;
+    return at < list->size() && rank.seq_at((*list)[at]) == seq ? static_cast<int>((*list)[at]) : -1;
+  }
+
+  bool check_collective(int g, const std::vector<const Rank*>& members, int64_t seq, Cursors* cursors,
+                        std::vector<bool>* diverged) {
     const Group& group = groups_[g];
     std::vector<int> index(members.size(), -1);
     std::vector<int> missing, no_input, evicted;
-    std::map<std::string, std::vector<size_t>> by_value;  // op|sizes|dtypes -> members
-    std::map<std::string, std::vector<size_t>> by_type;
+    std::map<IssuedKey, std::vector<size_t>> by_value;
+    std::map<uint64_t, std::vector<size_t>> by_type;
     for (size_t m = 0; m < members.size(); ++m) {
       if (members[m] == nullptr) { no_input.push_back(group.ranks[m]); continue; }
-      index[m] = members[m]->find(g, seq);
+      index[m] = advance(*members[m], cursors, m, seq);
       if (index[m] < 0) {
-        if (members[m]->last_seq(g) < seq) {
+        const std::vector<uint32_t>* list = cursors->lists[m];
+        int64_t last = list == nullptr || list->empty() ? 0 : members[m]->seq_at(list->back());
+        int64_t first = list == nullptr || list->empty() ? 0 : members[m]->seq_at(list->front());
+        if (last < seq) {
           missing.push_back(group.ranks[m]);
-          by_value["(nothing)"].push_back(m);
-        } else if (members[m]->evicted && members[m]->first_seq(g) > seq) {
+          by_value[IssuedKey{true}].push_back(m);
+        } else if (members[m]->evicted && first > seq) {
           evicted.push_back(group.ranks[m]);
         } else {
           missing.push_back(group.ranks[m]);  // issued later ones but not this one
@@ -295,9 +339,10 @@ class Matcher {
         continue;
       }
       const FrRecord& record = members[m]->record(index[m]);
-      by_type[op_of(*members[m], record)].push_back(m);
-      by_value[op_of(*members[m], record) + "|" + members[m]->records->text(record.input_sizes) + "|" +
-               members[m]->records->text(record.input_dtypes)].push_back(m);
+      const Rank& member = *members[m];
+      uint64_t type = member.op_hash[record.profiling_name];
+      by_type[type].push_back(m);
+      by_value[IssuedKey{false, type, member.hash[record.input_sizes], member.hash[record.input_dtypes]}].push_back(m);
     }
     find_divergence(g, members, index, seq, by_value, diverged);
     size_t reference = reference_member(by_type, index);
@@ -333,7 +378,7 @@ class Matcher {
   }
 
   // The member whose entry most members share (op type first): the one others are held to.
-  static size_t reference_member(const std::map<std::string, std::vector<size_t>>& by_type, const std::vector<int>& index) {
+  static size_t reference_member(const std::map<uint64_t, std::vector<size_t>>& by_type, const std::vector<int>& index) {
     size_t best = SIZE_MAX, count = 0;
     for (const auto& [type, list] : by_type)
       if (list.size() > count) best = list.front(), count = list.size();
@@ -344,7 +389,7 @@ class Matcher {
   // torchfrtrace's Op.match of two collective entries, as "STATE: why"; "" when they match.
   static std::string compare(const Rank& a, int ia, const Rank& b, int ib, const Group& group) {
     const FrRecord &x = a.record(ia), &y = b.record(ib);
-    std::string type = op_of(a, x), other = op_of(b, y);
+    const std::string &type = op_of(a, x), &other = op_of(b, y);
     auto text = [](const Rank& r, uint32_t id) { return r.records->text(id); };
     if (type != other) return "COLLECTIVE_TYPE_MISMATCH: " + other + " where the others issued " + type;
     bool alltoall = type == "all_to_all" || type == "alltoall" || type == "alltoall_base";
@@ -355,16 +400,18 @@ class Matcher {
     if ((type == "all_reduce" || type == "allreduce_coalesced") && text(a, x.input_sizes) != text(b, y.output_sizes))
       return "SIZE_OR_SYNTAX_MISMATCH: output sizes " + text(b, y.output_sizes) + " vs input " + text(a, x.input_sizes);
     int64_t size = static_cast<int64_t>(group.ranks.size());
-    auto in = torch::fr_first_numel(text(a, x.input_sizes)), out = torch::fr_first_numel(text(b, y.output_sizes));
-    if ((type == "all_gather" || type == "_all_gather_base" || type == "all_gather_into_tensor_coalesced") && in && out &&
-        *out != *in * size)
-      return "SIZE_OR_SYNTAX_MISMATCH: output numel " + std::to_string(*out) + " is not input numel " + std::to_string(*in) +
-             " x group size " + std::to_string(size);
-    auto rin = torch::fr_first_numel(text(b, y.input_sizes)), rout = torch::fr_first_numel(text(a, x.output_sizes));
-    if ((type == "reduce_scatter" || type == "_reduce_scatter_base" || type == "reduce_scatter_tensor_coalesced") && rin &&
-        rout && *rin != *rout * size)
-      return "SIZE_OR_SYNTAX_MISMATCH: input numel " + std::to_string(*rin) + " is not output numel " +
-             std::to_string(*rout) + " x group size " + std::to_string(size);
+    if (type == "all_gather" || type == "_all_gather_base" || type == "all_gather_into_tensor_coalesced") {
+      auto in = torch::fr_first_numel(text(a, x.input_sizes)), out = torch::fr_first_numel(text(b, y.output_sizes));
+      if (in && out && *out != *in * size)
+        return "SIZE_OR_SYNTAX_MISMATCH: output numel " + std::to_string(*out) + " is not input numel " +
+               std::to_string(*in) + " x group size " + std::to_string(size);
+    }
+    if (type == "reduce_scatter" || type == "_reduce_scatter_base" || type == "reduce_scatter_tensor_coalesced") {
+      auto in = torch::fr_first_numel(text(b, y.input_sizes)), out = torch::fr_first_numel(text(a, x.output_sizes));
+      if (in && out && *in != *out * size)
+        return "SIZE_OR_SYNTAX_MISMATCH: input numel " + std::to_string(*in) + " is not output numel " +
+               std::to_string(*out) + " x group size " + std::to_string(size);
+    }
     if (text(a, x.input_dtypes) != text(b, y.input_dtypes) && text(a, x.input_sizes) != "[[]]")
       return "COLLECTIVE_DTYPE_MISMATCH: input dtypes " + text(b, y.input_dtypes) + " vs " + text(a, x.input_dtypes);
     if (text(a, x.output_dtypes) != text(b, y.output_dtypes) && type != "gather" && text(a, x.output_sizes) != "[[]]")
@@ -376,16 +423,17 @@ class Matcher {
 
   // A type, size or dtype mismatch: the finding a mismatch verdict rests on (first per group).
   void add_mismatch_finding(int g, const std::vector<const Rank*>& members, const std::vector<int>& index, int64_t seq,
-                            const std::map<std::string, std::vector<size_t>>& by_value) {
+                            const std::map<IssuedKey, std::vector<size_t>>& by_value) {
     if (mismatch_reported_.count(g)) return;
-    std::map<std::string, std::vector<size_t>> present = by_value;
-    present.erase("(nothing)");
+    std::map<IssuedKey, std::vector<size_t>> present = by_value;
+    present.erase(IssuedKey{true});
     if (present.size() < 2) return;
     const Group& group = groups_[g];
-    std::set<std::string> types, sizes;
+    std::set<uint64_t> types;
+    std::set<std::pair<uint64_t, uint64_t>> sizes;
     for (const auto& [value, list] : present) {
-      types.insert(value.substr(0, value.find('|')));
-      sizes.insert(value.substr(0, value.rfind('|')));
+      types.insert(value.type);
+      sizes.insert({value.type, value.sizes});
     }
     std::string kind = types.size() > 1 ? "pg-type-mismatch" : sizes.size() > 1 ? "pg-size-mismatch" : "pg-dtype-mismatch";
     Finding finding{kind};
@@ -415,7 +463,7 @@ class Matcher {
 
   // Where each rank first leaves the strict majority of its group (at least two ranks agree).
   void find_divergence(int g, const std::vector<const Rank*>& members, const std::vector<int>& index, int64_t seq,
-                       const std::map<std::string, std::vector<size_t>>& by_value, std::vector<bool>* diverged) {
+                       const std::map<IssuedKey, std::vector<size_t>>& by_value, std::vector<bool>* diverged) {
     size_t voters = 0;
     for (const auto& [value, list] : by_value) voters += list.size();
     const std::vector<size_t>* majority = nullptr;
