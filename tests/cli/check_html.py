@@ -195,7 +195,7 @@ def main(argv):
 
     # The stack prefix tree: nested <details>, one per tree node with children (depth-capped).
     tree = (report.get("stack_classes") or {}).get("tree")
-    if tree:
+    if tree and tree.get("children"):  # no thread read (dump files alone): nothing to fold
         details = elements("details", **{"class": "tree"})
         if not details:
             failures.append("no <details> for the stack tree")

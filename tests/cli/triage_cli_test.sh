@@ -77,7 +77,7 @@ grep -q "^ncclscope triage: inputs from unrelated jobs: 2 groups share no commun
 expect_rc 1 "same file twice" -- "$NSC" triage "$DATA" "$DATA/rank-0.json"
 echo "not json, not ELF" >"$WORK/notes.json"
 expect_rc 2 "neither" -- "$NSC" triage "$WORK/notes.json"
-grep -qx "ncclscope triage: $WORK/notes.json: neither a JSON snapshot nor an ELF core" "$WORK/err" || fail "neither: message $(cat "$WORK/err")"
+grep -qx "ncclscope triage: $WORK/notes.json: neither a JSON snapshot, an ELF core nor a flight-recorder dump" "$WORK/err" || fail "neither: message $(cat "$WORK/err")"
 expect_rc 2 "missing file" -- "$NSC" triage "$WORK/nope.json"
 grep -qx "ncclscope triage: $WORK/nope.json: No such file or directory" "$WORK/err" || fail "missing file: message"
 # A core of a process without NCCL (needs gdb's gcore and ptrace rights).

@@ -102,16 +102,16 @@ class Machine {
       case ']': push_container(Kind::kList); return;              // EMPTY_LIST
       case '}': push_container(Kind::kDict); return;              // EMPTY_DICT
       case ')': push_container(Kind::kTuple); return;             // EMPTY_TUPLE
-      case 'l': collect(Kind::kList, pop_mark()); return;         // LIST
-      case 'd': collect_dict(pop_mark()); return;                 // DICT
-      case 't': collect(Kind::kTuple, pop_mark()); return;        // TUPLE
+      case 'l': collect_marked(Kind::kList); return;              // LIST
+      case 'd': collect_marked(Kind::kDict); return;              // DICT
+      case 't': collect_marked(Kind::kTuple); return;             // TUPLE
       case 0x85: collect(Kind::kTuple, pop_n(1)); return;         // TUPLE1
       case 0x86: collect(Kind::kTuple, pop_n(2)); return;         // TUPLE2
       case 0x87: collect(Kind::kTuple, pop_n(3)); return;         // TUPLE3
       case 'a': append_to(Kind::kList, pop_n(1)); return;         // APPEND
-      case 'e': append_to(Kind::kList, pop_mark()); return;       // APPENDS
+      case 'e': append_marked(Kind::kList); return;               // APPENDS
       case 's': append_to(Kind::kDict, pop_n(2)); return;         // SETITEM
-      case 'u': append_to(Kind::kDict, pop_mark()); return;       // SETITEMS
+      case 'u': append_marked(Kind::kDict); return;               // SETITEMS
       case 'q': memo_put(le(1)); return;                          // BINPUT
       case 'r': memo_put(le(4)); return;                          // LONG_BINPUT
       case 0x94: memo_put(memo_.size()); return;                  // MEMOIZE
@@ -215,15 +215,38 @@ class Machine {
     return popped_;
   }
 
+  // LIST, DICT, TUPLE: the values above the last MARK become the container, copied once.
+  void collect_marked(Kind kind) {
+    if (marks_.empty()) fail("malformed pickle: no MARK");
+    size_t mark = marks_.back();
+    marks_.pop_back();
+    if (kind == Kind::kDict && (stack_.size() - mark) % 2) fail("malformed pickle: a dict with a key and no value");
+    uint32_t list = arena_.new_items();
+    items_[list].assign(stack_.begin() + mark, stack_.end());
+    stack_.resize(mark);
+    Value v = value_of(kind);
+    v.items = list;
+    push(v);
+  }
+  // APPENDS, SETITEMS: the values above the last MARK go into the container below it.
+  void append_marked(Kind kind) {
+    if (marks_.empty()) fail("malformed pickle: no MARK");
+    size_t mark = marks_.back();
+    marks_.pop_back();
+    if (mark == 0 || mark <= floor()) fail("malformed pickle: stack underflow");
+    const Value& target = values_[stack_[mark - 1]];
+    if (target.kind != kind) fail("malformed pickle: items added to a value that is not a " + std::string(kind == Kind::kList ? "list" : "dict"));
+    if (kind == Kind::kDict && (stack_.size() - mark) % 2) fail("malformed pickle: a dict with a key and no value");
+    std::vector<uint32_t>& list = items_[target.items];
+    list.insert(list.end(), stack_.begin() + mark, stack_.end());
+    stack_.resize(mark);
+  }
+
   void collect(Kind kind, const std::vector<uint32_t>& members) {
     uint32_t id = push(value_of(kind));
     uint32_t list = arena_.new_items();
     values_[id].items = list;
     items_[list].assign(members.begin(), members.end());
-  }
-  void collect_dict(const std::vector<uint32_t>& members) {
-    if (members.size() % 2) fail("malformed pickle: a dict with a key and no value");
-    collect(Kind::kDict, members);
   }
   void append_to(Kind kind, const std::vector<uint32_t>& members) {
     const Value& target = values_[top()];

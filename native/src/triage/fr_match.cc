@@ -75,6 +75,7 @@ struct IssuedKey {
   bool operator<(const IssuedKey& o) const {
     return std::tie(nothing, type, sizes, dtypes) < std::tie(o.nothing, o.type, o.sizes, o.dtypes);
   }
+  bool operator!=(const IssuedKey& o) const { return *this < o || o < *this; }
 };
 
 CallSite call_site_of(const Rank& rank, const FrRecord& record) {
@@ -356,6 +357,24 @@ class Matcher {
                                {"why", what.substr(what.find(':') + 2)}});
           states.insert(what.substr(0, what.find(':')));
         }
+    // all_to_all: each rank may send different amounts; torchfrtrace checks that the group's
+    // input elements add up to its output elements, once every member is present.
+    const std::string& reference_type = op_of(*members[reference], members[reference]->record(index[reference]));
+    if (missing.empty() && no_input.empty() && evicted.empty() &&
+        (reference_type == "all_to_all" || reference_type == "alltoall" || reference_type == "alltoall_base")) {
+      int64_t in = 0, out = 0;
+      for (size_t m = 0; m < members.size(); ++m) {
+        const FrRecord& record = members[m]->record(index[m]);
+        in += torch::fr_first_numel(members[m]->records->text(record.input_sizes)).value_or(0);
+        out += torch::fr_first_numel(members[m]->records->text(record.output_sizes)).value_or(0);
+      }
+      if (in != out) {
+        differing.push_back({{"rank", nullptr}, {"match_state", "SIZE_OR_SYNTAX_MISMATCH"},
+                             {"why", "the group's input numel " + std::to_string(in) + " is not its output numel " +
+                                         std::to_string(out)}});
+        states.insert("SIZE_OR_SYNTAX_MISMATCH");
+      }
+    }
     bool missing_known = !missing.empty() && no_input.empty();
     if (differing.empty() && missing.empty() && no_input.empty()) return true;
     // torchfrtrace: missing ranks decide first (when all members dumped), then other errors.

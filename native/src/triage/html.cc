@@ -381,7 +381,7 @@ void render_group_timeline(const json& report, const json& group, std::ostringst
         last_seq[rank] = entry_group["last_enqueued"]["collective_seq_id"].get<int64_t>();
     }
   if (ranks.empty()) return;
-  page << "<h3>pg " << html(json_text(json_member(group, "desc"), name)) << " (" << html(name) << ", ranks "
+  page << "<h3>pg " << html(json_text(json_member(group, "desc"), name)) << " (" << html(name) << ", "
        << html(ranks_text(json_member(group, "ranks"))) << ")</h3>\n<table class=\"fr-timeline\">\n<tr><th>rank</th>";
   for (const auto& [seq, cells] : by_seq) page << "<th>#" << seq << "</th>";
   if (!p2p.empty()) page << "<th>recent send/recv</th>";

@@ -320,6 +320,25 @@ std::string render_triage_text(const nlohmann::json& report) {
   return text;
 }
 
+// Long text on lines of about `width` characters, broken at spaces: Graphviz sizes a box to
+// its longest line, and a one-line sentence makes the whole drawing unreadably small.
+std::string wrap_words(const std::string& text, size_t width) {
+  std::string out, line;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t space = text.find(' ', start);
+    std::string word = text.substr(start, space == std::string::npos ? std::string::npos : space - start);
+    if (!line.empty() && line.size() + 1 + word.size() > width) {
+      out += (out.empty() ? "" : "\n") + line;
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+    if (space == std::string::npos) break;
+    start = space + 1;
+  }
+  return out + (out.empty() || line.empty() ? "" : "\n") + line;
+}
+
 // An edge whose far side issued the operation but has not reached it (queued behind its own
 // work): drawn dotted and grey, apart from a wait on a rank that never issued it.
 bool queued_edge(const json& edge) {
@@ -348,7 +367,7 @@ std::string render_triage_dot(const nlohmann::json& report, const TriageOptions&
     std::string role = json_text(first["role"]);
     std::string label = escape_for_terminal(groups.label(nodes, g));
     std::string doing = json_text(first["doing"]);
-    if (!doing.empty()) label += "\n" + escape_for_terminal(doing);
+    if (!doing.empty()) label += "\n" + wrap_words(escape_for_terminal(doing), 48);
     std::string fill = role == "culprit" ? "#f4cccc" : role == "waiting" ? "#fff2cc"
                        : role == "waiting-culprit" || role == "suspect" ? "#f9cb9c" : role == "absent" ? "#eeeeee"
                        : role == "waited-on" ? "#d9ead3" : "#ffffff";

@@ -354,6 +354,13 @@ class GraphBuilder {
     return relations;
   }
 
+  // PyTorch's description of a records finding's process group ("tp1"), else its name; null.
+  static json record_group_label(const Finding& finding) {
+    if (!finding.extra.contains("pg")) return nullptr;
+    std::string desc = finding.extra.value("pg_desc", std::string());
+    return desc.empty() || desc == "undefined" ? finding.extra["pg"] : json(desc);
+  }
+
   json edges_json() const {
     json edges = json::array();
     for (const Edge& edge : edges_) {
@@ -363,7 +370,7 @@ class GraphBuilder {
       edges.push_back({{"from", edge.from}, {"to", edge.to}, {"kind", finding.edge_kind},
                        {"finding", finding.kind},
                        {"comm_hash", edge.comm ? json(edge.comm->hash_text) : json(nullptr)},
-                       {"process_group", finding.extra.contains("pg") ? finding.extra["pg"] : json(nullptr)},
+                       {"process_group", record_group_label(finding)},
                        {"collective", finding.collective.empty() ? json(nullptr) : json(finding.collective)},
                        {"seq", finding.seq ? json(*finding.seq) : json(nullptr)},
                        {"label", label}, {"peer_relations", peer_relations(edge)}});
