@@ -64,7 +64,7 @@ json_check "$WORK/split.json" 'r["verdict"]=="hang" and r["culprit_ranks"]==[5] 
 # 4. Bad input: one clear line each, graded exit codes.
 mkdir "$WORK/empty"
 expect_rc 2 "empty directory" -- "$NSC" triage "$WORK/empty"
-grep -qx "ncclscope triage: $WORK/empty: empty directory (no core\*, \*.core or \*.json file in it)" "$WORK/err" || fail "empty directory: message $(cat "$WORK/err")"
+grep -qx "ncclscope triage: $WORK/empty: empty directory (no core\*, \*.core, \*.json or fr_rank\*/\*.pkl file in it)" "$WORK/err" || fail "empty directory: message $(cat "$WORK/err")"
 python3 "$GEN" --ranks 4 --out "$WORK/corrupt" --scenario corrupt --comms 1 --threads 1
 expect_rc 2 "corrupt alone" -- "$NSC" triage "$WORK/corrupt/rank-3.json"
 grep -q "^ncclscope triage: $WORK/corrupt/rank-3.json: corrupt snapshot: parse error at line [0-9]*, column [0-9]*: " "$WORK/err" || fail "corrupt: message $(cat "$WORK/err")"

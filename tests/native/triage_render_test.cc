@@ -120,8 +120,8 @@ BOOST_AUTO_TEST_CASE(dot_marks_the_cycle) {
   }
   json report = nsc::triage_documents(as_inputs(documents), nsc::TriageOptions{});
   std::string dot = nsc::render_triage_dot(report, nsc::TriageOptions{});
-  BOOST_TEST(dot.find("n0 -> n1 [label=\"Send\\n0x6db0a96d9cb7fc37\", style=dashed, color=\"#cc0000\", penwidth=2];") !=
+  BOOST_TEST(dot.find("n0 -> n1 [label=\"Send\\n0x6db0a96d9cb7fc37\", class=\"waits-on\", style=dashed, color=\"#cc0000\", penwidth=2];") !=
              std::string::npos, dot);
-  BOOST_TEST(dot.find("n1 -> n0 [label=\"Send\\n0x6db0a96d9cb7fc37\", style=dashed, color=\"#cc0000\", penwidth=2];") !=
+  BOOST_TEST(dot.find("n1 -> n0 [label=\"Send\\n0x6db0a96d9cb7fc37\", class=\"waits-on\", style=dashed, color=\"#cc0000\", penwidth=2];") !=
              std::string::npos, dot);
 }

@@ -185,7 +185,7 @@ std::vector<WorkItem> expand_inputs(const LoadRequest& request, std::vector<Tria
               [](const auto& a, const auto& b) { return natural_less(a.first, b.first); });
     for (const auto& [file, why] : unusable) failures->push_back({file, "file", file + ": " + why + "; skipped"});
     if (names.empty() && unusable.empty()) {
-      failures->push_back({path, "directory", path + ": empty directory (no core*, *.core or *.json file in it)"});
+      failures->push_back({path, "directory", path + ": empty directory (no core*, *.core, *.json or fr_rank*/*.pkl file in it)"});
       continue;
     }
     std::sort(names.begin(), names.end(), natural_less);
