@@ -31,6 +31,7 @@ case $target in
   snapshot_reader) max_len=16384 ;;    # the state --json seeds are under 4 KB
   comm_decoders) max_len=8192 ;;       # repeated to fill the 1 MB comm
   recorder_decoder) max_len=24576 ;;   # the driver's region (4 rings of 64 records) is 20,353 bytes
+  fr_dump) max_len=9216 ;;             # PyTorch's own dumps in corefiles/*/truth are 4.8-7.4 KB
   *) echo "fuzz.sh: unknown target $target"; exit 64 ;;
 esac
 dict=()

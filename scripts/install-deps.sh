@@ -11,7 +11,8 @@ if [ "$profile" = test ]; then
              clang libclang-rt-14-dev  # clang + libFuzzer: the fuzz targets' short runs
              python3.11 python3.11-dbg austin  # Python stack tests (DWARF of 3.11), the Python bench
              slurmctld slurmd slurm-client munge  # cluster_slurm_test: real srun on localhost
-             pdsh openssh-server openssh-client)  # cluster_pdsh_test: real pdsh -R ssh to localhost
+             pdsh openssh-server openssh-client  # cluster_pdsh_test: real pdsh -R ssh to localhost
+             chromium)  # triage_html_chromium_test: the --html page drawn by a real headless browser
 fi
 missing=()
 for package in "${packages[@]}"; do

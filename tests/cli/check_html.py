@@ -145,15 +145,25 @@ def main(argv):
         boxes = [a for a, path in elements("g") if "node" in a.get("class", "").split()]
         if len(nodes) <= 64 and len(boxes) != len(nodes):
             failures.append("%d node boxes in the SVG, %d nodes in the graph" % (len(boxes), len(nodes)))
+        # Laid out by Graphviz (dot -Tsvg of the DOT): boxes are paths, one <g class=edge> per
+        # drawn arrow (per wait edge and pair of boxes); else the built-in drawing's rects and arrows.
+        graphviz = any("graph" in a.get("class", "").split() for a, _ in elements("g"))
         rects = elements("rect")
-        if len(nodes) <= 64 and len(rects) < len(nodes):
+        if not graphviz and len(nodes) <= 64 and len(rects) < len(nodes):
             failures.append("%d <rect> in the SVG for %d nodes" % (len(rects), len(nodes)))
+        if "legend" not in parser.ids:
+            failures.append("no legend (id=legend) beside the graph")
         for node in nodes if len(nodes) <= 64 else []:  # above, alike ranks share a box
             label = node.get("label") or ""
             if label and label[:20] not in text_under("wait-graph"):
                 failures.append("node label %r not drawn in the SVG" % label)
-        arrows = [a for a, _ in elements("path") if (a.get("marker-end") or "").startswith("url(#arrow")]
-        pairs = {(f, t) for e in graph.get("edges") or [] for f in e.get("from", []) for t in e.get("to", [])}
+        if graphviz:
+            arrows = [a for a, _ in elements("g") if "edge" in a.get("class", "").split()]
+            pairs = [(f, t, i) for i, e in enumerate(graph.get("edges") or [])
+                     for f in set(e.get("from", [])) for t in set(e.get("to", []))]
+        else:
+            arrows = [a for a, _ in elements("path") if (a.get("marker-end") or "").startswith("url(#arrow")]
+            pairs = {(f, t) for e in graph.get("edges") or [] for f in e.get("from", []) for t in e.get("to", [])}
         if len(nodes) <= 64 and len(arrows) != len(pairs):
             failures.append("%d arrows in the SVG, %d waits (from, to) in the graph" % (len(arrows), len(pairs)))
         roles = {n.get("role") for n in nodes}
@@ -185,7 +195,7 @@ def main(argv):
 
     # The stack prefix tree: nested <details>, one per tree node with children (depth-capped).
     tree = (report.get("stack_classes") or {}).get("tree")
-    if tree:
+    if tree and tree.get("children"):  # no thread read (dump files alone): nothing to fold
         details = elements("details", **{"class": "tree"})
         if not details:
             failures.append("no <details> for the stack tree")

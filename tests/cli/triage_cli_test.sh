@@ -38,8 +38,8 @@ json_check "$WORK/two.json" 'all(k in r for k in ("graph","stack_classes","input
 
 # 2. DOT always; SVG only where Graphviz is installed.
 head -1 "$WORK/g.dot" | grep -qx "digraph ncclscope_triage {" || fail "dot: header"
-grep -q '^  n0 -> n1 \[label="AllGather #4\\n0x6db0a96d9cb7fc37"\];$' "$WORK/g.dot" || fail "dot: edge n0 -> n1"
-grep -q '^  n1 \[label="rank 1\\npause() called from train_step_0() \[user-code\]", fillcolor="#f4cccc"\];$' "$WORK/g.dot" || fail "dot: culprit node"
+grep -q '^  n0 -> n1 \[label="AllGather #4\\n0x6db0a96d9cb7fc37", class="waits-on"\];$' "$WORK/g.dot" || fail "dot: edge n0 -> n1"
+grep -q '^  n1 \[label="rank 1\\npause() called from train_step_0() \[user-code\]", fillcolor="#f4cccc", class="role-culprit"' "$WORK/g.dot" || fail "dot: culprit node"
 if command -v dot >/dev/null; then
   expect_rc 0 "svg" -- "$NSC" triage "$DATA" --svg "$WORK/g.svg"
   grep -q "<svg" "$WORK/g.svg" || fail "svg: no <svg> element"
@@ -64,7 +64,7 @@ json_check "$WORK/split.json" 'r["verdict"]=="hang" and r["culprit_ranks"]==[5] 
 # 4. Bad input: one clear line each, graded exit codes.
 mkdir "$WORK/empty"
 expect_rc 2 "empty directory" -- "$NSC" triage "$WORK/empty"
-grep -qx "ncclscope triage: $WORK/empty: empty directory (no core\*, \*.core or \*.json file in it)" "$WORK/err" || fail "empty directory: message $(cat "$WORK/err")"
+grep -qx "ncclscope triage: $WORK/empty: empty directory (no core\*, \*.core, \*.json or fr_rank\*/\*.pkl file in it)" "$WORK/err" || fail "empty directory: message $(cat "$WORK/err")"
 python3 "$GEN" --ranks 4 --out "$WORK/corrupt" --scenario corrupt --comms 1 --threads 1
 expect_rc 2 "corrupt alone" -- "$NSC" triage "$WORK/corrupt/rank-3.json"
 grep -q "^ncclscope triage: $WORK/corrupt/rank-3.json: corrupt snapshot: parse error at line [0-9]*, column [0-9]*: " "$WORK/err" || fail "corrupt: message $(cat "$WORK/err")"
@@ -77,7 +77,7 @@ grep -q "^ncclscope triage: inputs from unrelated jobs: 2 groups share no commun
 expect_rc 1 "same file twice" -- "$NSC" triage "$DATA" "$DATA/rank-0.json"
 echo "not json, not ELF" >"$WORK/notes.json"
 expect_rc 2 "neither" -- "$NSC" triage "$WORK/notes.json"
-grep -qx "ncclscope triage: $WORK/notes.json: neither a JSON snapshot nor an ELF core" "$WORK/err" || fail "neither: message $(cat "$WORK/err")"
+grep -qx "ncclscope triage: $WORK/notes.json: neither a JSON snapshot, an ELF core nor a flight-recorder dump" "$WORK/err" || fail "neither: message $(cat "$WORK/err")"
 expect_rc 2 "missing file" -- "$NSC" triage "$WORK/nope.json"
 grep -qx "ncclscope triage: $WORK/nope.json: No such file or directory" "$WORK/err" || fail "missing file: message"
 # A core of a process without NCCL (needs gdb's gcore and ptrace rights).

@@ -11,7 +11,7 @@ chromium=${NCCLSCOPE_CHROMIUM:-/usr/bin/chromium}
 "$cli" triage "$src/tests/data/triage/allgather-2ranks" --html "$work/page.html" > /dev/null 2>&1; rc=$?
 check "triage --html (exit $rc)" test "$rc" = 0
 # No network: a page that fetched anything would render without it (and the checker fails).
-HOME=$work timeout 120 "$chromium" --headless --no-sandbox --disable-gpu --disable-dev-shm-usage \
+HOME=$work timeout 400 "$chromium" --headless --no-sandbox --disable-gpu --disable-dev-shm-usage \
   --no-first-run --hide-scrollbars --window-size=1100,1100 --screenshot="$work/page.png" \
   "file://$work/page.html" > "$work/chromium.log" 2>&1; rc=$?
 check "chromium renders the page (exit $rc)" test "$rc" = 0 -a -s "$work/page.png"

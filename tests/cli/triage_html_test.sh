@@ -44,7 +44,11 @@ ok = rows == ["0", "1"] and re.search(r'<tr><td>0</td>.*AllGather 4[,<]', table)
 print("  rows", rows)
 sys.exit(0 if ok else 1)
 PY
-check "snapshots: the culprit's box is drawn in the culprit colour" grep -q 'class="node role-culprit"><title>rank 1 ' "$work/snap.html"
+check "snapshots: the culprit's box is drawn in the culprit colour" python3 -c '
+import re, sys
+page = open(sys.argv[1]).read()
+box = re.search(r"<g [^>]*class=\"node role(-|&#45;)culprit\"[^>]*>(.*?)</g>", page, re.S)
+sys.exit(0 if box and ">rank 1" in box.group(2) and "#f4cccc" in box.group(2) else 1)' "$work/snap.html"
 
 # 2. The real corpus: the hung 2-rank job of the README (sliced cores, their program).
 if [ -f "$src/corefiles/skip-collective/rank0.core.xz" ]; then

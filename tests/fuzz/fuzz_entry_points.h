@@ -38,6 +38,8 @@
 #include "target/slice_ranges.h"
 #include "target/core_writer.h"
 #include "target/launcher_environment.h"
+#include "torch/fr_dump_reader.h"
+#include "triage/fr_match.h"
 #include "triage/process_view.h"
 #include "triage/sax_summary.h"
 #include "triage/triage.h"
@@ -443,6 +445,22 @@ inline int run_recorder_decoder(const uint8_t* data, size_t size) {
   nlohmann::json section = decode_recorder(target, &errors, options);
   section.dump(-1, ' ', false, nlohmann::json::error_handler_t::strict);  // must be valid UTF-8
   build_stream_chains(section);
+  return 0;
+}
+
+// PyTorch flight-recorder dump files (issue 31): the restricted pickle reader on any bytes
+// (one BadInput line, never a crash), then what it read matched across two ranks as triage
+// does (world ranks 0 and 1 holding the same records).
+inline int run_fr_dump(const uint8_t* data, size_t size) {
+  torch::FrRankRecords records;
+  try {
+    records = torch::read_fr_dump(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz");
+  } catch (const BadInput&) {
+    return 0;
+  }
+  std::vector<triage::FrRankInput> ranks = {{0, 0, &records}, {1, 1, &records}};
+  triage::FrMatch match = triage::match_flight_records(ranks, 2);
+  match.section.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   return 0;
 }
 

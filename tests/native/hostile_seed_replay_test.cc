@@ -60,6 +60,7 @@ BOOST_AUTO_TEST_CASE(layout_profile_seeds) { replay("layout_profile", nsc::fuzz:
 BOOST_AUTO_TEST_CASE(comm_decoder_seeds) { replay("comm_decoders", nsc::fuzz::run_comm_decoders, 1); }
 BOOST_AUTO_TEST_CASE(snapshot_reader_seeds) { replay("snapshot_reader", nsc::fuzz::run_snapshot_reader, 3); }
 BOOST_AUTO_TEST_CASE(recorder_decoder_seeds) { replay("recorder_decoder", nsc::fuzz::run_recorder_decoder, 3); }
+BOOST_AUTO_TEST_CASE(fr_dump_seeds) { replay("fr_dump", nsc::fuzz::run_fr_dump, 4); }
 
 // The harness itself: a real sliced core seed is read and its comm found.
 BOOST_AUTO_TEST_CASE(core_seed_holds_the_fixture_comm) {

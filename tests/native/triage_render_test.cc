@@ -88,9 +88,10 @@ BOOST_AUTO_TEST_CASE(dot_draws_each_rank_up_to_the_threshold) {
   json report = nsc::triage_documents(as_inputs(missing_collective(2, 1)), nsc::TriageOptions{});
   std::string dot = nsc::render_triage_dot(report, nsc::TriageOptions{});
   BOOST_TEST(dot.rfind("digraph ncclscope_triage {\n", 0) == 0u);
-  BOOST_TEST(dot.find("  n0 -> n1 [label=\"AllGather #1\\n0x6db0a96d9cb7fc37\"];\n") != std::string::npos, dot);
-  BOOST_TEST(dot.find("  n1 [label=\"rank 1\\npause() called from main() [user-code]\", fillcolor=\"#f4cccc\"];") !=
-             std::string::npos, dot);
+  BOOST_TEST(dot.find("  n0 -> n1 [label=\"AllGather #1\\n0x6db0a96d9cb7fc37\", class=\"waits-on\"];\n") != std::string::npos,
+             dot);
+  BOOST_TEST(dot.find("  n1 [label=\"rank 1\\npause() called from main() [user-code]\", fillcolor=\"#f4cccc\", "
+                      "class=\"role-culprit\"") != std::string::npos, dot);
   BOOST_TEST(dot.substr(dot.size() - 2) == "}\n");
 }
 
@@ -119,8 +120,8 @@ BOOST_AUTO_TEST_CASE(dot_marks_the_cycle) {
   }
   json report = nsc::triage_documents(as_inputs(documents), nsc::TriageOptions{});
   std::string dot = nsc::render_triage_dot(report, nsc::TriageOptions{});
-  BOOST_TEST(dot.find("n0 -> n1 [label=\"Send\\n0x6db0a96d9cb7fc37\", style=dashed, color=\"#cc0000\", penwidth=2];") !=
+  BOOST_TEST(dot.find("n0 -> n1 [label=\"Send\\n0x6db0a96d9cb7fc37\", class=\"waits-on\", style=dashed, color=\"#cc0000\", penwidth=2];") !=
              std::string::npos, dot);
-  BOOST_TEST(dot.find("n1 -> n0 [label=\"Send\\n0x6db0a96d9cb7fc37\", style=dashed, color=\"#cc0000\", penwidth=2];") !=
+  BOOST_TEST(dot.find("n1 -> n0 [label=\"Send\\n0x6db0a96d9cb7fc37\", class=\"waits-on\", style=dashed, color=\"#cc0000\", penwidth=2];") !=
              std::string::npos, dot);
 }

@@ -17,6 +17,7 @@
 #include "triage/inputs.h"
 #include "triage/triage.h"
 #include "util/errors.h"
+#include "util/input_file.h"
 #include "util/strings.h"
 
 extern char** environ;
@@ -106,11 +107,12 @@ bool write_text_file(const std::string& path, const std::string& text) {
   return true;
 }
 
-// Runs `dot -Tsvg -o svg_path dot_file` without a shell.
-bool render_svg(const std::string& dot_text, const std::string& svg_path) {
+// Runs `dot -Tsvg -o svg_path dot_file` without a shell; `quiet`: no message on failure.
+bool render_svg(const std::string& dot_text, const std::string& svg_path, bool quiet = false) {
   if (!find_in_path("dot")) {
-    std::fprintf(stderr, "ncclscope triage: --svg: Graphviz `dot` is not installed; "
-                         "use --dot FILE and render it where Graphviz is\n");
+    if (!quiet)
+      std::fprintf(stderr, "ncclscope triage: --svg: Graphviz `dot` is not installed; "
+                           "use --dot FILE and render it where Graphviz is\n");
     return false;
   }
   char temp[] = "/tmp/ncclscope-triage-XXXXXX";
@@ -127,10 +129,28 @@ bool render_svg(const std::string& dot_text, const std::string& svg_path) {
     int status = 0;
     ok = posix_spawnp(&child, "dot", nullptr, nullptr, argv.data(), environ) == 0 &&
          waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    if (!ok) std::fprintf(stderr, "ncclscope triage: --svg: `dot -Tsvg` failed\n");
+    if (!ok && !quiet) std::fprintf(stderr, "ncclscope triage: --svg: `dot -Tsvg` failed\n");
   }
   unlink(temp);
   return ok;
+}
+
+// The graph as Graphviz lays it out, for the HTML page; "" without Graphviz (the page says so).
+std::string graphviz_svg(const std::string& dot_text) {
+  char temp[] = "/tmp/ncclscope-triage-svg-XXXXXX";
+  int fd = mkstemp(temp);
+  if (fd < 0) return "";
+  close(fd);
+  std::string svg;
+  if (render_svg(dot_text, temp, true)) {
+    try {
+      svg = read_regular_file(temp, temp);
+    } catch (const std::exception&) {
+      svg.clear();
+    }
+  }
+  unlink(temp);
+  return svg;
 }
 
 }  // namespace
@@ -181,7 +201,8 @@ int run_triage_command(const std::vector<std::string>& args) {
     if (!parsed.svg_path.empty()) render_svg(dot, parsed.svg_path);
   }
   // The page says an error verdict too (what was unusable and why).
-  if (!parsed.html_path.empty() && !write_text_file(parsed.html_path, render_triage_html(report)))
+  if (!parsed.html_path.empty() &&
+      !write_text_file(parsed.html_path, render_triage_html(report, graphviz_svg(render_triage_dot(report, options)))))
     exit_code = kExitBadInput;  // the page was asked for and is not there
   return exit_code;
 }

@@ -84,6 +84,13 @@ struct Job {
   std::vector<int> commless_processes;         // usable inputs holding no communicator
   std::vector<std::string> errors;             // job-level error lines
   std::vector<Finding> startup;                // no communicator anywhere yet (startup.cc)
+  // PyTorch's flight recorder matched across ranks (fr_match.cc): the report's
+  // "flight_recorder" section; null without records. Its findings name world ranks and
+  // decide the verdict only where no input holds an NCCL communicator (dumps alone).
+  nlohmann::json flight_recorder;
+  std::vector<Finding> torch_findings;
+  std::vector<std::string> recorded_site;  // per process: its records' current operation, or ""
+  std::vector<bool> waits_from_records;    // per process: its records say what it waits on
   // Per process: its rank came from the launcher's environment, not from a communicator.
   std::vector<bool> rank_from_launcher;
   bool unrelated_jobs = false;
@@ -121,6 +128,9 @@ void analyze_recorder(Job* job);
 // PyTorch's flight recorder (torch_join.cc), after the findings: process-group names on the
 // communicators, size/dtype mismatches, each named rank's last record on the group.
 void join_torch_records(Job* job);
+// PyTorch's records of every rank matched as torchfrtrace does (fr_match.cc), after the
+// findings; its findings join the verdict only when no input holds a communicator.
+void match_torch_records(Job* job);
 // Kernel views (kernel_join.cc), after the findings: attached to processes by comm hash and
 // rank, evidence on the findings, "kernel-wait" findings for peers host state did not name.
 void join_kernel_views(Job* job, std::vector<KernelView> views);

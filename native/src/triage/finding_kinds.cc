@@ -154,6 +154,47 @@ std::string startup_hang(const Job&, size_t, const Finding& finding) {
   return text + ".";
 }
 
+// --- PyTorch's records alone (fr_match.cc): world ranks, a process group, no communicator ---
+
+std::string record_where(const Finding& finding) {
+  std::string desc = finding.extra.value("pg_desc", std::string()), name = finding.extra.value("pg", std::string());
+  return "In pg " + (desc.empty() || desc == "undefined" ? name : desc) + " (PyTorch's flight recorder)";
+}
+
+std::string record_op(const Finding& finding) {
+  return finding.collective + (finding.seq ? " #" + std::to_string(*finding.seq) : "");
+}
+
+std::string record_not_issued(const Job&, size_t, const Finding& finding) {
+  return record_where(finding) + ", " + ranks_phrase(finding.culprits) + " never issued " + record_op(finding) + ", which " +
+         ranks_phrase(finding.waiting) + " issued and " + waits(finding.waiting) + " in.";
+}
+
+std::string record_p2p_unmatched(const Job&, size_t, const Finding& finding) {
+  std::string matching = finding.collective == "send" ? "recv" : "send";
+  return record_where(finding) + ", " + ranks_phrase(finding.waiting) + " " + waits(finding.waiting) + " in " +
+         record_op(finding) + " for the matching " + matching + " that " + ranks_phrase(finding.culprits) +
+         " never issued.";
+}
+
+std::string record_no_input(const Job&, size_t, const Finding& finding) {
+  return record_where(finding) + ", " + ranks_phrase(finding.waiting) + " " + waits(finding.waiting) + " in " +
+         record_op(finding) + " with " + ranks_phrase(finding.culprits) + ", whose records no input holds.";
+}
+
+std::string record_queued(const Job&, size_t, const Finding& finding) {
+  return record_where(finding) + ", " + ranks_phrase(finding.waiting) + " " + waits(finding.waiting) + " in " +
+         record_op(finding) + ", which " + ranks_phrase(finding.culprits) + " issued behind " +
+         verb_for(finding.culprits, "its", "their") + " own unfinished operations.";
+}
+
+std::string record_mismatch(const Job&, size_t, const Finding& finding) {
+  std::string field = finding.kind == "pg-type-mismatch" ? "collectives" : finding.kind == "pg-size-mismatch" ? "sizes" : "dtypes";
+  std::string text = record_where(finding) + ", the ranks issued " + record_op(finding) + " with different " + field;
+  if (!finding.culprits.empty()) text += "; " + ranks_phrase(finding.culprits) + " differ from the majority";
+  return text + ".";
+}
+
 using VE = VerdictEffect;
 
 }  // namespace
@@ -180,6 +221,13 @@ const std::vector<FindingKind>& finding_kinds() {
       {"in-flight-consistent", VE::kIncomplete, false, "", evidence_sentence},
       {"no-hang-evident", VE::kNone, false, "", evidence_sentence},
       {"startup-hang", VE::kIncomplete, true, "never arrived", startup_hang},
+      {"pg-not-issued", VE::kNone, true, "never issued it (its records end before)", record_not_issued},
+      {"pg-p2p-unmatched", VE::kNone, true, "never issued the matching send or recv", record_p2p_unmatched},
+      {"pg-no-input", VE::kIncomplete, true, "no input holds its records", record_no_input},
+      {"pg-queued", VE::kNone, false, "issued it behind its own unfinished work", record_queued},
+      {"pg-type-mismatch", VE::kMismatch, true, "issued another collective there", record_mismatch},
+      {"pg-size-mismatch", VE::kMismatch, true, "disagrees with the others", record_mismatch},
+      {"pg-dtype-mismatch", VE::kMismatch, true, "disagrees with the others", record_mismatch},
   };
   return kinds;
 }

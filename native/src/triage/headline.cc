@@ -90,6 +90,8 @@ class Headline {
              site_of(p);
     }
     const ThreadView* thread = job_.processes[id].principal();
+    if (thread == nullptr && static_cast<size_t>(id) < job_.recorded_site.size() && !job_.recorded_site[id].empty())
+      return job_.recorded_site[id];
     if (thread == nullptr) return "no host thread in its input";
     CallSite site = user_call_site(*thread);
     if (site.found()) return site.text();
@@ -227,6 +229,50 @@ class Headline {
     return "";
   }
 
+  // --- PyTorch's records alone (dump files: no communicator) ----------------------------
+
+  bool blames_root(const Finding& finding) const {
+    for (int rank : finding.culprits)
+      for (int id : culprits_)
+        if (node(id)["world_rank"] == rank) return true;
+    return false;
+  }
+
+  const Finding* primary_record_finding() const {
+    const Finding* any = nullptr;
+    for (const Finding& finding : job_.torch_findings) {
+      if (!finding.explains_hang || !finding_kind(finding.kind).may_blame) continue;
+      if (blames_root(finding)) return &finding;
+      if (any == nullptr) any = &finding;
+    }
+    return any;
+  }
+
+  static std::string record_pg(const Finding& finding) {
+    std::string desc = finding.extra.value("pg_desc", std::string());
+    return desc.empty() || desc == "undefined" ? finding.extra.value("pg", std::string()) : desc;
+  }
+
+  // "HANG in pg dp1, tp1: all_reduce #4 never issued by rank 3."
+  std::string record_event(const Finding& primary) const {
+    std::vector<std::string> pgs;
+    for (const Finding& finding : job_.torch_findings)
+      if (finding.kind == primary.kind && finding.collective == primary.collective && finding.seq == primary.seq &&
+          finding.culprits == primary.culprits && !std::count(pgs.begin(), pgs.end(), record_pg(finding)))
+        pgs.push_back(record_pg(finding));
+    std::string where;
+    for (size_t i = 0; i < pgs.size() && i < 3; ++i) where += (i ? ", " : "") + pgs[i];
+    std::string op = primary.collective + (primary.seq ? " #" + std::to_string(*primary.seq) : "");
+    std::string far = compact_ranks(primary.culprits), waiting = compact_ranks(primary.waiting);
+    std::string event = primary.kind == "pg-p2p-unmatched"
+                            ? waiting + " " + verb_for(primary.waiting, "waits", "wait") + " in " + op + " for the " +
+                                  (primary.collective == "send" ? "recv " : "send ") + far + " never issued"
+                        : primary.kind == "pg-no-input" ? waiting + " " + verb_for(primary.waiting, "waits", "wait") + " in " +
+                                                              op + " on " + far + ", whose records no input holds"
+                                                        : op + " never issued by " + far;
+    return "HANG in pg " + where + " (PyTorch's flight recorder): " + event + ".";
+  }
+
   const json* reason_of(int id) const {
     for (const json& reason : graph_["blame"])
       for (const json& node_id : reason["nodes"])
@@ -254,6 +300,8 @@ class Headline {
                        (primary ? " (" + primary->finding->collective + ")" : "") + ".");
     } else if (primary) {
       lines->push_back(head + " in " + where_of(same_findings(*primary)) + ": " + event_of(*primary) + ".");
+    } else if (const Finding* recorded = primary_record_finding()) {
+      lines->push_back(record_event(*recorded));
     } else {
       lines->push_back("HANG: ranks wait on one another; no finding names the operation.");
     }
@@ -367,7 +415,12 @@ class Headline {
 
   void mismatch_lines(std::vector<std::string>* lines) const {
     std::optional<Located> found = first_of_effect(VerdictEffect::kMismatch);
-    if (!found) {
+    const Finding* recorded = first_record_of_effect(VerdictEffect::kMismatch);
+    if (!found && recorded) {
+      std::string field = recorded->kind == "pg-type-mismatch" ? "collectives" : recorded->kind == "pg-size-mismatch" ? "sizes" : "dtypes";
+      lines->push_back("MISMATCH in pg " + record_pg(*recorded) + " (PyTorch's flight recorder): " + operation(*recorded) +
+                       " issued with different " + field + "; nothing waits yet, results may be wrong.");
+    } else if (!found) {
       lines->push_back("MISMATCH: ranks issued the same collective with different arguments.");
     } else {
       const Finding& f = *found->finding;
@@ -382,13 +435,35 @@ class Headline {
     if (!suspects_.empty()) lines->push_back("Suspect (differs from the majority): " + grouped_sites(suspects_, 3, ", in ") + ".");
     else if (found) lines->push_back("Undecided between " + ranks_of(found->comm, compared_ranks(*found)) +
                                      ": no majority; which arguments the program meant decides.");
+    else if (recorded) lines->push_back("Undecided between " + compact_ranks(record_ranks(*recorded)) +
+                                        ": no majority; which arguments the program meant decides.");
     add_others_line("Others", {}, lines);
+  }
+
+  const Finding* first_record_of_effect(VerdictEffect effect) const {
+    for (const Finding& finding : job_.torch_findings)
+      if (finding_kind(finding.kind).effect == effect) return &finding;
+    return nullptr;
+  }
+
+  // The ranks a records mismatch compares (its evidence values).
+  static std::vector<int> record_ranks(const Finding& finding) {
+    std::vector<int> ranks;
+    for (const json& value : finding.extra.value("values", json::array()))
+      if (value.contains("rank") && value["rank"].is_number_integer()) ranks.push_back(value["rank"].get<int>());
+    normalize_ranks(&ranks);
+    return ranks;
   }
 
   void incomplete_lines(std::vector<std::string>* lines) const {
     std::optional<Located> found = first_of_effect(VerdictEffect::kIncomplete);
     std::string why = "ranks wait on the GPU, but no communicator shows who is behind";
-    if (found) {
+    const Finding* recorded = first_record_of_effect(VerdictEffect::kIncomplete);
+    if (!found && recorded && recorded->kind == "pg-no-input") {
+      why = compact_ranks(recorded->waiting) + " " + verb_for(recorded->waiting, "waits", "wait") + " in " +
+            operation(*recorded) + " on pg " + record_pg(*recorded) + " for " + compact_ranks(recorded->culprits) +
+            ", whose records no input holds";
+    } else if (found) {
       const Finding& f = *found->finding;
       std::string where = where_of({found->comm});
       if (f.kind == "absent-ranks") why = ranks_of(found->comm, f.culprits) + " of " + where + " has no input";

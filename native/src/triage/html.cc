@@ -90,6 +90,12 @@ code,.frames{font-family:Menlo,Consolas,monospace;font-size:.88em}
 details{margin-left:1.2em} summary{cursor:pointer} .leaf{margin-left:2.4em}
 .who{font-weight:bold} .finding{margin:.4em 0} .kind{font-family:monospace;background:#eef;padding:0 .3em}
 svg text{font-family:Helvetica,Arial,sans-serif}
+.legend{font-size:.85em;margin:.4em 0 .8em} .legend span.item{margin-right:1.4em;white-space:nowrap}
+.swatch{display:inline-block;width:1.1em;height:.8em;border:1px solid #666;border-radius:.2em;vertical-align:middle}
+.line{display:inline-block;width:2.6em;vertical-align:middle;border-top:2px solid #555}
+.line-p2p{border-top-style:dashed} .line-queued{border-top:2px dotted #888} .line-cycle{border-top-color:#cc0000}
+td.state-completed{background:#d9ead3} td.state-started{background:#fff2cc} td.state-scheduled{background:#f9cb9c}
+td.state-missing{background:#eeeeee;color:#777} td.diverges{outline:2px solid #cc0000}
 )css";
 
 // ---- the wait-for graph as SVG: layered left (waiting) to right (waited on) ----
@@ -271,6 +277,145 @@ void render_svg(const json& graph, std::ostringstream& page) {
   if (groups.members.size() < nodes.size())
     page << "<p>" << nodes.size() << " nodes drawn as " << count
          << " boxes: ranks in the same situation (role, activity, edges) share one.</p>\n";
+}
+
+// The graph as Graphviz laid it out (`dot -Tsvg` of the DOT `--dot` writes): its <svg>
+// element, named and scalable. Labels reach it escaped twice: by the DOT writer, then as XML.
+void embed_graphviz_svg(const std::string& svg, std::ostringstream& page) {
+  size_t start = svg.find("<svg"), end = svg.rfind("</svg>");
+  if (start == std::string::npos || end == std::string::npos || end < start) {
+    page << "<p>Graphviz gave no drawing.</p>\n";
+    return;
+  }
+  page << "<svg id=\"wait-graph\" style=\"max-width:100%;height:auto\" role=\"img\""
+       << svg.substr(start + 4, end + 6 - start - 4) << "\n";
+}
+
+// What the boxes' colours and the arrows' strokes mean (the same in both drawings).
+void render_legend(std::ostringstream& page) {
+  page << "<p id=\"legend\" class=\"legend\">";
+  for (const char* role : {"culprit", "suspect", "waiting", "waited-on", "absent"})
+    page << "<span class=\"item\"><span class=\"swatch\" style=\"background:" << role_fill(role) << "\"></span> "
+         << role << "</span>";
+  page << "<br><span class=\"item\"><span class=\"line\"></span> A \u2192 B: A waits on B, which never issued the "
+          "operation (B may be to blame)</span><span class=\"item\"><span class=\"line line-p2p\"></span> the same, for a "
+          "send/recv</span><br><span class=\"item\"><span class=\"line line-queued\"></span> queued: B issued it, its GPU "
+          "has not reached it (never blamed by itself)</span><span class=\"item\"><span class=\"line line-cycle\"></span> "
+          "in a cycle</span></p>\n";
+}
+
+// ---- per rank: where it is, its Python stack, its last flight-recorder entry per group ----
+
+// "all_reduce #4 (scheduled) at run_tpdp (train.py:96)" from a flight_recorder entry.
+std::string entry_text(const json& entry) {
+  std::string seq = json_member(entry, json_member(entry, "is_p2p") == true ? "p2p_seq_id" : "collective_seq_id").dump();
+  std::string text = json_text(json_member(entry, "op"), "?") + " #" + seq + " (" + json_text(json_member(entry, "state"), "?") + ")";
+  return json_member(entry, "call_site").is_string() ? text + " at " + json_text(entry["call_site"]) : text;
+}
+
+const json* recorder_rank(const json& report, const json& rank) {
+  for (const json& entry : json_member(json_member(report, "flight_recorder"), "ranks"))
+    if (json_member(entry, "rank") == rank) return &entry;
+  return nullptr;
+}
+
+const json* input_named(const json& report, const json& name) {
+  for (const json& input : json_member(report, "inputs"))
+    if (json_member(input, "name") == name) return &input;
+  return nullptr;
+}
+
+void render_rank_panel(const json& report, std::ostringstream& page) {
+  constexpr size_t kMaxRows = 256;
+  page << "<table id=\"rank-panel\">\n<tr><th>rank</th><th>role</th><th>host</th><th>pid</th><th>blocked in</th>"
+          "<th>Python stack (innermost first)</th><th>last flight-recorder entry per process group</th></tr>\n";
+  size_t rows = 0, processes = 0;
+  for (const json& node : json_member(json_member(report, "graph"), "nodes")) {
+    if (json_member(node, "kind") != "process") continue;
+    if (++processes > kMaxRows) continue;
+    ++rows;
+    const json* input = input_named(report, json_member(node, "input"));
+    auto input_cell = [&](const char* key) {
+      const json& value = input ? json_member(*input, key) : json_member(node, "none");
+      return value.is_string() ? html(value.get<std::string>()) : value.is_number() ? value.dump() : std::string("unknown");
+    };
+    std::string stack;
+    for (const json& frame : json_member(node, "python_stack")) stack += (stack.empty() ? "" : "<br>") + html_of(frame);
+    std::string recorded;
+    if (const json* ranked = recorder_rank(report, json_member(node, "world_rank")))
+      for (const json& group : json_member(*ranked, "groups"))
+        recorded += (recorded.empty() ? "" : "<br>") + html(json_text(json_member(group, "desc"), "?")) + ": " +
+                    html(entry_text(json_member(group, "last_enqueued")));
+    std::string role = json_text(json_member(node, "role"));
+    page << "<tr><td>" << html_of(json_member(node, "label")) << "</td><td class=\"" << (role == "culprit" ? "culprit" : "")
+         << "\">" << html(role) << "</td><td>" << input_cell("hostname") << "</td><td>" << input_cell("pid") << "</td><td>"
+         << html_of(json_member(node, "blocked_in"), "unknown") << "</td><td class=\"frames\">"
+         << (stack.empty() ? "none read" : stack) << "</td><td>" << (recorded.empty() ? "no records" : recorded)
+         << "</td></tr>\n";
+  }
+  page << "</table>\n";
+  if (processes > rows) page << "<p>" << rows << " of " << processes << " ranks shown.</p>\n";
+}
+
+// ---- PyTorch's flight recorder: each group's last entries, ranks x collectives ----
+
+void render_group_timeline(const json& report, const json& group, std::ostringstream& page) {
+  std::string name = json_text(json_member(group, "pg"));
+  std::map<int64_t, std::map<int, const json*>> by_seq;  // collective seq -> rank -> entry
+  std::map<int, std::string> p2p;                       // rank -> its recent sends/receives
+  std::map<int, int64_t> last_seq;
+  std::vector<int> ranks;
+  for (const json& ranked : json_member(json_member(report, "flight_recorder"), "ranks"))
+    for (const json& entry_group : json_member(ranked, "groups")) {
+      if (json_member(entry_group, "pg") != name || !json_member(entry_group, "recent").is_array()) continue;
+      int rank = json_member(ranked, "rank").get<int>();
+      ranks.push_back(rank);
+      for (const json& entry : entry_group["recent"]) {
+        if (json_member(entry, "is_p2p") == true) {
+          p2p[rank] += (p2p[rank].empty() ? "" : ", ") + entry_text(entry);
+        } else if (json_member(entry, "collective_seq_id").is_number_integer()) {
+          by_seq[entry["collective_seq_id"].get<int64_t>()][rank] = &entry;
+        }
+      }
+      if (json_member(json_member(entry_group, "last_enqueued"), "collective_seq_id").is_number_integer())
+        last_seq[rank] = entry_group["last_enqueued"]["collective_seq_id"].get<int64_t>();
+    }
+  if (ranks.empty()) return;
+  page << "<h3>pg " << html(json_text(json_member(group, "desc"), name)) << " (" << html(name) << ", "
+       << html(ranks_text(json_member(group, "ranks"))) << ")</h3>\n<table class=\"fr-timeline\">\n<tr><th>rank</th>";
+  for (const auto& [seq, cells] : by_seq) page << "<th>#" << seq << "</th>";
+  if (!p2p.empty()) page << "<th>recent send/recv</th>";
+  page << "</tr>\n";
+  for (int rank : ranks) {
+    page << "<tr><td>" << rank << "</td>";
+    for (const auto& [seq, cells] : by_seq) {
+      auto found = cells.find(rank);
+      if (found == cells.end()) {
+        bool never = last_seq.count(rank) && last_seq[rank] < seq;
+        page << "<td class=\"state-missing\">" << (never ? "not issued" : "not in its last entries") << "</td>";
+        continue;
+      }
+      const json& entry = *found->second;
+      std::string state = json_text(json_member(entry, "state"), "unknown");
+      page << "<td class=\"state-" << html(state) << "\" title=\"" << html(entry_text(entry) + " " +
+           json_text(json_member(entry, "input_sizes")) + " " + json_text(json_member(entry, "input_dtypes")))
+           << "\">" << html(json_text(json_member(entry, "op"), "?")) << "<br>" << html(state) << "</td>";
+    }
+    if (!p2p.empty()) page << "<td class=\"frames\">" << html(shorten(p2p[rank], 200)) << "</td>";
+    page << "</tr>\n";
+  }
+  page << "</table>\n";
+}
+
+void render_flight_recorder(const json& report, std::ostringstream& page) {
+  const json& section = json_member(report, "flight_recorder");
+  page << "<p>Each process group's last entries per rank, oldest first (PyTorch's flight recorder, matched by "
+          "sequence id as torchfrtrace does). Green: completed; yellow: started; orange: scheduled.</p>\n";
+  for (const json& divergence : json_member(section, "divergences"))
+    page << "<p class=\"finding\">" << html_of(json_member(divergence, "text")) << "</p>\n";
+  for (const json& group : json_member(section, "groups")) render_group_timeline(report, group, page);
+  if (json_member(section, "ranks").size() > 64)
+    page << "<p>More than 64 ranks: per-rank entries are in the JSON report (flight_recorder.ranks).</p>\n";
 }
 
 // ---- ranks x communicators: launched collectives ----
@@ -539,7 +684,7 @@ void render_numerics(const json& section, std::ostringstream& page) {
 
 }  // namespace
 
-std::string render_triage_html(const nlohmann::json& report) {
+std::string render_triage_html(const nlohmann::json& report, const std::string& graph_svg) {
   std::string verdict = json_text(json_member(report, "verdict"), "error");
   std::ostringstream page;
   page << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
@@ -558,7 +703,13 @@ std::string render_triage_html(const nlohmann::json& report) {
   for (const json& error : json_member(report, "errors"))
     page << "<p class=\"error\">" << html(triage_error_label(report, error)) << html_of(json_member(error, "message")) << "</p>\n";
   page << "<section id=\"graph\">\n<h2>Wait-for graph</h2>\n";
-  render_svg(json_member(report, "graph"), page);
+  render_legend(page);
+  if (!graph_svg.empty()) {
+    embed_graphviz_svg(graph_svg, page);
+  } else {
+    page << "<p>Graphviz (dot) was not found: the graph below is a simple built-in layered drawing.</p>\n";
+    render_svg(json_member(report, "graph"), page);
+  }
   for (const json& reason : json_member(json_member(report, "graph"), "blame")) {
     std::vector<std::string> labels;
     size_t index = 0;
@@ -569,6 +720,12 @@ std::string render_triage_html(const nlohmann::json& report) {
     for (const std::string& label : labels) who += (who.empty() ? "" : ", ") + label;
     page << "<p>" << html(blamed_as_culprit(report, reason) ? "culprit" : "suspect")
          << " " << html(who) << ": " << html_of(reason["rule"]) << "</p>\n";
+  }
+  page << "</section>\n<section id=\"ranks\">\n<h2>Ranks</h2>\n";
+  render_rank_panel(report, page);
+  if (json_member(report, "flight_recorder").is_object()) {
+    page << "</section>\n<section id=\"fr-timeline\">\n<h2>PyTorch flight recorder</h2>\n";
+    render_flight_recorder(report, page);
   }
   page << "</section>\n<section id=\"counters\">\n<h2>Launched collectives (ranks \u00d7 communicators)</h2>\n";
   render_counter_table(report, page);

@@ -14,6 +14,7 @@
 #include <set>
 #include <thread>
 
+#include "torch/fr_dump_reader.h"
 #include "triage/sax_summary.h"
 #include "util/errors.h"
 #include "util/input_file.h"
@@ -43,7 +44,9 @@ bool wanted_in_directory(std::string name) {
     return name.size() >= n && name.compare(name.size() - n, n, suffix) == 0;
   };
   if (ends_with(".xz")) name.resize(name.size() - 3);  // rank0.core.xz: unpacked when read
-  return name.rfind("core", 0) == 0 || ends_with(".core") || ends_with(".json");
+  // PyTorch's dumps: TORCH_FR_DUMP_TEMP_FILE's default prefix, the usual fr_rank_, or .pkl.
+  bool dump = name.rfind("fr_rank", 0) == 0 || name.rfind("nccl_trace_rank_", 0) == 0 || ends_with(".pkl");
+  return name.rfind("core", 0) == 0 || ends_with(".core") || ends_with(".json") || dump;
 }
 
 std::string canonical(const std::string& path) {
@@ -68,11 +71,28 @@ std::string sniff(const std::string& path) {
   size_t n = bytes.size();
   if (n == 0) return "empty";
   if (n >= 4 && std::memcmp(head, "\x7f" "ELF", 4) == 0) return "core";
+  if (torch::looks_like_pickle(bytes)) return "fr-dump";
   for (size_t i = 0; i < n; ++i) {
     if (std::isspace(static_cast<unsigned char>(head[i]))) continue;
     return head[i] == '{' ? "snapshot" : "other";
   }
   return "snapshot";  // only whitespace so far: let the parser say what is wrong
+}
+
+// A PyTorch flight-recorder dump: a rank with records and no memory. Its rank is the number
+// its file name ends in, as torchfrtrace reads it (loader.py: fr_rank_3 -> 3).
+std::unique_ptr<ProcessView> load_fr_dump(const WorkItem& item) {
+  int rank = 0;
+  if (!torch::fr_dump_rank_from_name(item.name, &rank))
+    throw BadInput(item.name + ": a flight-recorder dump whose name ends in no rank number (name it fr_rank_N, as "
+                   "torchfrtrace expects)");
+  auto process = std::make_unique<ProcessView>();
+  process->input_name = item.name;
+  process->kind = "fr-dump";
+  process->launcher_rank = rank;
+  process->launcher_rank_from = "file name";
+  process->fr_records = std::make_shared<torch::FrRankRecords>(torch::read_fr_dump(read_file(item.path), item.name));
+  return process;
 }
 
 }  // namespace
@@ -165,7 +185,7 @@ std::vector<WorkItem> expand_inputs(const LoadRequest& request, std::vector<Tria
               [](const auto& a, const auto& b) { return natural_less(a.first, b.first); });
     for (const auto& [file, why] : unusable) failures->push_back({file, "file", file + ": " + why + "; skipped"});
     if (names.empty() && unusable.empty()) {
-      failures->push_back({path, "directory", path + ": empty directory (no core*, *.core or *.json file in it)"});
+      failures->push_back({path, "directory", path + ": empty directory (no core*, *.core, *.json or fr_rank*/*.pkl file in it)"});
       continue;
     }
     std::sort(names.begin(), names.end(), natural_less);
@@ -219,7 +239,11 @@ WorkResult load_plain_item(const LoadRequest& request, const WorkItem& item) {
   try {
     if (!item.pid) kind = sniff(item.path);
     if (kind == "empty") throw BadInput(item.path + ": empty file (neither a snapshot nor a core)");
-    if (kind == "other") throw BadInput(item.path + ": neither a JSON snapshot nor an ELF core");
+    if (kind == "other") throw BadInput(item.path + ": neither a JSON snapshot, an ELF core nor a flight-recorder dump");
+    if (kind == "fr-dump") {
+      result.process = load_fr_dump(item);
+      return result;
+    }
     if (kind == "snapshot") {
       // Summarized straight from the text (SAX): no document is built for 4,096 ranks.
       auto process = std::make_unique<ProcessView>();

@@ -173,7 +173,9 @@ void merge_communicators(Job* job) {
   for (size_t p = 0; p < job->processes.size(); ++p) {
     const ProcessView& process = job->processes[p];
     // An unreadable input is not a rank that lost its communicators: it stands for nobody.
-    if (process.comms.empty() && unreadable_reason(process).empty()) job->commless_processes.push_back(static_cast<int>(p));
+    // A dump file holds no NCCL state: it never stands for a rank that left its communicators.
+    if (process.comms.empty() && unreadable_reason(process).empty() && process.kind != "fr-dump")
+      job->commless_processes.push_back(static_cast<int>(p));
     for (size_t c = 0; c < process.comms.size(); ++c) {
       const CommView& comm = process.comms[c];
       auto [slot, inserted] = group_of_hash.emplace(comm.comm_hash, job->comms.size());

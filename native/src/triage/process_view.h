@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "stacks/blocked_in.h"
+#include "torch/fr_records.h"
 
 namespace nsc::triage {
 
@@ -137,6 +139,9 @@ struct ProcessView {
   // PyTorch's flight recorder ("torch" section: process groups joined to communicators,
   // entries), type-checked by sanitize_torch_section; null when absent.
   nlohmann::json torch;
+  // The same records compact, for matching across ranks (fr_match.cc): a dump file's (kind
+  // "fr-dump": no memory, no thread, no communicator) or built from `torch`; null without.
+  std::shared_ptr<const torch::FrRankRecords> fr_records;
 
   const ThreadView* principal() const {
     return principal_thread >= 0 ? &threads[principal_thread] : nullptr;

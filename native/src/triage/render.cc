@@ -4,6 +4,7 @@
 #include <set>
 #include <sstream>
 
+#include "triage/finding_kinds.h"
 #include "triage/graph_groups.h"
 #include "triage/rank_set.h"
 #include "triage/triage.h"
@@ -319,6 +320,33 @@ std::string render_triage_text(const nlohmann::json& report) {
   return text;
 }
 
+// Long text on lines of about `width` characters, broken at spaces: Graphviz sizes a box to
+// its longest line, and a one-line sentence makes the whole drawing unreadably small.
+std::string wrap_words(const std::string& text, size_t width) {
+  std::string out, line;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t space = text.find(' ', start);
+    std::string word = text.substr(start, space == std::string::npos ? std::string::npos : space - start);
+    if (!line.empty() && line.size() + 1 + word.size() > width) {
+      out += (out.empty() ? "" : "\n") + line;
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+    if (space == std::string::npos) break;
+    start = space + 1;
+  }
+  return out + (out.empty() || line.empty() ? "" : "\n") + line;
+}
+
+// An edge whose far side issued the operation but has not reached it (queued behind its own
+// work): drawn dotted and grey, apart from a wait on a rank that never issued it.
+bool queued_edge(const json& edge) {
+  for (const triage::FindingKind& kind : triage::finding_kinds())
+    if (edge["finding"] == kind.name) return !kind.may_blame;
+  return false;
+}
+
 std::string render_triage_dot(const nlohmann::json& report, const TriageOptions& options) {
   const json& graph = report["graph"];
   const json& nodes = graph["nodes"];
@@ -339,17 +367,23 @@ std::string render_triage_dot(const nlohmann::json& report, const TriageOptions&
     std::string role = json_text(first["role"]);
     std::string label = escape_for_terminal(groups.label(nodes, g));
     std::string doing = json_text(first["doing"]);
-    if (!doing.empty()) label += "\n" + escape_for_terminal(doing);
+    if (!doing.empty()) label += "\n" + wrap_words(escape_for_terminal(doing), 48);
     std::string fill = role == "culprit" ? "#f4cccc" : role == "waiting" ? "#fff2cc"
-                       : role == "waiting-culprit" ? "#f9cb9c" : role == "absent" ? "#eeeeee" : "#ffffff";
-    dot << "  n" << g << " [label=" << dot_quote(label) << ", fillcolor=\"" << fill << "\"";
+                       : role == "waiting-culprit" || role == "suspect" ? "#f9cb9c" : role == "absent" ? "#eeeeee"
+                       : role == "waited-on" ? "#d9ead3" : "#ffffff";
+    // class: the HTML page's legend and tests find each box's role in Graphviz's SVG.
+    dot << "  n" << g << " [label=" << dot_quote(label) << ", fillcolor=\"" << fill << "\", class="
+        << dot_quote("role-" + role) << ", tooltip=" << dot_quote(label + " [" + role + "]");
     if (role == "absent") dot << ", style=\"rounded,dashed,filled\"";
     if (in_cycle.count(members[g].front())) dot << ", color=\"#cc0000\", penwidth=2";
     dot << "];\n";
   }
   std::set<std::tuple<int, int, size_t>> drawn;
   for (size_t e = 0; e < edges.size(); ++e) {
-    std::string label = json_text(edges[e]["label"]) + "\n" + json_text(edges[e]["comm_hash"]);
+    std::string where = edges[e]["comm_hash"].is_string() ? json_text(edges[e]["comm_hash"])
+                        : edges[e]["process_group"].is_string() ? "pg " + json_text(edges[e]["process_group"]) : "";
+    std::string label = json_text(edges[e]["label"]) + "\n" + where;
+    bool queued = queued_edge(edges[e]);
     // Groups first: a 2,048 x 2,048 edge draws as one arrow between two groups.
     std::map<int, int> from_groups, to_groups;  // group -> a member node
     for (const json& from : edges[e]["from"]) from_groups.emplace(group_of_node[from.get<size_t>()], from.get<int>());
@@ -359,7 +393,9 @@ std::string render_triage_dot(const nlohmann::json& report, const TriageOptions&
         if (!drawn.insert({a, b, e}).second) continue;
         bool cyclic = in_cycle.count(from_node) && in_cycle.count(to_node);
         dot << "  n" << a << " -> n" << b << " [label=" << dot_quote(label);
-        if (edges[e]["kind"] == "p2p") dot << ", style=dashed";
+        dot << ", class=" << (queued ? "\"queued\"" : "\"waits-on\"");
+        if (queued) dot << ", style=dotted, color=\"#888888\", fontcolor=\"#666666\"";
+        else if (edges[e]["kind"] == "p2p") dot << ", style=dashed";
         if (cyclic) dot << ", color=\"#cc0000\", penwidth=2";
         dot << "];\n";
       }

@@ -35,10 +35,18 @@ bool in_rendezvous(const ProcessView& process, const ThreadView& thread, bool* g
   return *guessed;
 }
 
+// A rank that recorded PyTorch collectives got past start-up (a dump has no communicator).
+bool has_torch_records(const ProcessView& process) {
+  if (process.fr_records && !process.fr_records->records.empty()) return true;
+  const nlohmann::json* entries = process.torch.is_object() ? &process.torch["entries"] : nullptr;
+  return entries != nullptr && entries->is_array() && !entries->empty();
+}
+
 }  // namespace
 
 void analyze_startup(Job* job) {
   if (!job->comms.empty() || job->processes.empty()) return;
+  if (std::any_of(job->processes.begin(), job->processes.end(), has_torch_records)) return;
   Finding finding{"startup-hang"};
   finding.edge_kind = "rendezvous";
   std::set<int> present, nccl_loaded;

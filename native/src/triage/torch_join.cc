@@ -91,6 +91,9 @@ json sanitize_entry(const json& entry) {
     }
   const json* is_p2p = find_json_member(entry, "is_p2p");
   return {{"process_group", pg},
+          {"record_id", uint_or_null(entry, "record_id")},
+          {"output_sizes", sanitize_sizes(find_json_member(entry, "output_sizes"))},
+          {"output_dtypes", sanitize_strings(find_json_member(entry, "output_dtypes"))},
           {"pg_id", uint_or_null(entry, "pg_id")},
           {"collective_seq_id", uint_or_null(entry, "collective_seq_id")},
           {"p2p_seq_id", uint_or_null(entry, "p2p_seq_id")},

@@ -7,6 +7,7 @@
 
 #include "triage/analysis.h"
 #include "triage/finding_kinds.h"
+#include "triage/fr_match.h"
 #include "triage/headline.h"
 #include "triage/rank_set.h"
 #include "util/errors.h"
@@ -163,6 +164,32 @@ bool is_recorded_mismatch(const Finding& finding) {
          finding.extra.contains("source") && finding.seq;
 }
 
+// PyTorch dump files that do not belong with the others (another job's process groups, a
+// second dump of one rank) are unusable inputs, named with why; the rest are triaged.
+void set_aside_foreign_dumps(std::vector<triage::ProcessView>* processes, std::vector<TriageFailure>* failures) {
+  std::vector<size_t> dumps;
+  std::vector<const torch::FrRankRecords*> records;
+  for (size_t p = 0; p < processes->size(); ++p)
+    if ((*processes)[p].kind == "fr-dump" && (*processes)[p].fr_records) {
+      dumps.push_back(p);
+      records.push_back((*processes)[p].fr_records.get());
+    }
+  std::vector<std::string> why = triage::fr_dump_conflicts(records);
+  std::map<int, std::string> first_of_rank;
+  for (size_t d = 0; d < dumps.size(); ++d) {
+    triage::ProcessView& process = (*processes)[dumps[d]];
+    if (why[d].empty() && process.launcher_rank) {
+      auto [found, added] = first_of_rank.emplace(*process.launcher_rank, process.input_name);
+      if (!added) why[d] = "a second dump of rank " + std::to_string(*process.launcher_rank) + " (first: " + found->second + ")";
+    }
+    if (!why[d].empty()) process.kind = "fr-dump-set-aside";
+    if (!why[d].empty()) failures->push_back({process.input_name, "fr-dump", process.input_name + ": " + why[d] + "; set aside"});
+  }
+  processes->erase(std::remove_if(processes->begin(), processes->end(),
+                                  [](const triage::ProcessView& process) { return process.kind == "fr-dump-set-aside"; }),
+                   processes->end());
+}
+
 std::string finding_sentence(const Job& job, size_t g, const Finding& finding) {
   return triage::finding_kind(finding.kind).sentence(job, g, finding);
 }
@@ -262,6 +289,14 @@ std::string verdict_summary(const Job& job, const std::string& verdict, const js
         if (is_recorded_mismatch(finding)) priority = -1;  // what host state cannot see goes first
         sentences.emplace_back(priority, finding_sentence(job, g, finding));
       }
+    for (const Finding& finding : job.torch_findings) {
+      if (!finding.explains_hang) continue;
+      bool root = false;
+      for (int rank : finding.culprits)
+        for (size_t p = 0; p < job.processes.size(); ++p)
+          root = root || (job.world_rank[p] == rank && roots.count(static_cast<int>(p)));
+      sentences.emplace_back(root ? 0 : 10, finding_sentence(job, 0, finding));
+    }
     std::stable_sort(sentences.begin(), sentences.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
     for (size_t s = 0; s < sentences.size() && s < 3; ++s) text += " " + sentences[s].second;
@@ -292,6 +327,9 @@ std::string verdict_summary(const Job& job, const std::string& verdict, const js
     for (size_t g = 0; g < job.comms.size(); ++g)
       for (const Finding& finding : job.findings[g])
         if (is_recorded_mismatch(finding) && told++ < 3) text += " " + finding_sentence(job, g, finding);
+    for (const Finding& finding : job.torch_findings)
+      if (triage::finding_kind(finding.kind).effect == triage::VerdictEffect::kMismatch && told++ < 3)
+        text += " " + finding_sentence(job, 0, finding);
     if (told > 3) text += " (" + std::to_string(told - 3) + " more findings below.)";
     return text + job.kernel_sentence + " NCCL does not check this: such a collective reads and writes different sizes on different "
                   "ranks and completes with wrong results or hangs.";
@@ -302,6 +340,9 @@ std::string verdict_summary(const Job& job, const std::string& verdict, const js
       for (const Finding& finding : job.findings[g])
         if (triage::finding_kind(finding.kind).effect == triage::VerdictEffect::kIncomplete)
           text += " " + triage::evidence_sentence(job, g, finding);
+    for (const Finding& finding : job.torch_findings)
+      if (triage::finding_kind(finding.kind).effect == triage::VerdictEffect::kIncomplete)
+        text += " " + finding_sentence(job, 0, finding);
     std::vector<int> gpu_waiting;
     for (size_t p = 0; p < job.processes.size(); ++p)
       if (const triage::ThreadView* thread = job.processes[p].principal())
@@ -327,6 +368,12 @@ std::string decide_verdict(const Job& job) {
   for (const Finding& finding : job.startup)
     if (finding.explains_hang) return "hang";
   if (!job.startup.empty()) incomplete = true;  // no communicator: never "no-hang"
+  for (const Finding& finding : job.torch_findings) {  // dumps alone: PyTorch's records decide
+    if (finding.explains_hang) return "hang";
+    triage::VerdictEffect effect = triage::finding_kind(finding.kind).effect;
+    mismatch = mismatch || effect == triage::VerdictEffect::kMismatch;
+    incomplete = incomplete || effect == triage::VerdictEffect::kIncomplete;
+  }
   for (size_t g = 0; g < job.comms.size(); ++g)
     for (const Finding& finding : job.findings[g]) {
       if (finding.explains_hang) return "hang";
@@ -374,6 +421,7 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
   (void)options;
   std::vector<TriageFailure> failures = input_failures;
   Job job;
+  set_aside_foreign_dumps(&processes, &failures);
   for (triage::ProcessView& process : processes) {
     triage::add_recorder_communicators(&process);
     // A process without NCCL still belongs to the job when its launcher gave it a rank
@@ -398,6 +446,7 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
                         "duplicate"});
   triage::analyze_recorder(&job);
   triage::join_torch_records(&job);
+  triage::match_torch_records(&job);
   triage::join_kernel_views(&job, std::move(kernel_views));
   triage::join_numerics(&job, std::move(numerics_views));
   json report = {{"schema", kTriageSchema},
@@ -452,6 +501,19 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
     report["kernel_views"] = job.kernel_views;
   }
   if (!job.numerics.is_null()) report["numerics"] = job.numerics;
+  if (!job.flight_recorder.is_null()) {
+    json findings = json::array();
+    for (const Finding& finding : job.torch_findings)
+      findings.push_back({{"kind", finding.kind}, {"collective", finding.collective}, {"seq", json_or_null(finding.seq)},
+                          {"process_group", finding.extra.value("pg", json(nullptr))},
+                          {"waiting_ranks", finding.waiting}, {"waited_on_ranks", finding.culprits},
+                          {"waited_on_role", triage::finding_kind(finding.kind).far_role},
+                          {"explains_hang", finding.explains_hang}, {"evidence", finding.evidence},
+                          {"sentence", finding_sentence(job, 0, finding)}});
+    job.flight_recorder["findings"] = findings;
+    job.flight_recorder["decides_verdict"] = job.comms.empty() && !job.torch_findings.empty();
+    report["flight_recorder"] = job.flight_recorder;
+  }
   report["graph"] = std::move(graph);
   report["stack_classes"] = triage::build_stack_classes(job);
   report["inputs"] = inputs_json(job, failures);

@@ -60,7 +60,9 @@ std::string finding_roles_text(const nlohmann::json& finding, bool hang);
 bool blamed_as_culprit(const nlohmann::json& report, const nlohmann::json& reason);
 std::string render_triage_dot(const nlohmann::json& report, const TriageOptions& options);
 // One self-contained HTML page (inline SVG graph, no script, no external resource): html.cc.
-std::string render_triage_html(const nlohmann::json& report);
+// `graph_svg`: the graph as Graphviz laid it out (`dot -Tsvg` of render_triage_dot); without
+// it (no Graphviz) a simple built-in layered drawing, said on the page.
+std::string render_triage_html(const nlohmann::json& report, const std::string& graph_svg = "");
 
 // 0 ok (any verdict), 1 partial (some inputs unusable or damaged: status "partial"), 2 nothing
 // usable / error verdict.

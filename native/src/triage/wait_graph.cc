@@ -19,6 +19,7 @@ struct Edge {
   std::vector<int> from, to;
   const Finding* finding = nullptr;
   const CommGroup* comm = nullptr;
+  bool records = false;  // from PyTorch's records (torch_findings): no communicator
 };
 
 class GraphBuilder {
@@ -31,6 +32,7 @@ class GraphBuilder {
     for (size_t g = 0; g < job_.comms.size(); ++g)
       for (const Finding& finding : job_.findings[g]) add_edge(job_.comms[g], finding);
     for (const Finding& finding : job_.startup) add_startup_edge(finding);
+    for (const Finding& finding : job_.torch_findings) add_record_edge(finding);
     compute_adjacency();
     std::vector<WaitEdge> wait_edges;
     for (const Edge& edge : edges_) wait_edges.push_back({edge.from, edge.to, finding_kind(edge.finding->kind).may_blame});
@@ -99,6 +101,33 @@ class GraphBuilder {
     if (!edge.from.empty() && !edge.to.empty()) edges_.push_back(std::move(edge));
   }
 
+  // A wait PyTorch's records show (fr_match.cc): world ranks; a rank no input holds is absent.
+  void add_record_edge(const Finding& finding) {
+    std::map<int, int> process_of_rank;
+    for (size_t p = 0; p < job_.processes.size(); ++p)
+      if (job_.world_rank[p]) process_of_rank.emplace(*job_.world_rank[p], static_cast<int>(p));
+    auto node = [&](int rank) {
+      auto found = process_of_rank.find(rank);
+      return found != process_of_rank.end() ? found->second : absent_world_node(rank);
+    };
+    Edge edge;
+    edge.finding = &finding;
+    edge.records = true;
+    for (int rank : finding.waiting) edge.from.push_back(node(rank));
+    for (int rank : finding.culprits) edge.to.push_back(node(rank));
+    if (!edge.from.empty() && !edge.to.empty()) edges_.push_back(std::move(edge));
+  }
+
+  int absent_world_node(int rank) {
+    auto key = std::make_pair(uint64_t{0}, rank);
+    auto found = absent_ids_.find(key);
+    if (found != absent_ids_.end()) return found->second;
+    int id = node_count_++;
+    absent_ids_[key] = id;
+    absent_nodes_.push_back({nullptr, rank});
+    return id;
+  }
+
   // Nodes with no usable input: absent ranks (unless every process was given and some hold no
   // communicator: a comm-less input stands for them, e.g. after ncclCommAbort), inputs that
   // could not be read (triage::unreadable_reason) and those whose host thread is unknown.
@@ -106,13 +135,20 @@ class GraphBuilder {
     std::vector<bool> no_input(node_count_, false);
     // A process whose host thread is unknown may wait on anyone: it never "waits on nobody".
     for (size_t p = 0; p < job_.processes.size(); ++p)
-      no_input[p] = !unreadable_reason(job_.processes[p]).empty() || !host_thread_known(job_.processes[p]);
+      no_input[p] = !unreadable_reason(job_.processes[p]).empty() ||
+                    (!host_thread_known(job_.processes[p]) && !records_tell_waits(p));
     for (size_t a = 0; a < absent_nodes_.size(); ++a) {
       const CommGroup* comm = absent_nodes_[a].first;
       bool stood_for = comm != nullptr && job_.commless_processes.size() >= comm->missing_ranks.size();
       no_input[job_.processes.size() + a] = !stood_for;
     }
     return no_input;
+  }
+
+  // A dump file has no host thread, but its records say what the rank waits in (or that
+  // every operation it issued completed): as good as a thread for "waits on nobody".
+  bool records_tell_waits(size_t p) const {
+    return job_.processes[p].kind == "fr-dump" && p < job_.waits_from_records.size() && job_.waits_from_records[p];
   }
 
   int absent_startup_node(int rank) {
@@ -223,15 +259,22 @@ class GraphBuilder {
       if (const ThreadView* thread = process.principal()) {
         node["blocked_in"] = thread->blocked_in.empty() ? json(nullptr) : json(thread->blocked_in);
         node["doing"] = describe_thread(*thread);
+        json python = json::array();  // the HTML page's per-rank panel: innermost first
+        for (const FrameView& frame : thread->frames)
+          if (frame.python && python.size() < 24) python.push_back(frame_text(frame));
+        node["python_stack"] = python;
         waits_in.push_back({{"what", "host-thread"}, {"tid", thread->tid ? json(*thread->tid) : json(nullptr)},
                             {"blocked_in", thread->blocked_in}});
+      } else if (p < job_.recorded_site.size() && !job_.recorded_site[p].empty()) {
+        node["blocked_in"] = nullptr;
+        node["doing"] = job_.recorded_site[p];
       } else {
         node["blocked_in"] = nullptr;
         node["doing"] = "no host thread in its snapshot";
       }
       for (int e : out_edges_[n]) {
         const Edge& edge = edges_[e];
-        waits_in.push_back({{"what", edge.comm ? "comm-op" : "rendezvous"},
+        waits_in.push_back({{"what", edge.comm ? "comm-op" : edge.records ? "pg-op" : "rendezvous"},
                             {"comm_hash", edge.comm ? json(edge.comm->hash_text) : json(nullptr)},
                             {"kind", edge.finding->kind},
                             {"collective", edge.finding->collective.empty() ? json(nullptr) : json(edge.finding->collective)},
@@ -250,7 +293,9 @@ class GraphBuilder {
                        {"comm_hash", comm ? json(comm->hash_text) : json(nullptr)}, {"comm_rank", rank},
                        {"role", role_of(n)},
                        {"blocked_in", nullptr},
-                       {"doing", comm ? absent_doing() : "no input holds this rank (WORLD_SIZE counts it)"},
+                       {"doing", comm ? absent_doing()
+                                 : job_.torch_findings.empty() ? "no input holds this rank (WORLD_SIZE counts it)"
+                                                               : "no input holds this rank (its process groups name it)"},
                        {"waits_in", json::array()}});
     }
     return nodes;
@@ -309,6 +354,13 @@ class GraphBuilder {
     return relations;
   }
 
+  // PyTorch's description of a records finding's process group ("tp1"), else its name; null.
+  static json record_group_label(const Finding& finding) {
+    if (!finding.extra.contains("pg")) return nullptr;
+    std::string desc = finding.extra.value("pg_desc", std::string());
+    return desc.empty() || desc == "undefined" ? finding.extra["pg"] : json(desc);
+  }
+
   json edges_json() const {
     json edges = json::array();
     for (const Edge& edge : edges_) {
@@ -318,6 +370,7 @@ class GraphBuilder {
       edges.push_back({{"from", edge.from}, {"to", edge.to}, {"kind", finding.edge_kind},
                        {"finding", finding.kind},
                        {"comm_hash", edge.comm ? json(edge.comm->hash_text) : json(nullptr)},
+                       {"process_group", record_group_label(finding)},
                        {"collective", finding.collective.empty() ? json(nullptr) : json(finding.collective)},
                        {"seq", finding.seq ? json(*finding.seq) : json(nullptr)},
                        {"label", label}, {"peer_relations", peer_relations(edge)}});

@@ -105,6 +105,7 @@ std::string read_regular_file(const std::string& path, const std::string& contex
   std::string content;
   // A /proc file says size 0: read to the cap, one byte past it to tell "larger" apart.
   uint64_t limit = file.size() > 0 ? file.size() : max_bytes + 1;
+  if (file.size() > 0) content.reserve(file.size());  // one allocation, no copy on growth
   if (!read_up_to(file.fd(), limit, &content))
     throw BadInput(context + ": read error: " + std::strerror(errno));
   if (content.size() > max_bytes)
