@@ -228,7 +228,9 @@ class CrashAnalyzer {
     } else if (auto gone = nodes_where([](const RankFailure& f) { return f.kind == "gone"; }); !gone.empty()) {
       crash->rule = "no-input";  // the evidence is its peers' errors, not its absence
       crash->culprit_nodes = gone;
-    } else if (verdict_ == "hang" && !graph_["root_culprits"].empty()) {
+    } else if (verdict_ == "hang" && job_.startup.empty() && !graph_["root_culprits"].empty()) {
+      // The hang the watchdog timed out on, from the communicators (a start-up analysis, which
+      // no communicator anywhere also triggers after aborts freed them all, is not that).
       crash->rule = "timeout";
       for (const json& id : graph_["root_culprits"]) crash->culprit_nodes.push_back(id.get<int>());
     } else if (auto skipped = never_issued(*crash, &crash->timed_out); !skipped.empty()) {
