@@ -83,9 +83,11 @@ class CrashAnalyzer {
       failure.kind = "remote-error";
       failure.reaction = true;
       failure.text = "alive, its NCCL calls failed with ncclRemoteError on " + failure.pgs;
+      failure.brief = "ncclRemoteError, still running";
     } else {
       failure.kind = "none";
       failure.text = signal ? "no failure of its own (" + signal->text + ")" : "no failure in its input";
+      failure.brief = "no failure";
     }
     return failure;
   }
@@ -99,17 +101,22 @@ class CrashAnalyzer {
                       (remote ? " after ncclRemoteError on " + failure->pgs
                               : !cuda.empty() ? " after a CUDA error (" + std::string(kCudaError) + " on " + cuda + ")"
                                               : ", not after a peer's error (a timeout or a CUDA error" + pending_work(process) + ")");
+      failure->brief = remote ? "aborted by PyTorch's watchdog after ncclRemoteError"
+                              : !cuda.empty() ? "a CUDA error, then PyTorch's watchdog aborted it"
+                                              : "aborted by PyTorch's watchdog, not after a peer's error";
       return;
     }
     if (signal.during_exit && remote) {
       failure->kind = "fault-on-exit";
       failure->reaction = true;
       failure->text = signal.name + " while exiting after ncclRemoteError on " + failure->pgs;
+      failure->brief = signal.name + " while exiting after ncclRemoteError";
       return;
     }
     failure->kind = signal.origin == "abort" ? "abort" : "fault";
     failure->reaction = remote && signal.origin == "abort";  // abort() after NCCL reported a peer's failure
     failure->text = signal.text + (remote ? "; it saw ncclRemoteError on " + failure->pgs : "");
+    failure->brief = failure->reaction ? "abort() after ncclRemoteError" : failure->text;
   }
 
   // The oldest collective the flight recorder has not seen complete: the candidate for the work
@@ -207,6 +214,7 @@ class CrashAnalyzer {
       if (node["world_rank"].is_number_integer()) failure.world_rank = node["world_rank"].get<int>();
       failure.kind = "gone";
       failure.failed = true;
+      failure.brief = "no input; its peers saw its connections fail";
       failure.text = "no input, and its peers saw its connections fail (ncclRemoteError): its process likely "
                      "died without a core (SIGKILL, the OOM killer)";
       crash->ranks.push_back(failure);
@@ -261,15 +269,17 @@ class CrashAnalyzer {
     return nullptr;
   }
 
-  // "rank 1: <text>; ranks 0,2: <text>" for the nodes (grouped by text).
-  std::string grouped(const CrashAnalysis& crash, const std::vector<int>& nodes) const {
+  // "rank 1: <text>; ranks 0,2: <text>" for the nodes (grouped by text; the short text for the
+  // headline's reactions).
+  std::string grouped(const CrashAnalysis& crash, const std::vector<int>& nodes, bool brief = false) const {
     std::map<std::string, std::vector<int>> ranks_by_text;
     std::vector<std::string> unranked;
     for (int node : nodes) {
       const RankFailure* failure = failure_of(crash, node);
       if (failure == nullptr) continue;
-      if (failure->world_rank) ranks_by_text[failure->text].push_back(*failure->world_rank);
-      else unranked.push_back(label(node) + " " + failure->text);
+      const std::string& text = brief ? failure->brief : failure->text;
+      if (failure->world_rank) ranks_by_text[text].push_back(*failure->world_rank);
+      else unranked.push_back(label(node) + " " + text);
     }
     std::string text = grouped_phrase(ranks_by_text);
     for (const std::string& part : unranked) text += (text.empty() ? "" : "; ") + part;
@@ -315,7 +325,7 @@ class CrashAnalyzer {
       lines.push_back("Culprit: " + grouped(crash, origin) + ".");
     }
     std::vector<int> reactions = reaction_nodes(crash);
-    if (!reactions.empty()) lines.push_back("Reactions: " + grouped(crash, reactions) + ".");
+    if (!reactions.empty()) lines.push_back("Reactions: " + grouped(crash, reactions, true) + ".");
     return lines;
   }
 
