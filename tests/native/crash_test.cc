@@ -311,3 +311,26 @@ BOOST_AUTO_TEST_CASE(no_input_without_evidence_is_never_gone) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(crash_order)
+
+// Two ranks fault by themselves: both are the origin; the summary says whose flight recorder
+// went quiet first, as a hint (the failure's own time is not in memory).
+BOOST_AUTO_TEST_CASE(several_local_failures_ordered_by_recorder_activity) {
+  std::vector<json> docs;
+  for (int rank = 0; rank < 2; ++rank) {
+    json doc = crashed_rank(rank, 2, {0, 0, 0, 0, 4}, segfault_thread(0), signal_of(SIGSEGV, 1, 0, 0x10, 0), false);
+    uint64_t created = rank == 1 ? 1000000000ull : 1250000000ull;  // rank 1 quiet 250 ms earlier
+    doc["torch"] = {{"process_groups", json::array()},
+                    {"entries", json::array({{{"process_group", {"0", "default_pg"}}, {"profiling_name", "nccl:all_reduce"},
+                                              {"collective_seq_id", 4}, {"state", "completed"}, {"is_p2p", false},
+                                              {"time_created_ns", created}}})}};
+    docs.push_back(doc);
+  }
+  json report = triage(docs);
+  BOOST_TEST(report["verdict"] == "crash");
+  BOOST_TEST(ints(report["culprit_ranks"]) == std::vector<int>({0, 1}));
+  BOOST_TEST(report["summary"].get<std::string>().find("rank 1 first, rank 0 250 ms later") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -341,6 +341,35 @@ class CrashAnalyzer {
     return text + (text.empty() || unranked.empty() ? "" : ", ") + unranked;
   }
 
+  // The last time a process's flight recorder saw anything happen (an entry created, started
+  // or completed; system-clock ns); nullopt without entries.
+  static std::optional<uint64_t> last_activity_ns(const ProcessView& process) {
+    std::optional<uint64_t> last;
+    for (const json& entry : json_member(process.torch, "entries"))
+      for (const char* key : {"time_created_ns", "time_discovered_started_ns", "time_discovered_completed_ns"})
+        if (json_member(entry, key).is_number_unsigned() && entry[key].get<uint64_t>() > 0)
+          last = std::max(last.value_or(0), entry[key].get<uint64_t>());
+    return last;
+  }
+
+  // With several origins: which one's recorder went quiet first, a hint at which failed first
+  // (labelled: the failure's own time is not in memory). "" when not every origin has one.
+  std::string time_order(const std::vector<int>& nodes) const {
+    std::vector<std::pair<uint64_t, int>> times;
+    for (int node : nodes) {
+      if (node >= static_cast<int>(job_.processes.size())) return "";
+      std::optional<uint64_t> last = last_activity_ns(job_.processes[node]);
+      if (!last) return "";
+      times.push_back({*last, node});
+    }
+    if (times.size() < 2) return "";
+    std::sort(times.begin(), times.end());
+    std::string text = " By the flight recorders' last activity (a hint, not the failure's time): " + label(times[0].second) + " first";
+    for (size_t i = 1; i < times.size(); ++i)
+      text += ", " + label(times[i].second) + " " + std::to_string((times[i].first - times[0].first) / 1000000) + " ms later";
+    return text + ".";
+  }
+
   std::string summary(const CrashAnalysis& crash) const {
     std::vector<int> all;
     for (const RankFailure& failure : crash.ranks) all.push_back(failure.node);
@@ -350,7 +379,8 @@ class CrashAnalyzer {
         {"timeout", "PyTorch's watchdog aborted ranks after a timeout: the origin is the rank that never issued the collective that timed out"},
         {"watchdog-first", "the origin is the rank the watchdog aborted not after a peer's error"},
         {"undecided", "no failure is local and nothing in memory orders them"}};
-    return "Crash. " + grouped(crash, all) + ". Origin: " + kRule.at(crash.rule) + ".";
+    return "Crash. " + grouped(crash, all) + ". Origin: " + kRule.at(crash.rule) + "." +
+           time_order(crash.culprit_nodes.empty() ? crash.suspect_nodes : crash.culprit_nodes);
   }
 
   const Job& job_;
