@@ -334,3 +334,37 @@ BOOST_AUTO_TEST_CASE(several_local_failures_ordered_by_recorder_activity) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(crash_timeout_from_recorders)
+
+json recorder_entry(const std::string& pg, uint64_t seq, const std::string& state) {
+  return {{"process_group", {pg, "dp1"}}, {"profiling_name", "nccl:all_reduce"}, {"collective_seq_id", seq},
+          {"state", state}, {"is_p2p", false}, {"timeout_ms", 15000}, {"time_created_ns", 1000 + seq}};
+}
+
+// TORCH_NCCL_ASYNC_ERROR_HANDLING=1: the watchdog aborted (and freed) every communicator, then
+// terminated. No counters left: the flight recorders show rank 1 never issued all_reduce #4.
+BOOST_AUTO_TEST_CASE(recorders_name_the_rank_that_never_issued) {
+  std::vector<json> docs;
+  for (int rank = 0; rank < 2; ++rank) {
+    json doc = crashed_rank(rank, 2, {0, 0, 0, 0, 4}, waiting_thread(0), abort_signal(), false, watchdog_abort_thread(0));
+    doc["communicators"] = json::array();
+    doc["launcher"] = {{"rank", rank}, {"world_size", 2}, {"rank_from", "RANK"}};
+    json entries = json::array();
+    for (uint64_t seq = 1; seq <= 3; ++seq) entries.push_back(recorder_entry("4", seq, "completed"));
+    if (rank == 0) entries.push_back(recorder_entry("4", 4, "started"));
+    doc["torch"] = {{"process_groups", {{{"name", "4"}, {"desc", "dp1"}, {"ranks", {0, 1}}}}}, {"entries", entries}};
+    docs.push_back(doc);
+  }
+  json report = triage(docs);
+  BOOST_TEST(report["verdict"] == "crash");
+  BOOST_TEST(report["crash"]["rule"] == "timeout");
+  BOOST_TEST(ints(report["culprit_ranks"]) == std::vector<int>({1}));
+  std::string first = report["headline"]["lines"][0].get<std::string>();
+  BOOST_TEST(first.find("all_reduce #4 on pg dp1, timeout 15000 ms (started) never issued by rank 1") != std::string::npos);
+  // Rank 1's recorder left out: nothing decides, and nobody is blamed for what is missing.
+  json alone = triage({docs[0]});
+  BOOST_TEST(ints(alone["culprit_ranks"]).empty());
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -82,6 +82,7 @@ struct RankFailure {
   std::string kind;        // fault | abort | cuda-error | watchdog-abort | fault-on-exit | remote-error | gone | none
   bool failed = false;     // the process failed (its own fatal signal), or is gone
   bool reaction = false;   // explained by another rank's failure (it saw ncclRemoteError)
+  bool health_known = false;  // it holds a decoded communicator (PyTorch's abort may free them all)
   std::string text;        // "SIGSEGV (SEGV_MAPERR, address 0x0) in thread 7 at crash() in libx.so (user code)"
   std::string brief;       // the headline's: "aborted by PyTorch's watchdog after ncclRemoteError"
   std::string pgs;         // where it saw ncclRemoteError: "pg dp0, tp1" ("" none)

@@ -74,6 +74,8 @@ class CrashAnalyzer {
     failure.node = p;
     failure.world_rank = job_.world_rank[p];
     failure.pgs = comms_with(p, kRemoteError, true);
+    failure.health_known = std::any_of(process.comms.begin(), process.comms.end(),
+                                       [](const CommView& comm) { return !comm.from_recorder; });
     bool remote = !failure.pgs.empty();
     const Maybe<FatalSignalView>& signal = process.fatal_signal;
     if (signal && signal->failure) {
@@ -97,6 +99,12 @@ class CrashAnalyzer {
     if (signal.origin == "abort" && signal.torch_watchdog) {
       failure->kind = remote ? "watchdog-abort" : !cuda.empty() ? "cuda-error" : "watchdog-abort";
       failure->reaction = remote;
+      if (!failure->health_known) {  // its communicators were aborted and freed: no health to read
+        failure->text = "aborted by PyTorch's watchdog; it holds no communicator (aborted), so whether after a "
+                        "peer's error is not told" + pending_work(process);
+        failure->brief = "aborted by PyTorch's watchdog (communicators gone)";
+        return;
+      }
       failure->text = "aborted by PyTorch's watchdog" +
                       (remote ? " after ncclRemoteError on " + failure->pgs
                               : !cuda.empty() ? " after a CUDA error (" + std::string(kCudaError) + " on " + cuda + ")"
@@ -234,8 +242,10 @@ class CrashAnalyzer {
       crash->rule = "local-failure";
       crash->culprit_nodes = local;
     } else if (auto gone = nodes_where([](const RankFailure& f) { return f.kind == "gone"; }); !gone.empty()) {
-      crash->rule = "no-input";  // the evidence is its peers' errors, not its absence
-      crash->culprit_nodes = gone;
+      // The evidence is its peers' errors, not its absence. Several gone: a survivor that died of
+      // its own reaction looks the same to its peers, so which was first is not told.
+      crash->rule = "no-input";
+      (gone.size() == 1 ? crash->culprit_nodes : crash->suspect_nodes) = gone;
     } else if (verdict_ == "hang" && job_.startup.empty() && !graph_["root_culprits"].empty()) {
       // The hang the watchdog timed out on, from the communicators (a start-up analysis, which
       // no communicator anywhere also triggers after aborts freed them all, is not that).
@@ -244,7 +254,9 @@ class CrashAnalyzer {
     } else if (auto skipped = never_issued(*crash, &crash->timed_out); !skipped.empty()) {
       crash->rule = "timeout";
       crash->culprit_nodes = skipped;
-    } else if (auto first = nodes_where([](const RankFailure& f) { return f.kind == "watchdog-abort" && !f.reaction; });
+    } else if (auto first = nodes_where([](const RankFailure& f) {
+                 return f.kind == "watchdog-abort" && !f.reaction && f.health_known;
+               });
                !first.empty()) {
       crash->rule = "watchdog-first";
       crash->culprit_nodes = first;
@@ -312,6 +324,9 @@ class CrashAnalyzer {
       if (hang.rfind("HANG ", 0) == 0) hang = hang.substr(5);
       lines.push_back("CRASH after a watchdog timeout: " + hang);
       lines.push_back(hang_line(1));
+    } else if (crash.rule == "no-input" && crash.culprit_nodes.empty()) {
+      lines.push_back("CRASH: " + who + " gone (no input) while their peers report ncclRemoteError.");
+      lines.push_back("Undecided between " + who + ": each could have died first; their inputs would tell.");
     } else if (crash.rule == "no-input") {
       lines.push_back("CRASH: " + who + " gone (no input) while its peers report ncclRemoteError.");
       lines.push_back("Culprit: " + who + ": its peers saw its connections fail; no core (SIGKILL, OOM or an exit).");
