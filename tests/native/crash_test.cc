@@ -245,9 +245,9 @@ BOOST_AUTO_TEST_CASE(local_fault_is_the_origin) {
   BOOST_TEST(report["crash"]["rule"] == "local-failure");
   BOOST_TEST(report["crash"]["ranks"][3]["kind"] == "fault-on-exit");
   BOOST_TEST(report["crash"]["ranks"][3]["reaction"] == true);
-  std::string culprit = report["headline"]["lines"][1].get<std::string>();
-  BOOST_TEST(culprit.find("SIGSEGV (SEGV_MAPERR, address 0x10)") != std::string::npos);
-  BOOST_TEST(culprit.find("(user code)") != std::string::npos);
+  BOOST_TEST(report["headline"]["lines"][1] ==
+             "Culprit: rank 1: SIGSEGV (SEGV_MAPERR, address 0x10) in thread 1001 at crash_in_user_kernel() in "
+             "libuser_crash.so (user code).");
 }
 
 // PyTorch's watchdog aborted every rank after a timeout; rank 3 never issued AllReduce #4.
