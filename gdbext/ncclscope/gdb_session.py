@@ -13,7 +13,7 @@ from . import gdbparse, kernels
 from .cuda_focus import cuda_execute, host_focus, restore_focus
 from .gdb_target import (architecture_name, describe_target, is_cuda_gdb, memory_regions, name_vdso,
                          read_target_memory)
-from .gdb_threads import collect_gdb_threads, thread_registers
+from .gdb_threads import collect_gdb_threads, core_signal, thread_registers
 from .library import NSC_ERROR_BAD_INPUT, NativeError, NativeLibrary, LibraryNotFound, find_library
 from .registry import UsageError
 from .text import escape_for_terminal
@@ -104,6 +104,9 @@ class GdbSession:
         if threads:
             request["architecture"] = architecture_name()
             request["threads"] = thread_registers(gdb.selected_inferior().threads(), request["architecture"])
+            signal = core_signal(gdb.selected_inferior().threads()) if target.kind == "core" else None
+            if signal:
+                request["signal"] = signal
         return request
 
     def choose_mode(self, target):

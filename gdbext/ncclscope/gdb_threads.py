@@ -160,3 +160,27 @@ def collect_gdb_threads(threads, max_frames):
                     record["unavailable"] = {"frames": why}
             records.append(record)
     return records
+
+
+def core_signal(threads):
+    """A core's $_siginfo for the library: the signal that ended the process, taken by the
+    core's first thread (gdb's thread 1: the kernel writes the dumping thread first).
+    None when gdb has none to give (no NT_SIGINFO, another architecture)."""
+    first = min(_valid_threads(threads), key=lambda thread: thread.num, default=None)
+    if first is None:
+        return None
+    with selection_kept():
+        first.switch()
+        try:
+            info = gdb.parse_and_eval("$_siginfo")
+            signal = {"signo": int(info["si_signo"]), "code": int(info["si_code"]),
+                      "tid": first.ptid[1] or first.ptid[2]}
+            fields = info["_sifields"]
+            if signal["code"] <= 0:
+                signal["sender_pid"] = int(fields["_kill"]["si_pid"])
+            else:
+                signal["fault_address"] = hex(int(fields["_sigfault"]["si_addr"]))
+        except (gdb.error, RuntimeError, ValueError):
+            return None
+    return signal
+

@@ -87,11 +87,16 @@ for scenario in sorted(os.listdir(corpus)):
             problems = []
             if not culprits <= allowed:
                 problems.append(f"culprit_ranks {sorted(culprits)}, truth {sorted(allowed)}")
-            if how in ("left-out", "empty", "cut-128k") and index in culprits:
-                problems.append(f"rank {index} blamed on the strength of an input that is {how}")
+            # The rank is the core's own number (rank0.core, rank3.core: not its position).
+            rank = int("".join(c for c in os.path.basename(core) if c.isdigit()) or index)
+            # A crash's origin without input is blamed on its peers' ncclRemoteError (issue 32),
+            # never on its absence: only then, and only the true culprit.
+            on_peers_evidence = (report.get("crash") or {}).get("rule") == "no-input" and rank in allowed
+            if how in ("left-out", "empty", "cut-128k") and rank in culprits and not on_peers_evidence:
+                problems.append(f"rank {rank} blamed on the strength of an input that is {how}")
             if problems:
                 wrong += 1
-                print(f"FAIL {scenario} rank {index} {how}: verdict {report['verdict']}: "
+                print(f"FAIL {scenario} rank {rank} {how}: verdict {report['verdict']}: "
                       + "; ".join(problems) + f" ({report['summary'][:200]})")
     shutil.rmtree(out)
 print(f"{trials} trials, {wrong} wrong culprits")

@@ -67,14 +67,17 @@ class CommandsTest(unittest.TestCase):
         lines = text.splitlines()
         self.assertEqual(lines[0], "NCCL 2.28.9 in core /cores/rank0/core.4242 (pid 4242) /opt/app/train; "
                                    "layout dwarf:/usr/local/cuda-13.0/lib/libnccl.so.2; found by registry")
-        self.assertRegex(lines[1], r"^#0  0x55d0c8a1b2c0  hash 0x6db0a96d9cb7fc37  rank 0/2  "
+        # Errors first (issue 32): a communicator whose health is not ok, before the table.
+        self.assertEqual(lines[1], "NCCL ERROR comm 0x1122334455667788 rank 1/4 (0x55d0c8c00000): "
+                                   "async_result=ncclSystemError")
+        self.assertRegex(lines[2], r"^#0  0x55d0c8a1b2c0  hash 0x6db0a96d9cb7fc37  rank 0/2  "
                                    r"dev 0 \(0000:19:00.0\)  launched AllGather=1 AllReduce=7 +health ok$")
-        self.assertIn("launched AllReduce=<unreadable 0x55d0c8c01230: not saved in core>", lines[2])
-        self.assertTrue(lines[2].endswith("health async_result=ncclSystemError, "
+        self.assertIn("launched AllReduce=<unreadable 0x55d0c8c01230: not saved in core>", lines[3])
+        self.assertTrue(lines[3].endswith("health async_result=ncclSystemError, "
                                           "abort_flag <unreadable 0x7f3a30000040: not saved in core>"))
-        self.assertEqual(lines[3], "2 communicators; 6 unreadable fields (nccl-comm ADDR for detail); "
+        self.assertEqual(lines[4], "2 communicators; 6 unreadable fields (nccl-comm ADDR for detail); "
                                    "1 warning; 1 error (read 1)")
-        self.assertEqual(lines[4], "rejected candidate 0x7f00dead0000: endMagic mismatch")
+        self.assertEqual(lines[5], "rejected candidate 0x7f00dead0000: endMagic mismatch")
 
     def test_state_with_two_libraries_names_each_comms_library(self):
         # issue 17: a process that maps two libnccl lists both and names each comm's library.
@@ -86,18 +89,19 @@ class CommandsTest(unittest.TestCase):
         self.document["communicators"][0]["library"] = {"index": 0, "path": "/usr/local/cuda-13.0/lib/libnccl.so.2"}
         self.document["communicators"][1]["library"] = {"index": 1, "path": "/opt/nccl/lib/libnccl.so.2"}
         lines = run("nccl-state", [], self.session)[1].splitlines()
-        self.assertEqual(lines[1], "2 libnccl mapped:")
-        self.assertEqual(lines[2], "  lib 0  NCCL 2.28.9  /usr/local/cuda-13.0/lib/libnccl.so.2: "
+        self.assertRegex(lines[1], r"^NCCL ERROR comm ")
+        self.assertEqual(lines[2], "2 libnccl mapped:")
+        self.assertEqual(lines[3], "  lib 0  NCCL 2.28.9  /usr/local/cuda-13.0/lib/libnccl.so.2: "
                                    "1 communicator(s), layout dwarf:a")
-        self.assertEqual(lines[3], "  lib 1  NCCL ?  /opt/nccl/lib/libnccl.so.2: "
+        self.assertEqual(lines[4], "  lib 1  NCCL ?  /opt/nccl/lib/libnccl.so.2: "
                                    "communicators unavailable (no layout for build-id bb01)")
-        self.assertRegex(lines[4], r"^#0  lib 0  0x55d0c8a1b2c0  hash ")
-        self.assertRegex(lines[5], r"^#1  lib 1  0x55d0c8c00000  hash ")
+        self.assertRegex(lines[5], r"^#0  lib 0  0x55d0c8a1b2c0  hash ")
+        self.assertRegex(lines[6], r"^#1  lib 1  0x55d0c8c00000  hash ")
 
     def test_state_with_one_library_has_no_library_column(self):
         self.document["nccl"]["libraries"] = [{"index": 0, "version": "2.28.9", "communicators": 2}]
         lines = run("nccl-state", [], self.session)[1].splitlines()
-        self.assertRegex(lines[1], r"^#0  0x55d0c8a1b2c0  hash ")
+        self.assertRegex(lines[2], r"^#0  0x55d0c8a1b2c0  hash ")
 
     def test_state_caps_rejected_candidates(self):
         self.document["discovery"]["rejected"] = [{"address": "0x%x" % (0x1000 * i), "why": "endMagic"}

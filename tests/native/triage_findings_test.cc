@@ -153,7 +153,8 @@ BOOST_AUTO_TEST_CASE(aborted_and_errored_ranks) {
   std::vector<json> documents = missing_collective(4, 3);
   for (json& doc : documents) doc["communicators"][0]["seq_launched"]["AllGather"] = 1;
   documents[3]["communicators"][0]["health"]["abort_flag"] = true;
-  documents[2]["communicators"][0]["health"]["async_result"] = "ncclRemoteError";
+  documents[2]["communicators"][0]["health"]["async_result"] = "ncclUnhandledCudaError";
+  documents[1]["communicators"][0]["health"]["async_result"] = "ncclRemoteError";
   json report = run(documents);
   BOOST_TEST(report["verdict"] == "hang");
   const json& comm = only_comm(report);
@@ -163,7 +164,12 @@ BOOST_AUTO_TEST_CASE(aborted_and_errored_ranks) {
   BOOST_REQUIRE(errored != nullptr);
   BOOST_TEST(ints((*aborted)["culprit_ranks"]) == (std::vector<int>{3}));
   BOOST_TEST(ints((*errored)["culprit_ranks"]) == (std::vector<int>{2}));
-  BOOST_TEST((*errored)["evidence"][0] == "rank 2: async_result is ncclRemoteError");
+  BOOST_TEST((*errored)["evidence"][0] == "rank 2: async_result is ncclUnhandledCudaError");
+  // ncclRemoteError is a peer's failure seen (issue 32): a reaction, never an errored rank.
+  const json* remote = find_kind(comm, "remote-error");
+  BOOST_REQUIRE(remote != nullptr);
+  BOOST_TEST(ints((*remote)["waiting_ranks"]) == (std::vector<int>{1}));
+  BOOST_TEST(ints((*remote)["culprit_ranks"]).empty());  // every rank has input: no peer named
 }
 
 BOOST_AUTO_TEST_CASE(single_rank_aborted) {

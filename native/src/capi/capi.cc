@@ -72,6 +72,7 @@ nsc::StateRequest state_request_from_json(const nlohmann::json& request, nsc_rea
     state.callback_regions = request.value("regions", nlohmann::json::array());
     state.callback_threads = request.value("threads", nlohmann::json::array());
     state.callback_architecture = request.value("architecture", "");
+    state.callback_signal = request.value("signal", nlohmann::json());
   }
   return state;
 }

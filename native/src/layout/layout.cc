@@ -87,7 +87,7 @@ const std::vector<std::string>& required_enum_names() {
 const std::vector<std::string>& wanted_symbol_names() {
   static const std::vector<std::string> names = {
       "ncclComms", "nNcclComms", "ncclLastProxyState", "ncclGroupDepth", "ncclGroupCommHead",
-      "ncclGroupCommPreconnectHead", "ncclGroupError",
+      "ncclGroupCommPreconnectHead", "ncclGroupError", "ncclLastError",
   };
   return names;
 }

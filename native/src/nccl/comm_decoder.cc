@@ -200,6 +200,19 @@ void decode_health(const ObjectView& comm, FieldSink& out) {
   decode_proxy_async_result(comm, health);
 }
 
+nlohmann::json decode_last_error(Target& target, const LayoutProfile& layout, uint64_t load_bias) {
+  constexpr size_t kLastErrorBytes = 1024;  // sizeof ncclLastError since 2.13
+  auto symbol = layout.symbols.find("ncclLastError");
+  if (symbol == layout.symbols.end())
+    return {{"text", nullptr}, {"address", nullptr},
+            {"unavailable", "no ncclLastError symbol in this libnccl's symbol table or layout profile (a stripped build)"}};
+  uint64_t address = symbol->second + load_bias;
+  ReadError error;
+  std::optional<std::string> text = read_c_string(target, address, kLastErrorBytes, &error);
+  if (!text) return {{"text", nullptr}, {"address", hex(address)}, {"unavailable", "ncclLastError: " + error.message()}};
+  return {{"text", valid_utf8(*text)}, {"address", hex(address)}};
+}
+
 nlohmann::json decode_communicator(Target& target, const LayoutProfile& layout, uint64_t address,
                                    nlohmann::json* errors, const DecodeLimits& limits) {
   nlohmann::json entry = nlohmann::json::object();

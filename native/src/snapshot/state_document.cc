@@ -16,6 +16,7 @@
 #include "nccl/comm_decoder.h"
 #include "nccl/comm_scanner.h"
 #include "nccl/connection_decoder.h"
+#include "snapshot/fatal_signal.h"
 #include "snapshot/launcher_section.h"
 #include "python/python_stacks.h"
 #include "torch/flight_recorder.h"
@@ -93,6 +94,21 @@ std::vector<ThreadInfo> callback_threads(const StateRequest& request) {
   return threads;
 }
 
+// The front end's $_siginfo: numbers, or hex text for the fault address; a missing one stays 0.
+SignalInfo callback_signal(const json& entry) {
+  auto number = [&](const char* key) {
+    std::optional<uint64_t> value = register_value(json_member(entry, key));
+    return value.value_or(0);
+  };
+  SignalInfo signal;
+  signal.signo = static_cast<int>(number("signo"));
+  signal.code = static_cast<int>(static_cast<int32_t>(number("code")));
+  signal.sender_pid = static_cast<int>(number("sender_pid"));
+  signal.fault_address = number("fault_address");
+  signal.tid = static_cast<int>(number("tid"));
+  return signal;
+}
+
 std::unique_ptr<Target> open_callback_target(const StateRequest& request) {
   std::vector<MemoryRegion> regions;
   for (const json& entry : request.callback_regions) {
@@ -111,6 +127,7 @@ std::unique_ptr<Target> open_callback_target(const StateRequest& request) {
   auto target = std::make_unique<CallbackTarget>(request.callback_description, request.pid, request.read_memory,
                                                  std::move(regions), request.executable);
   target->set_threads(callback_threads(request));
+  if (request.callback_signal.is_object()) target->set_fatal_signal(callback_signal(request.callback_signal));
   return target;
 }
 
@@ -500,6 +517,14 @@ void add_torch(Target& target, const PythonStacks& python, const StateRequest& r
   (*document)["torch"] = torch;
 }
 
+// "fatal_signal": the signal that ended a core's process (snapshot/fatal_signal.h), after the
+// threads (its thread's frames say whether it was a failure or a signal sent from outside).
+void add_fatal_signal(const Target& target, json* document) {
+  std::optional<SignalInfo> signal = target.fatal_signal();
+  (*document)["fatal_signal"] = fatal_signal_json(signal, target.pid(), (*document)["threads"]);
+  if (!signal) (*document)["fatal_signal_unavailable"] = target.fatal_signal_unavailable();
+}
+
 }  // namespace
 
 json build_state_document(const StateRequest& request) {
@@ -539,6 +564,7 @@ json build_state_document(const StateRequest& request) {
     add_torch(*target, python, request, search, &document, &errors);
     add_threads(*target, request, &document);
     add_python(python, &document, &errors);
+    add_fatal_signal(*target, &document);
     document["errors"] = errors;
     return document;
   }
@@ -549,6 +575,8 @@ json build_state_document(const StateRequest& request) {
   const NcclLibrary& primary = primary_library(libraries);
   document["nccl"] = library_json(primary);
   document["nccl"]["libraries"] = libraries_json(libraries);
+  if (primary.decoded())
+    document["nccl"]["last_error"] = decode_last_error(*target, *primary.layout, primary.resolved.load_bias);
   document["discovery"] = document_discovery_json(primary, libraries);
   json warnings = json::array();
   report_library_problems(libraries, &errors, &warnings);
@@ -564,6 +592,7 @@ json build_state_document(const StateRequest& request) {
 
   add_threads(*target, request, &document, std::move(warnings));
   add_python(python, &document, &errors);
+  add_fatal_signal(*target, &document);
   document["errors"] = errors;
   return document;
 }

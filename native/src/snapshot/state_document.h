@@ -44,6 +44,9 @@ struct StateRequest {
   // read them: [{"tid": N, "name": "..", "registers": {"rip": "0x..", "rsp": "0x..", ...}}]
   // (x86-64 names; "registers_unavailable": why none). Stacks are then unwound over read_memory.
   nlohmann::json callback_threads = nlohmann::json::array();
+  // {"signo", "code", "sender_pid", "fault_address" (hex text), "tid"}: a core's $_siginfo as
+  // the front end read it; null when it sent none (a live process).
+  nlohmann::json callback_signal;
   std::string callback_architecture;  // the front end's name for it ("i386:x86-64"); "" unknown
   std::string callback_description = "gdb inferior";
 };

@@ -180,6 +180,10 @@ std::string cell_text(const nlohmann::json& value) {
 std::string render_state_text(const nlohmann::json& document) {
   std::ostringstream out;
   render_header(document, out);
+  for (const std::string& line : failure_lines(document)) out << line << "\n";
+  const json& signal_unavailable = field(document, "fatal_signal_unavailable");
+  if (field(field(document, "target"), "kind") == "core" && signal_unavailable.is_string())
+    out << "signal     unavailable: " << escape_for_terminal(signal_unavailable.get<std::string>()) << "\n";
   ViewOptions options;
   options.document = &document;
   const json& communicators = field(document, "communicators");

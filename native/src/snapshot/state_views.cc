@@ -79,8 +79,9 @@ Lines health_problems(const json& comm) {
   if (field.raw("health").is_null()) return {unreadable_text(field.reason("health"))};
   FieldText health = field.child("health");
   static const std::pair<const char*, json> kNormal[] = {
-      {"async_result", "ncclSuccess"}, {"abort_flag", false}, {"destroy_flag", false},
-      {"init_state", "ncclSuccess"},   {"finalize_called", false}, {"revoked", false}};
+      {"async_result", "ncclSuccess"}, {"proxy_async_result", "ncclSuccess"}, {"abort_flag", false},
+      {"destroy_flag", false},         {"init_state", "ncclSuccess"},          {"finalize_called", false},
+      {"revoked", false}};
   Lines problems;
   for (const auto& [key, normal] : kNormal) {
     if (!health.has(key)) continue;
@@ -545,8 +546,30 @@ std::string comm_title(const json& comm) {
          field.text("address", hex_text) + ")";
 }
 
+Lines failure_lines(const json& document) {
+  Lines lines;
+  const json& signal = json_member(document, "fatal_signal");
+  if (signal.is_object()) {
+    bool failure = json_member(signal, "failure") == true;
+    lines.push_back(std::string(failure ? "FATAL SIGNAL " : "signal ") + escape_for_terminal(plain_text(json_member(signal, "text"))));
+  }
+  for (const json& comm : array_or_empty(json_member(document, "communicators"))) {
+    Lines problems = health_problems(comm);
+    // Only errors: a field the core did not save is in the communicator's unreadable list.
+    problems.erase(std::remove_if(problems.begin(), problems.end(),
+                                  [](const std::string& p) { return p.find("<unreadable") != std::string::npos; }),
+                   problems.end());
+    if (!problems.empty()) lines.push_back("NCCL ERROR " + comm_title(comm) + ": " + join(problems, ", "));
+  }
+  const json& last_error = json_member(json_member(document, "nccl"), "last_error");
+  if (json_member(last_error, "text").is_string() && !last_error["text"].get<std::string>().empty())
+    lines.push_back("NCCL last error: \"" + escape_for_terminal(last_error["text"].get<std::string>()) + "\"");
+  return lines;
+}
+
 std::string render_state_list(const json& document) {
   Lines lines{target_line(document)};
+  append(lines, failure_lines(document));
   const json& libraries = nccl_libraries(document);
   bool several_libraries = libraries.is_array() && libraries.size() > 1;
   append(lines, library_lines(libraries));

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -20,6 +21,10 @@ struct ViewOptions {
 
 // "comm 0x6db0a96d9cb7fc37 rank 0/2 (0x55d0c8a1b2c0)".
 std::string comm_title(const nlohmann::json& comm);
+
+// What failed, first (issue 32): the fatal signal (a core's; labelled when another process sent
+// it), each communicator whose health is not ok, NCCL's last error message. Empty when none.
+std::vector<std::string> failure_lines(const nlohmann::json& document);
 
 // nccl-state: the target line, one line per communicator, a summary line.
 std::string render_state_list(const nlohmann::json& document);

@@ -191,6 +191,14 @@ std::string bare_function_name(const std::string& function) {
   return name;
 }
 
+std::string short_function_name(std::string name) {
+  const std::string anonymous = "(anonymous namespace)::";
+  for (size_t at; (at = name.find(anonymous)) != std::string::npos;) name.erase(at, anonymous.size());
+  size_t paren = name.find('(');
+  if (paren != std::string::npos && paren > 0) name.resize(paren);
+  return name;
+}
+
 bool is_shared_object_module(const std::string& module) {
   std::string_view name(module);
   size_t label_end = name.find(" (");  // "<name> (build-id mismatch: ...)"

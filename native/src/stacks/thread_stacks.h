@@ -134,6 +134,9 @@ const StackFrame* innermost_user_frame(const std::vector<StackFrame>& frames);
 // "pncclCommInitRank" -> "ncclCommInitRank".
 std::string bare_function_name(const std::string& function);
 
+// "park_in_pause" from a demangled C++ name (no anonymous-namespace noise, no parameters).
+std::string short_function_name(std::string name);
+
 // True when the module label names a shared object or the vDSO (not the executable).
 bool is_shared_object_module(const std::string& module);
 

@@ -29,6 +29,12 @@ class CallbackTarget : public Target {
   const std::vector<MappedFile>& mapped_files() const override { return mapped_files_; }
   std::vector<ThreadInfo> threads() override { return threads_; }
   std::string executable() const override { return executable_; }
+  std::optional<SignalInfo> fatal_signal() const override { return signal_; }
+  std::string fatal_signal_unavailable() const override {
+    return signal_ ? "" : "memory supplied by the front end, which sent no signal (gdb: $_siginfo)";
+  }
+  // The signal the front end read (a core's $_siginfo in gdb), with the thread that took it.
+  void set_fatal_signal(const SignalInfo& signal) { signal_ = signal; }
 
   // The threads as the front end listed them: each with a prstatus built from its registers
   // (prstatus_from_registers), or registers_unavailable saying why not.
@@ -37,6 +43,7 @@ class CallbackTarget : public Target {
  private:
   std::optional<uint64_t> unsaved_byte(uint64_t addr, size_t len) const;
 
+  std::optional<SignalInfo> signal_;
   std::string description_;
   int pid_;
   ReadThroughCallback read_memory_;

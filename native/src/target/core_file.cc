@@ -122,6 +122,22 @@ void CoreFile::load_program_headers() {
     warnings_.push_back("core_open " + path_ + ": slice note: " + valid_utf8(line));
 }
 
+std::optional<SignalInfo> CoreFile::fatal_signal() const {
+  if (!notes_.signal) return std::nullopt;
+  SignalInfo signal = *notes_.signal;
+  if (!notes_.threads.empty()) signal.tid = notes_.threads.front().tid;
+  return signal;
+}
+
+std::string CoreFile::fatal_signal_unavailable() const {
+  if (notes_.signal) return "";
+  bool truncated_notes = std::find(notes_.problems.begin(), notes_.problems.end(), "note segment truncated") !=
+                         notes_.problems.end();
+  if (!notes_.notes_seen) return "the core holds no notes" + std::string(truncated_notes ? " (cut before them)" : "");
+  if (truncated_notes) return "no NT_SIGINFO note in what the core holds of its notes (cut inside them)";
+  return "the core has no NT_SIGINFO note (written by a tool that omits it)";
+}
+
 void CoreFile::add_segment(uint64_t vaddr, uint64_t memsz, uint64_t filesz, uint64_t offset,
                            uint32_t flags, uint64_t align) {
   CoreSegment segment{vaddr, memsz, filesz, offset, 0, flags, align};

@@ -46,6 +46,8 @@ class CoreFile : public Target {
   std::vector<std::string> warnings() const override { return warnings_; }
   std::vector<uint8_t> auxv() const override { return notes_.auxv_bytes; }
   Elf* core_elf() const override { return elf_; }
+  std::optional<SignalInfo> fatal_signal() const override;
+  std::string fatal_signal_unavailable() const override;
 
   // For tools that rewrite the core (slice): the raw pieces.
   const std::string& path() const { return path_; }

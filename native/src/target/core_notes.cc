@@ -65,6 +65,11 @@ void add_prpsinfo_note(const uint8_t* desc, size_t size, CoreNotes* notes) {
   notes->command_line = bounded_string(info.pr_psargs, sizeof info.pr_psargs);
 }
 
+void add_siginfo_note(const uint8_t* desc, size_t size, CoreNotes* notes) {
+  notes->signal = parse_siginfo(desc, size);
+  if (!notes->signal) notes->problems.push_back("NT_SIGINFO note too short");
+}
+
 void add_auxv_note(const uint8_t* desc, size_t size, CoreNotes* notes) {
   for (size_t at = 0; at + 16 <= size; at += 16) {
     uint64_t key = load_u64(desc + at);
@@ -154,8 +159,10 @@ uint64_t redact_note_segment(uint8_t* data, size_t size) {
 void add_core_note(uint32_t type, const std::string& name, const uint8_t* desc, size_t size,
                    CoreNotes* notes) {
   if (name == kNcclscopeNoteOwner && type == kSliceProvenanceNote) return add_provenance_note(desc, size, notes);
+  notes->notes_seen = true;
   if (name != "CORE") return;  // "LINUX" (xstate) and "GDB" notes carry nothing we parse
   switch (type) {
+    case NT_SIGINFO: return add_siginfo_note(desc, size, notes);
     case NT_FILE: return add_file_note(desc, size, notes);
     case NT_PRSTATUS: return add_prstatus_note(desc, size, notes);
     case NT_PRPSINFO: return add_prpsinfo_note(desc, size, notes);
@@ -171,6 +178,33 @@ void parse_note_segment(const uint8_t* data, size_t size, CoreNotes* notes) {
                                add_core_note(type, name, desc, desc_size, notes);
                              });
   if (!whole) notes->problems.push_back("note segment truncated or malformed");
+}
+
+std::optional<SignalInfo> parse_siginfo(const uint8_t* desc, size_t size) {
+  // siginfo_t on x86-64: si_signo, si_errno, si_code (int each), padding, then the union at 16:
+  // {pid_t si_pid; uid_t si_uid} for kill/tgkill, {void *si_addr} for faults.
+  constexpr size_t kUnion = 16;
+  if (size < kUnion + 8) return std::nullopt;
+  auto load_i32 = [&](size_t at) {
+    int32_t value;
+    std::memcpy(&value, desc + at, sizeof value);
+    return static_cast<int>(value);
+  };
+  SignalInfo info;
+  info.signo = load_i32(0);
+  info.errno_value = load_i32(4);
+  info.code = load_i32(8);
+  info.sender_pid = load_i32(kUnion);
+  info.sender_uid = load_i32(kUnion + 4);
+  info.fault_address = load_u64(desc + kUnion);
+  return info;
+}
+
+std::optional<int> current_signal_of(const ThreadInfo& thread) {
+  if (thread.prstatus.size() < offsetof(elf_prstatus, pr_cursig) + sizeof(short)) return std::nullopt;
+  short cursig;
+  std::memcpy(&cursig, thread.prstatus.data() + offsetof(elf_prstatus, pr_cursig), sizeof cursig);
+  return cursig;
 }
 
 std::optional<uint64_t> stack_pointer_of(const ThreadInfo& thread) {

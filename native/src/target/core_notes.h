@@ -22,6 +22,11 @@ struct CoreNotes {
   char process_state = '?';                  // NT_PRPSINFO pr_sname
   std::map<uint64_t, uint64_t> auxv;         // NT_AUXV: AT_* -> value
   std::vector<uint8_t> auxv_bytes;           // NT_AUXV as saved, through AT_NULL (kernel order)
+  // NT_SIGINFO; nullopt when the core has none (cut before it, or a writer that omits it).
+  // The thread that took the signal is the first NT_PRSTATUS (the kernel writes the dumping
+  // thread first: fs/binfmt_elf.c fill_note_info).
+  std::optional<SignalInfo> signal;
+  bool notes_seen = false;                   // at least one PT_NOTE segment held a note
   std::vector<std::string> problems;         // malformed notes (warnings)
   std::vector<std::string> slice_provenance; // a slice's NCCLSCOPE note: what its input lacked
 };
@@ -43,6 +48,11 @@ void add_core_note(uint32_t type, const std::string& name, const uint8_t* desc, 
 
 // Parses a whole PT_NOTE segment (sequence of Elf64_Nhdr + name + desc, 4-aligned).
 void parse_note_segment(const uint8_t* data, size_t size, CoreNotes* notes);
+
+// siginfo_t bytes of an NT_SIGINFO note; nullopt when shorter than si_signo..si_addr.
+std::optional<SignalInfo> parse_siginfo(const uint8_t* desc, size_t size);
+// pr_cursig of a raw NT_PRSTATUS (the signal being delivered); nullopt when too short.
+std::optional<int> current_signal_of(const ThreadInfo& thread);
 
 // Registers of a thread, from its raw NT_PRSTATUS (x86-64 user_regs_struct order).
 std::optional<uint64_t> stack_pointer_of(const ThreadInfo& thread);

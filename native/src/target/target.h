@@ -63,6 +63,17 @@ struct ThreadInfo {
   std::string registers_unavailable;  // callback target: why prstatus is empty ("" otherwise)
 };
 
+// NT_SIGINFO: the siginfo_t of the signal that killed the process (x86-64 layout).
+struct SignalInfo {
+  int signo = 0;
+  int code = 0;                // si_code: > 0 the kernel's (a fault), SI_USER 0, SI_TKILL -6, ...
+  int errno_value = 0;
+  int sender_pid = 0;          // si_pid: meaningful for kill/tgkill codes (code <= 0)
+  int sender_uid = 0;
+  uint64_t fault_address = 0;  // si_addr: meaningful for SIGSEGV/SIGBUS/SIGILL/SIGFPE with code > 0
+  int tid = 0;                 // the thread that took it (the core's first NT_PRSTATUS), 0 unknown
+};
+
 class Target {
  public:
   virtual ~Target() = default;
@@ -95,6 +106,11 @@ class Target {
   // The auxiliary vector as the kernel gave it (NT_AUXV of a core: AT_* key/value pairs
   // up to AT_NULL); empty when the target does not know it.
   virtual std::vector<uint8_t> auxv() const { return {}; }
+
+  // The signal that ended the process (a core's NT_SIGINFO and the thread that took it);
+  // nullopt when there is none to read, and fatal_signal_unavailable() says why.
+  virtual std::optional<SignalInfo> fatal_signal() const { return std::nullopt; }
+  virtual std::string fatal_signal_unavailable() const { return "not a core: a running process has no fatal signal"; }
 
   // Problems found while opening that did not stop it (e.g. "core file truncated").
   virtual std::vector<std::string> warnings() const { return {}; }

@@ -74,6 +74,32 @@ struct DuplicateInput {
   std::vector<nlohmann::json> copies;
 };
 
+// How one rank failed, for the crash verdict (crash.cc). Per process, then per rank without
+// input that its peers' remote errors point to.
+struct RankFailure {
+  int node = -1;           // wait-for graph node: the process index, or an absent rank's node
+  Maybe<int> world_rank;
+  std::string kind;        // fault | abort | cuda-error | watchdog-abort | fault-on-exit | remote-error | gone | none
+  bool failed = false;     // the process failed (its own fatal signal), or is gone
+  bool reaction = false;   // explained by another rank's failure (it saw ncclRemoteError)
+  bool health_known = false;  // it holds a decoded communicator (PyTorch's abort may free them all)
+  std::string text;        // "SIGSEGV (SEGV_MAPERR, address 0x0) in thread 7 at crash() in libx.so (user code)"
+  std::string brief;       // the headline's: "aborted by PyTorch's watchdog after ncclRemoteError"
+  std::string pgs;         // where it saw ncclRemoteError: "pg dp0, tp1" ("" none)
+};
+
+struct CrashAnalysis {
+  bool crashed = false;           // some input shows its process failing by itself
+  std::vector<RankFailure> ranks;
+  std::vector<int> culprit_nodes;  // the origin, from its own input
+  std::vector<int> suspect_nodes;  // the origin without input, or undecided between these
+  // local-failure | no-input | timeout | watchdog-first | undecided
+  std::string rule;
+  std::string timed_out;  // the work the flight recorders show timed out ("" when not used)
+  std::vector<std::string> headline;  // the verdict's first lines (headline.cc fits them)
+  std::string summary;
+};
+
 struct Job {
   std::vector<ProcessView> processes;
   std::vector<DuplicateInput> duplicate_inputs;  // not in processes: their threads do not count
@@ -103,6 +129,7 @@ struct Job {
   std::string kernel_sentence;
   // Buffer numerics (numerics_join.cc): the report's "numerics" section, null when none.
   nlohmann::json numerics;
+  CrashAnalysis crash;  // crash.cc, after the wait-for graph
 
   const CommView& comm_of(const Member& member) const {
     return processes[member.process].comms[member.comm];
@@ -134,6 +161,14 @@ void match_torch_records(Job* job);
 // Kernel views (kernel_join.cc), after the findings: attached to processes by comm hash and
 // rank, evidence on the findings, "kernel-wait" findings for peers host state did not name.
 void join_kernel_views(Job* job, std::vector<KernelView> views);
+
+// A job that died (crash.cc): how each rank failed and the origin, from the findings, the
+// graph (its absent nodes, and its culprits when the watchdog aborted a hang) and each input's
+// fatal signal. `hang_headline`: the headline the hang verdict would have (build_headline).
+CrashAnalysis analyze_crash(const Job& job, const std::string& verdict, const nlohmann::json& graph,
+                            const nlohmann::json& hang_headline);
+// The report's "crash" section; null when the job did not crash.
+nlohmann::json crash_json(const CrashAnalysis& crash);
 
 // "rank 1: X; ranks 0,2-7: Y" from text -> ranks.
 std::string grouped_phrase(const std::map<std::string, std::vector<int>>& ranks_by_text,

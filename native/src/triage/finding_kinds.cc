@@ -130,6 +130,14 @@ std::string absent_ranks(const Job& job, size_t g, const Finding& finding) {
          waits(finding.waiting) + ".";
 }
 
+std::string remote_error(const Job& job, size_t g, const Finding& finding) {
+  Phrases p = phrases_of(job, g, finding);
+  std::string text = p.where + ", " + p.waiting + " " + verb_for(finding.waiting, "reports", "report") +
+                     " ncclRemoteError: a peer's connection failed";
+  if (!finding.culprits.empty())
+    text += "; " + p.far + " " + verb_for(finding.culprits, "has", "have") + " no input (a rank that died leaves no core)";
+  return text + ".";
+}
 
 std::string data_wait(const Job& job, size_t g, const Finding& finding) {
   Phrases p = phrases_of(job, g, finding);
@@ -206,6 +214,7 @@ const std::vector<FindingKind>& finding_kinds() {
       {"aborted-rank", VE::kNone, true, "aborted", failed_rank},
       {"errored-rank", VE::kNone, true, "failed", failed_rank},
       {"absent-ranks", VE::kIncomplete, true, "no input holds it", absent_ranks},
+      {"remote-error", VE::kNone, true, "no input holds it (its peers saw its connection fail)", remote_error},
       {"p2p-unmatched", VE::kNone, true, "never posted the matching operation", p2p_unmatched},
       {"stuck-before-launch", VE::kIncomplete, true, "never made that call", stuck_before_launch},
       {"data-wait", VE::kNone, false, "issued it, its GPU has not reached it", data_wait},

@@ -13,6 +13,8 @@
 namespace nsc::triage {
 namespace {
 
+constexpr const char* kRemoteError = "ncclRemoteError";
+
 std::string times(int64_t count) {
   return std::to_string(count) + (count == 1 ? " time" : " times");
 }
@@ -38,6 +40,7 @@ class CommAnalyzer {
 
   std::vector<Finding> run() {
     find_health();
+    find_remote_errors();
     bool counters_differ = find_counter_differences();
     find_p2p_waits();
     if (!counters_differ) find_stuck_before_launch();
@@ -149,6 +152,7 @@ class CommAnalyzer {
       }
       for (const auto* field : {&health.async_result, &health.init_state}) {
         if (!*field || **field == "ncclSuccess" || **field == "ncclInProgress") continue;
+        if (**field == kRemoteError) continue;  // a peer's failure, not its own: find_remote_errors
         errored.culprits.push_back(rank);
         errored.evidence.push_back(member_phrase(rank) + ": " +
                                    (field == &health.async_result ? "async_result" : "init_state") +
@@ -166,6 +170,41 @@ class CommAnalyzer {
       add_doing_evidence(finding);
       findings_.push_back(std::move(*finding));
     }
+  }
+
+  // --- a peer's failure seen: ncclRemoteError --------------------------------
+  // NCCL sets ncclRemoteError where a peer's connection failed (its process died, its socket
+  // closed): in the comm's asyncResult or, from the proxy thread, in proxyState->asyncResult
+  // (ncclCommGetAsyncError reads both). The ranks that see it react; the far side is the
+  // communicator's one rank without input (a rank that died leaves no core). The verdict
+  // decides whether it is blamed (a crash's origin; in a hang, absence is never evidence).
+  void find_remote_errors() {
+    Finding remote{"remote-error"};
+    for (size_t m = 0; m < group_.members.size(); ++m) {
+      const HealthView& health = comm_at(m).health;
+      std::vector<std::string> fields;
+      if (health.async_result == kRemoteError) fields.push_back("async_result");
+      if (health.proxy_async_result == kRemoteError) fields.push_back("proxy_async_result");
+      if (fields.empty()) continue;
+      remote.waiting.push_back(rank_at(m));
+      remote.evidence.push_back(member_phrase(rank_at(m)) + ": " + (fields.size() == 2 ? fields[0] + " and " + fields[1] : fields[0]) + " " +
+                                (fields.size() == 1 ? "is " : "are ") + kRemoteError);
+      const std::string& last_error = job_.processes[process_at(m)].nccl_last_error;
+      if (!last_error.empty())
+        remote.evidence.push_back(member_phrase(rank_at(m)) + ": NCCL's last error: \"" + escape_for_terminal(last_error) + "\"");
+    }
+    if (remote.waiting.empty()) return;
+    normalize_ranks(&remote.waiting);
+    // One rank without input: the peer whose connections failed. Several: which one is not told.
+    if (group_.missing_ranks.size() == 1) {
+      remote.culprits = group_.missing_ranks;
+      remote.culprits_absent = true;
+      remote.evidence.push_back(members_phrase(remote.culprits) + " has no input");
+    } else if (!group_.missing_ranks.empty()) {
+      remote.evidence.push_back(members_phrase(group_.missing_ranks) + " have no input: which one failed is not told");
+    }
+    remote.edge_kind = "error";
+    findings_.push_back(std::move(remote));
   }
 
   // --- launched counters ---------------------------------------------------

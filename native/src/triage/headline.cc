@@ -47,7 +47,7 @@ class Headline {
       : job_(job), verdict_(verdict), graph_(graph) {
     for (const char* key : {"root_culprits", "suspects"})
       for (const json& id : graph_[key]) (std::string(key) == "suspects" ? suspects_ : culprits_).push_back(id.get<int>());
-    if (verdict_ != "hang") {  // only a hang has culprits: elsewhere chain ends are suspects
+    if (verdict_ != "hang" && verdict_ != "crash") {  // only a hang or a crash has culprits: elsewhere chain ends are suspects
       suspects_.insert(suspects_.begin(), culprits_.begin(), culprits_.end());
       culprits_.clear();
     }
@@ -58,6 +58,8 @@ class Headline {
     std::string what = verdict_;
     if (verdict_ == "error") {
       lines.push_back("ERROR: " + (job_.errors.empty() ? std::string("nothing to triage") : job_.errors.front()) + ".");
+    } else if (verdict_ == "crash") {
+      lines = job_.crash.headline;
     } else if (verdict_ == "hang") {
       what = hang_lines(&lines);
     } else if (verdict_ == "mismatch") {

@@ -82,7 +82,7 @@ body{font-family:Helvetica,Arial,sans-serif;margin:1.5em;color:#222;max-width:90
 h1{font-size:1.4em;margin:0 0 .3em} h2{font-size:1.15em;margin:1.4em 0 .4em;border-bottom:1px solid #ccc}
 .verdict{display:inline-block;padding:.2em .7em;border-radius:.3em;font-weight:bold;font-size:1.2em}
 .verdict-hang{background:#f4cccc} .verdict-mismatch{background:#f9cb9c} .verdict-no-hang{background:#d9ead3}
-.verdict-incomplete{background:#fff2cc} .verdict-error{background:#cccccc}
+.verdict-incomplete{background:#fff2cc} .verdict-error{background:#cccccc} .verdict-crash{background:#ea9999}
 .headline{font-size:1.2em;line-height:1.5;font-weight:bold} .summary{font-size:.95em;line-height:1.4} .error{color:#a00}
 table{border-collapse:collapse;font-size:.9em} td,th{border:1px solid #bbb;padding:.2em .5em;text-align:left;vertical-align:top}
 th{background:#f3f3f3} td.culprit{background:#f4cccc} td.differs{background:#f9cb9c} td.none{color:#999} td.unknown{background:#eee}
@@ -599,7 +599,7 @@ void render_findings(const json& report, std::ostringstream& page) {
       page << "<div class=\"finding\"><span class=\"kind\">" << html_of(finding["kind"]) << "</span> ";
       if (finding["collective"].is_string()) page << html_of(finding["collective"]);
       if (finding["seq"].is_number_integer()) page << " #" << finding["seq"].get<int64_t>();
-      page << html(finding_roles_text(finding, json_member(report, "verdict") == "hang"));
+      page << html(finding_roles_text(finding, json_member(report, "verdict") == "hang" || json_member(report, "verdict") == "crash"));
       page << "<ul>";
       for (const json& evidence : json_member(finding, "evidence")) page << "<li>" << html_of(evidence) << "</li>";
       page << "</ul></div>\n";

@@ -233,14 +233,6 @@ bool guessed_gpu_wait(const ThreadView& thread) {
 }
 
 // "(anonymous namespace)::park_in_pause((anonymous namespace)::Scenario const&)" -> "park_in_pause".
-std::string short_function_name(std::string name) {
-  const std::string anonymous = "(anonymous namespace)::";
-  for (size_t at; (at = name.find(anonymous)) != std::string::npos;) name.erase(at, anonymous.size());
-  size_t paren = name.find('(');
-  if (paren != std::string::npos && paren > 0) name.resize(paren);
-  return name;
-}
-
 // The frames of the signal that wrote the core: the thread's own work starts below them.
 size_t signal_delivery_frames(const ThreadView& thread) {
   std::vector<SignalRole> roles;
@@ -283,6 +275,28 @@ std::string describe_thread(const ThreadView& thread) {
   }
   if (!thread.blocked_in.empty()) text += " [" + thread.blocked_in + "]";
   return text;
+}
+
+}  // namespace nsc::triage
+
+namespace nsc::triage {
+
+Maybe<FatalSignalView> summarize_fatal_signal(const nlohmann::json& section) {
+  if (!section.is_object() || !section.contains("name") || !section["name"].is_string()) return std::nullopt;
+  auto text = [&](const char* key) { return section.contains(key) && section[key].is_string() ? section[key].get<std::string>() : ""; };
+  auto flag = [&](const char* key) { return section.contains(key) && section[key] == true; };
+  FatalSignalView view;
+  view.name = text("name");
+  view.origin = text("origin");
+  view.failure = flag("failure");
+  view.torch_watchdog = flag("torch_watchdog");
+  view.uncaught_exception = section.contains("via") && section["via"].is_string();
+  view.during_exit = flag("during_exit");
+  if (section.contains("site") && section["site"].is_object() && section["site"].contains("in") && section["site"]["in"].is_string())
+    view.site_in = section["site"]["in"].get<std::string>();
+  view.text = text("text");
+  if (section.contains("tid") && section["tid"].is_number_integer()) view.tid = section["tid"].get<int64_t>();
+  return view;
 }
 
 }  // namespace nsc::triage

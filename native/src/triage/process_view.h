@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "stacks/blocked_in.h"
+#include "stacks/thread_stacks.h"
 #include "torch/fr_records.h"
 
 namespace nsc::triage {
@@ -55,6 +56,7 @@ struct PlannedP2pView {
 
 struct HealthView {
   Maybe<std::string> async_result, init_state;
+  Maybe<std::string> proxy_async_result;  // proxyState->asyncResult: where a peer's failure lands
   Maybe<bool> abort_flag, destroy_flag, finalize_called, revoked;
 };
 
@@ -109,6 +111,19 @@ struct ThreadView {
   std::vector<FrameView> frames;
 };
 
+// The snapshot's "fatal_signal" (a core's NT_SIGINFO and the thread that took it), type-checked.
+struct FatalSignalView {
+  std::string name;           // "SIGSEGV"
+  std::string origin;         // "fault" | "abort" | "sent" | "re-raised" | "kernel"
+  bool failure = false;       // a failure of the process itself (not a signal another process sent)
+  bool torch_watchdog = false;  // abort() in PyTorch's NCCL watchdog thread
+  bool uncaught_exception = false;  // via std::terminate
+  bool during_exit = false;   // the process was already ending (exit handlers, Py_FinalizeEx)
+  std::string site_in;        // "user code", "NCCL", "CUDA", "PyTorch", ... ("" unknown)
+  std::string text;           // the snapshot's sentence
+  Maybe<int64_t> tid;
+};
+
 struct ProcessView {
   std::string input_name;  // file path or "pid 1234"
   std::string kind;        // "snapshot", "core", "live"
@@ -142,6 +157,10 @@ struct ProcessView {
   // The same records compact, for matching across ranks (fr_match.cc): a dump file's (kind
   // "fr-dump": no memory, no thread, no communicator) or built from `torch`; null without.
   std::shared_ptr<const torch::FrRankRecords> fr_records;
+  // How the process ended, when its input is a core that says (nullopt: a live process, a
+  // snapshot without the key, a core without NT_SIGINFO: never taken for a crash).
+  Maybe<FatalSignalView> fatal_signal;
+  std::string nccl_last_error;  // NCCL's last WARN message ("" none or unknown)
 
   const ThreadView* principal() const {
     return principal_thread >= 0 ? &threads[principal_thread] : nullptr;
@@ -158,6 +177,8 @@ ProcessView summarize_state_document(const nlohmann::json& document, const std::
 // type-checked (a snapshot is untrusted input); null when absent or not found.
 nlohmann::json sanitize_recorder_section(const nlohmann::json& section);
 nlohmann::json sanitize_torch_section(const nlohmann::json& section);
+// The "fatal_signal" object, type-checked; nullopt when it is not an object with a name.
+Maybe<FatalSignalView> summarize_fatal_signal(const nlohmann::json& section);
 
 // Everything `state` reported wrong with this input (its errors[], then each communicator's
 // warnings): non-empty makes the input "partial" in triage, as it makes `state` exit 1.
@@ -190,8 +211,7 @@ bool is_gpu_wait(const std::string& blocked_in);
 // on the GPU, so the verdict does not depend on --exe.
 bool guessed_gpu_wait(const ThreadView& thread);
 
-// "park_in_pause" from a demangled C++ name (no namespace noise, no parameters).
-std::string short_function_name(std::string name);
+using nsc::short_function_name;  // stacks/thread_stacks.h
 // "pause()" for a native frame, "finish (train.py:62)" for a Python one.
 std::string frame_text(const FrameView& frame);
 // One line: "pause() called from main() [user-code]", with Python frames

@@ -195,6 +195,25 @@ bool blamed_as_culprit(const json& report, const json& reason) {
   return json_member(report, "verdict") == "hang" && (kind == "skipped" || kind == "skipped-in-cycle");
 }
 
+// A crash: how each rank failed, the origin first (report "crash", crash.cc).
+static void append_crash_lines(const json& report, std::vector<std::string>* lines) {
+  const json& crash = json_member(report, "crash");
+  if (!crash.is_object()) return;
+  lines->push_back("");
+  lines->push_back("How each rank failed (origin by rule " + json_text(crash["rule"]) + "):");
+  std::set<int> origin;
+  for (const char* key : {"origin_nodes", "suspect_nodes"})
+    for (const json& id : crash[key]) origin.insert(id.get<int>());
+  for (const json& rank : crash["ranks"]) {
+    const json& nodes = json_member(report["graph"], "nodes");
+    size_t id = rank["node"].get<size_t>();
+    json node = nodes.is_array() && id < nodes.size() ? nodes[id] : json();
+    std::string role = origin.count(rank["node"].get<int>()) ? "origin" : rank["reaction"] == true ? "reaction" : "-";
+    lines->push_back("  " + json_text(json_member(node, "label")) + " [" + json_text(rank["kind"]) + ", " + role + "]: " +
+                     json_text(rank["text"]));
+  }
+}
+
 std::string render_triage_text(const nlohmann::json& report) {
   std::vector<std::string> lines;
   // The headline alone is the first paragraph: what a person reads and acts on.
@@ -208,6 +227,7 @@ std::string render_triage_text(const nlohmann::json& report) {
     return text;
   }
   const json& graph = report["graph"];
+  append_crash_lines(report, &lines);
   for (const json& finding : report.value("startup", json::array())) {
     lines.push_back("");
     lines.push_back("Start-up (no communicator yet; ranks from the launcher's environment):");
@@ -248,7 +268,7 @@ std::string render_triage_text(const nlohmann::json& report) {
       if (finding["seq"].is_number_integer()) head += " #" + std::to_string(finding["seq"].get<int64_t>());
       // Recorder findings also give the recorder's own 0-based seq.
       if (finding.contains("recorder_seq")) head += " (seq " + finding["recorder_seq"].dump() + ")";
-      lines.push_back(head + finding_roles_text(finding, report.value("verdict", "") == "hang"));
+      lines.push_back(head + finding_roles_text(finding, report.value("verdict", "") == "hang" || report.value("verdict", "") == "crash"));
       for (const json& explained : json_member(finding, "explained_by"))
         lines.push_back("      " + phrase_of_ranks(explained["ranks"]) + ": " + json_text(explained["text"]) +
                         ", which explains " + (explained["ranks"].size() == 1 ? "its" : "their") + " absence here");

@@ -20,7 +20,7 @@ enum class Where {
   kChannel, kRing, kTree, kTreeDown, kProxyOps, kProxyOp, kSubs, kSub, kPlanned, kPlannedColls,
   kPlannedColl, kPlannedP2ps, kPlannedP2p, kCommUnavailable, kThreads, kThread, kFrames, kFrame,
   kMergedFrames, kMergedFrame, kThreadPython, kPythonFrames, kPythonFrame,
-  kErrors, kError, kCommWarnings, kSkip
+  kErrors, kError, kCommWarnings, kNcclLastError, kSkip
 };
 
 struct Scalar {
@@ -152,7 +152,7 @@ class Summarizer : public json::json_sax_t {
     json container = is_object ? json::object() : json::array();
     if (!capturing()) {
       if (stack_.size() != 1 || stack_.back().where != Where::kRoot || !is_object ||
-          (key_ != "recorder" && key_ != "torch"))
+          (key_ != "recorder" && key_ != "torch" && key_ != "fatal_signal"))
         return false;
       captured_key_ = key_;
       captured_ = std::move(container);
@@ -175,6 +175,7 @@ class Summarizer : public json::json_sax_t {
     capture_stack_.pop_back();
     if (!capturing()) {
       if (captured_key_ == "torch") process_->torch = sanitize_torch_section(captured_);
+      else if (captured_key_ == "fatal_signal") process_->fatal_signal = summarize_fatal_signal(captured_);
       else process_->recorder = sanitize_recorder_section(captured_);
       captured_ = nullptr;
     }
@@ -227,6 +228,7 @@ class Summarizer : public json::json_sax_t {
         if (is_object && k == "python") return Where::kThreadPython;
         return Where::kSkip;
       case Where::kThreadPython: return !is_object && k == "frames" ? Where::kPythonFrames : Where::kSkip;
+      case Where::kNccl: return is_object && k == "last_error" ? Where::kNcclLastError : Where::kSkip;
       case Where::kPythonFrames: return is_object ? Where::kPythonFrame : Where::kSkip;
       case Where::kFrames: return is_object ? Where::kFrame : Where::kSkip;
       case Where::kMergedFrames: return is_object ? Where::kMergedFrame : Where::kSkip;
@@ -394,6 +396,9 @@ class Summarizer : public json::json_sax_t {
         else if (k == "library") library_named_ = library_named_ || v.type == Scalar::kString;
         else if (k == "build_id_mismatch") process_->build_id_mismatch = as_bool(v);
         break;
+      case Where::kNcclLastError:
+        if (k == "text") process_->nccl_last_error = as_string(v).value_or("");
+        break;
       case Where::kComm:
         if (k == "comm_hash") comm().comm_hash_text = as_string(v).value_or("");
         else if (k == "address") comm().address = as_string(v).value_or("");
@@ -420,6 +425,7 @@ class Summarizer : public json::json_sax_t {
         HealthView& health = comm().health;
         if (k == "async_result") health.async_result = as_string(v);
         else if (k == "init_state") health.init_state = as_string(v);
+        else if (k == "proxy_async_result") health.proxy_async_result = as_string(v);
         else if (k == "abort_flag") health.abort_flag = as_bool(v);
         else if (k == "destroy_flag") health.destroy_flag = as_bool(v);
         else if (k == "finalize_called") health.finalize_called = as_bool(v);

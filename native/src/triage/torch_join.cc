@@ -101,6 +101,10 @@ json sanitize_entry(const json& entry) {
           {"input_sizes", sanitize_sizes(find_json_member(entry, "input_sizes"))},
           {"input_dtypes", sanitize_strings(find_json_member(entry, "input_dtypes"))},
           {"state", text_or_null(entry, "state")},
+          {"timeout_ms", uint_or_null(entry, "timeout_ms")},
+          {"time_created_ns", uint_or_null(entry, "time_created_ns")},
+          {"time_discovered_started_ns", uint_or_null(entry, "time_discovered_started_ns")},
+          {"time_discovered_completed_ns", uint_or_null(entry, "time_discovered_completed_ns")},
           {"is_p2p", is_p2p && is_p2p->is_boolean() ? is_p2p->get<bool>() : false},
           {"frames", frames}};
 }

@@ -264,6 +264,7 @@ std::string blame_sentences(const json& graph) {
 }
 
 std::string verdict_summary(const Job& job, const std::string& verdict, const json& graph) {
+  if (verdict == "crash") return job.crash.summary;
   if (verdict == "error") {
     std::string text = "Error: nothing to triage.";
     if (!job.errors.empty()) text = "Error: " + job.errors.front() + ".";
@@ -362,6 +363,21 @@ std::string verdict_summary(const Job& job, const std::string& verdict, const js
          "silently), but triage reports no hang it cannot see." + job.kernel_sentence;
 }
 
+// The graph blames the crash's origin: its culprits and suspects, roles to match; a node the
+// hang analysis blamed that is not the origin is only waiting.
+void blame_crash_origin(const triage::CrashAnalysis& crash, json* graph) {
+  (*graph)["root_culprits"] = crash.culprit_nodes;
+  (*graph)["suspects"] = crash.suspect_nodes;
+  std::set<int> culprits(crash.culprit_nodes.begin(), crash.culprit_nodes.end());
+  std::set<int> suspects(crash.suspect_nodes.begin(), crash.suspect_nodes.end());
+  for (json& node : (*graph)["nodes"]) {
+    int id = node["id"].get<int>();
+    if (culprits.count(id)) node["role"] = "culprit";
+    else if (suspects.count(id)) node["role"] = "suspect";
+    else if (node["role"] == "culprit" || node["role"] == "suspect" || node["role"] == "waiting-culprit") node["role"] = "waiting";
+  }
+}
+
 std::string decide_verdict(const Job& job) {
   if (job.unrelated_jobs || job.processes.empty()) return "error";
   bool incomplete = false, mismatch = false;
@@ -455,8 +471,17 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
   json graph = triage::build_wait_graph(job);
   // Absence is never evidence: a hang that blames only ranks without usable input is undecided.
   if (verdict == "hang" && graph["root_culprits"].empty() && !graph["no_input_suspects"].empty()) verdict = "incomplete";
-  // Only a hang names culprits: elsewhere the chain ends are suspects, in the graph too.
-  if (verdict != "hang")
+  // A job that died: its origin replaces the chain ends (a timeout's origin is the hang's culprit).
+  if (verdict != "error") {
+    json hang_headline = verdict == "hang" ? triage::build_headline(job, verdict, graph) : json();
+    job.crash = triage::analyze_crash(job, verdict, graph, hang_headline);
+    if (job.crash.crashed) {
+      verdict = "crash";
+      blame_crash_origin(job.crash, &graph);
+    }
+  }
+  // Only a hang or a crash names culprits: elsewhere the chain ends are suspects, in the graph too.
+  if (verdict != "hang" && verdict != "crash")
     for (json& node : graph["nodes"])
       if (node["role"] == "culprit") node["role"] = "suspect";
   report["verdict"] = verdict;
@@ -468,8 +493,8 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
   json culprit_ranks = json::array();
   for (const json& culprit : culprits)
     if (culprit["world_rank"].is_number_integer()) culprit_ranks.push_back(culprit["world_rank"]);
-  // Only a hang has culprits; otherwise the chain ends are suspects (e.g. a rank with no input).
-  bool hang = verdict == "hang";
+  // Only a hang or a crash has culprits; otherwise the chain ends are suspects (e.g. a rank with no input).
+  bool hang = verdict == "hang" || verdict == "crash";
   report["culprit_ranks"] = hang ? culprit_ranks : json::array();
   report["culprits"] = hang ? culprits : json::array();
   json suspect_ranks = json::array();
@@ -514,6 +539,7 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
     job.flight_recorder["decides_verdict"] = job.comms.empty() && !job.torch_findings.empty();
     report["flight_recorder"] = job.flight_recorder;
   }
+  report["crash"] = triage::crash_json(job.crash);
   report["graph"] = std::move(graph);
   report["stack_classes"] = triage::build_stack_classes(job);
   report["inputs"] = inputs_json(job, failures);

@@ -1,0 +1,428 @@
+// The crash verdict (issue 32): how each rank failed, and the origin, the rank(s) whose failure
+// no other rank's explains. A rank that saw ncclRemoteError reacts to a peer's failure (its own
+// abort by PyTorch's watchdog, a fault while exiting after it): never the origin. The origin
+// is, in this order: a local failure in an input (a fault, abort() outside the watchdog, a CUDA
+// error NCCL recorded); else the ranks without input that the remote errors point to (a rank
+// that died leaves no core); else, when PyTorch's watchdog
+// aborted ranks after a timeout, the rank the hang analysis blames for never issuing the
+// collective that timed out; else the ranks the watchdog aborted not after a peer's error.
+// A rank without input is the origin only on its peers' evidence: the one rank without input
+// of a communicator where others report ncclRemoteError (findings.cc: remote-error).
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "triage/analysis.h"
+#include "triage/finding_kinds.h"
+#include "triage/rank_set.h"
+#include "util/json_access.h"
+
+namespace nsc::triage {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kRemoteError = "ncclRemoteError";
+constexpr const char* kCudaError = "ncclUnhandledCudaError";
+
+bool is_local(const RankFailure& failure) {
+  return failure.failed && !failure.reaction && failure.kind != "watchdog-abort" && failure.kind != "gone";
+}
+
+class CrashAnalyzer {
+ public:
+  CrashAnalyzer(const Job& job, const std::string& verdict, const json& graph, const json& hang_headline)
+      : job_(job), verdict_(verdict), graph_(graph), hang_headline_(hang_headline) {}
+
+  CrashAnalysis run() {
+    CrashAnalysis crash;
+    for (size_t p = 0; p < job_.processes.size(); ++p) crash.ranks.push_back(process_failure(static_cast<int>(p)));
+    crash.crashed = std::any_of(crash.ranks.begin(), crash.ranks.end(),
+                                [](const RankFailure& f) { return f.failed; });
+    if (!crash.crashed) return crash;  // nobody failed by itself: the hang verdicts decide
+    add_gone_ranks(&crash);
+    decide_origin(&crash);
+    crash.headline = headline(crash);
+    crash.summary = summary(crash);
+    return crash;
+  }
+
+ private:
+  // --- per rank --------------------------------------------------------------------------
+
+  // "pg dp0, tp1": the communicators of process p whose health reads `result`.
+  std::string comms_with(int p, const char* result, bool proxy_too) const {
+    std::vector<std::string> where;
+    for (size_t g = 0; g < job_.comms.size(); ++g)
+      for (const Member& member : job_.comms[g].members) {
+        if (member.process != p) continue;
+        const HealthView& health = job_.comm_of(member).health;
+        if (health.async_result == result || (proxy_too && health.proxy_async_result == result)) {
+          std::string label = pg_label(job_.comms[g]);
+          where.push_back(label.empty() ? "communicator " + job_.comms[g].hash_text : label);
+        }
+      }
+    std::string text;
+    for (const std::string& part : where) text += (text.empty() ? "" : ", ") + part;
+    return text;
+  }
+
+  RankFailure process_failure(int p) const {
+    const ProcessView& process = job_.processes[p];
+    RankFailure failure;
+    failure.node = p;
+    failure.world_rank = job_.world_rank[p];
+    failure.pgs = comms_with(p, kRemoteError, true);
+    failure.health_known = std::any_of(process.comms.begin(), process.comms.end(),
+                                       [](const CommView& comm) { return !comm.from_recorder; });
+    bool remote = !failure.pgs.empty();
+    const Maybe<FatalSignalView>& signal = process.fatal_signal;
+    if (signal && signal->failure) {
+      failure.failed = true;
+      classify_failed(process, *signal, remote, &failure);
+    } else if (remote) {
+      failure.kind = "remote-error";
+      failure.reaction = true;
+      failure.text = "alive, its NCCL calls failed with ncclRemoteError on " + failure.pgs;
+      failure.brief = "ncclRemoteError, still running";
+    } else {
+      failure.kind = "none";
+      failure.text = signal ? "no failure of its own (" + signal->text + ")" : "no failure in its input";
+      failure.brief = "no failure";
+    }
+    return failure;
+  }
+
+  void classify_failed(const ProcessView& process, const FatalSignalView& signal, bool remote, RankFailure* failure) const {
+    std::string cuda = comms_with(failure->node, kCudaError, false);
+    if (signal.origin == "abort" && signal.torch_watchdog) {
+      failure->kind = remote ? "watchdog-abort" : !cuda.empty() ? "cuda-error" : "watchdog-abort";
+      failure->reaction = remote;
+      if (!failure->health_known) {  // its communicators were aborted and freed: no health to read
+        failure->text = "aborted by PyTorch's watchdog; it holds no communicator (aborted), so whether after a "
+                        "peer's error is not told" + pending_work(process);
+        failure->brief = "aborted by PyTorch's watchdog (communicators gone)";
+        return;
+      }
+      failure->text = "aborted by PyTorch's watchdog" +
+                      (remote ? " after ncclRemoteError on " + failure->pgs
+                              : !cuda.empty() ? " after a CUDA error (" + std::string(kCudaError) + " on " + cuda + ")"
+                                              : ", not after a peer's error (a timeout or a CUDA error" + pending_work(process) + ")");
+      failure->brief = remote ? "aborted by PyTorch's watchdog after ncclRemoteError"
+                              : !cuda.empty() ? "a CUDA error, then PyTorch's watchdog aborted it"
+                                              : "aborted by PyTorch's watchdog, not after a peer's error";
+      return;
+    }
+    if (signal.during_exit && remote) {
+      failure->kind = "fault-on-exit";
+      failure->reaction = true;
+      failure->text = signal.name + " while exiting after ncclRemoteError on " + failure->pgs;
+      failure->brief = signal.name + " while exiting after ncclRemoteError";
+      return;
+    }
+    failure->kind = signal.origin == "abort" ? "abort" : "fault";
+    failure->reaction = remote && signal.origin == "abort";  // abort() after NCCL reported a peer's failure
+    failure->text = signal.text + (remote ? "; it saw ncclRemoteError on " + failure->pgs : "");
+    failure->brief = failure->reaction ? "abort() after ncclRemoteError" : failure->text;
+  }
+
+  // The oldest collective the flight recorder has not seen complete: the candidate for the work
+  // that timed out (PyTorch's watchdog checks its works oldest first). nullptr when none.
+  static const json* oldest_unfinished(const ProcessView& process) {
+    const json& entries = json_member(process.torch, "entries");
+    if (!entries.is_array()) return nullptr;
+    for (const json& entry : entries)
+      if (json_member(entry, "state").is_string() && entry["state"] != "completed" && json_member(entry, "is_p2p") != true)
+        return &entry;
+    return nullptr;
+  }
+
+  static std::string pg_name_of(const json& entry) {
+    const json& pg = json_member(entry, "process_group");
+    return pg.is_array() && pg.size() == 2 && pg[0].is_string() ? pg[0].get<std::string>() : "";
+  }
+
+  // "all_reduce #4 on pg dp1, timeout 15000 ms (started)".
+  static std::string entry_text(const json& entry) {
+    std::string name = json_text(json_member(entry, "profiling_name"));
+    if (name.rfind("nccl:", 0) == 0) name = name.substr(5);
+    const json& pg = json_member(entry, "process_group");
+    std::string text = name;
+    if (json_member(entry, "collective_seq_id").is_number()) text += " #" + entry["collective_seq_id"].dump();
+    if (pg.is_array() && pg.size() == 2 && pg[1].is_string()) text += " on pg " + pg[1].get<std::string>();
+    if (json_member(entry, "timeout_ms").is_number() && entry["timeout_ms"].get<uint64_t>() > 0)
+      text += ", timeout " + entry["timeout_ms"].dump() + " ms";
+    return text + " (" + json_text(entry["state"]) + ")";
+  }
+
+  static std::string pending_work(const ProcessView& process) {
+    const json* entry = oldest_unfinished(process);
+    return entry ? "; oldest unfinished: " + entry_text(*entry) : "";
+  }
+
+  // Without counters (the watchdog aborted the communicators: ncclCommAbort frees them), the
+  // flight recorders decide: the members of the timed-out work's group whose recorder holds no
+  // entry that far on that group never issued it. `text` gets "all_reduce #4 on pg dp1 ...".
+  std::vector<int> never_issued(const CrashAnalysis& crash, std::string* text) const {
+    std::set<int> culprits;
+    for (const RankFailure& failure : crash.ranks) {
+      if (failure.kind != "watchdog-abort" || failure.reaction || failure.node >= static_cast<int>(job_.processes.size())) continue;
+      const json* entry = oldest_unfinished(job_.processes[failure.node]);
+      if (entry == nullptr || !json_member(*entry, "collective_seq_id").is_number()) continue;
+      std::string pg = pg_name_of(*entry);
+      uint64_t seq = (*entry)["collective_seq_id"].get<uint64_t>();
+      for (int member : group_ranks(job_.processes[failure.node], pg)) {
+        int q = process_of_world_rank(member);
+        if (q < 0) continue;  // no input: absence is never evidence
+        std::optional<uint64_t> last = last_seq_on(job_.processes[q], pg);
+        if (last && *last < seq) {
+          culprits.insert(q);
+          if (text->empty()) *text = entry_text(*entry);
+        }
+      }
+    }
+    return std::vector<int>(culprits.begin(), culprits.end());
+  }
+
+  static std::vector<int> group_ranks(const ProcessView& process, const std::string& pg) {
+    for (const json& group : json_member(process.torch, "process_groups"))
+      if (json_member(group, "name") == pg) return group["ranks"].get<std::vector<int>>();
+    return {};
+  }
+
+  int process_of_world_rank(int rank) const {
+    for (size_t p = 0; p < job_.processes.size(); ++p)
+      if (job_.world_rank[p] == rank) return static_cast<int>(p);
+    return -1;
+  }
+
+  // The largest collective seq id the process's recorder holds on `pg`; nullopt without a recorder.
+  static std::optional<uint64_t> last_seq_on(const ProcessView& process, const std::string& pg) {
+    const json& entries = json_member(process.torch, "entries");
+    if (!entries.is_array()) return std::nullopt;
+    uint64_t last = 0;
+    for (const json& entry : entries)
+      if (pg_name_of(entry) == pg && json_member(entry, "is_p2p") != true && json_member(entry, "collective_seq_id").is_number())
+        last = std::max(last, entry["collective_seq_id"].get<uint64_t>());
+    return last;
+  }
+
+  // Ranks without input that ranks reporting ncclRemoteError point to (remote-error edges).
+  void add_gone_ranks(CrashAnalysis* crash) const {
+    std::set<int> gone;
+    for (const json& edge : graph_["edges"])
+      if (edge["finding"] == "remote-error")
+        for (const json& id : edge["to"])
+          if (id.get<size_t>() >= job_.processes.size()) gone.insert(id.get<int>());
+    for (int id : gone) {
+      const json& node = graph_["nodes"][static_cast<size_t>(id)];
+      RankFailure failure;
+      failure.node = id;
+      if (node["world_rank"].is_number_integer()) failure.world_rank = node["world_rank"].get<int>();
+      failure.kind = "gone";
+      failure.failed = true;
+      failure.brief = "no input; its peers saw its connections fail";
+      failure.text = "no input, and its peers saw its connections fail (ncclRemoteError): its process likely "
+                     "died without a core (SIGKILL, the OOM killer)";
+      crash->ranks.push_back(failure);
+    }
+  }
+
+  // --- the origin ------------------------------------------------------------------------
+
+  void decide_origin(CrashAnalysis* crash) const {
+    auto nodes_where = [&](auto predicate) {
+      std::vector<int> nodes;
+      for (const RankFailure& failure : crash->ranks)
+        if (predicate(failure)) nodes.push_back(failure.node);
+      return nodes;
+    };
+    if (auto local = nodes_where(is_local); !local.empty()) {
+      crash->rule = "local-failure";
+      crash->culprit_nodes = local;
+    } else if (auto gone = nodes_where([](const RankFailure& f) { return f.kind == "gone"; }); !gone.empty()) {
+      // The evidence is its peers' errors, not its absence. Several gone: a survivor that died of
+      // its own reaction looks the same to its peers, so which was first is not told.
+      crash->rule = "no-input";
+      (gone.size() == 1 ? crash->culprit_nodes : crash->suspect_nodes) = gone;
+    } else if (verdict_ == "hang" && job_.startup.empty() && !graph_["root_culprits"].empty()) {
+      // The hang the watchdog timed out on, from the communicators (a start-up analysis, which
+      // no communicator anywhere also triggers after aborts freed them all, is not that).
+      crash->rule = "timeout";
+      for (const json& id : graph_["root_culprits"]) crash->culprit_nodes.push_back(id.get<int>());
+    } else if (auto skipped = never_issued(*crash, &crash->timed_out); !skipped.empty()) {
+      crash->rule = "timeout";
+      crash->culprit_nodes = skipped;
+    } else if (auto first = nodes_where([](const RankFailure& f) {
+                 return f.kind == "watchdog-abort" && !f.reaction && f.health_known;
+               });
+               !first.empty()) {
+      crash->rule = "watchdog-first";
+      crash->culprit_nodes = first;
+    } else {
+      // Only reactions: the origin is among the hang analysis's chain ends (ranks without
+      // input, typically), else among the failed ranks that did not react to a peer.
+      crash->rule = "undecided";
+      crash->suspect_nodes = nodes_where([](const RankFailure& f) { return f.failed && !f.reaction; });
+      if (crash->suspect_nodes.empty())
+        for (const char* key : {"root_culprits", "suspects"})
+          for (const json& id : graph_[key]) crash->suspect_nodes.push_back(id.get<int>());
+    }
+  }
+
+  // --- text ------------------------------------------------------------------------------
+
+  std::string label(int node) const { return json_text(graph_["nodes"][static_cast<size_t>(node)]["label"]); }
+
+  const RankFailure* failure_of(const CrashAnalysis& crash, int node) const {
+    for (const RankFailure& failure : crash.ranks)
+      if (failure.node == node) return &failure;
+    return nullptr;
+  }
+
+  // "rank 1: <text>; ranks 0,2: <text>" for the nodes (grouped by text; the short text for the
+  // headline's reactions).
+  std::string grouped(const CrashAnalysis& crash, const std::vector<int>& nodes, bool brief = false) const {
+    std::map<std::string, std::vector<int>> ranks_by_text;
+    std::vector<std::string> unranked;
+    for (int node : nodes) {
+      const RankFailure* failure = failure_of(crash, node);
+      if (failure == nullptr) continue;
+      const std::string& text = brief ? failure->brief : failure->text;
+      if (failure->world_rank) ranks_by_text[text].push_back(*failure->world_rank);
+      else unranked.push_back(label(node) + " " + text);
+    }
+    std::string text = grouped_phrase(ranks_by_text);
+    for (const std::string& part : unranked) text += (text.empty() ? "" : "; ") + part;
+    return text;
+  }
+
+  std::vector<int> reaction_nodes(const CrashAnalysis& crash) const {
+    std::set<int> origin(crash.culprit_nodes.begin(), crash.culprit_nodes.end());
+    origin.insert(crash.suspect_nodes.begin(), crash.suspect_nodes.end());
+    std::vector<int> nodes;
+    for (const RankFailure& failure : crash.ranks)
+      if (!origin.count(failure.node) && failure.kind != "none") nodes.push_back(failure.node);
+    return nodes;
+  }
+
+  std::string hang_line(size_t index) const {
+    const json& lines = hang_headline_["lines"];
+    return lines.is_array() && lines.size() > index ? json_text(lines[index]) : "";
+  }
+
+  std::vector<std::string> headline(const CrashAnalysis& crash) const {
+    std::vector<std::string> lines;
+    std::vector<int> origin = crash.culprit_nodes.empty() ? crash.suspect_nodes : crash.culprit_nodes;
+    std::string who = origin_phrase(origin);
+    if (crash.rule == "timeout" && !crash.timed_out.empty()) {  // from the flight recorders
+      lines.push_back("CRASH after a watchdog timeout: " + crash.timed_out + " never issued by " + who + ".");
+      lines.push_back("Culprit: " + who + ": its flight recorder holds nothing that far on that group.");
+    } else if (crash.rule == "timeout") {
+      std::string hang = hang_line(0);
+      if (hang.rfind("HANG ", 0) == 0) hang = hang.substr(5);
+      lines.push_back("CRASH after a watchdog timeout: " + hang);
+      lines.push_back(hang_line(1));
+    } else if (crash.rule == "no-input" && crash.culprit_nodes.empty()) {
+      lines.push_back("CRASH: " + who + " gone (no input) while their peers report ncclRemoteError.");
+      lines.push_back("Undecided between " + who + ": each could have died first; their inputs would tell.");
+    } else if (crash.rule == "no-input") {
+      lines.push_back("CRASH: " + who + " gone (no input) while its peers report ncclRemoteError.");
+      lines.push_back("Culprit: " + who + ": its peers saw its connections fail; no core (SIGKILL, OOM or an exit).");
+    } else if (crash.rule == "undecided") {
+      lines.push_back("CRASH: which rank failed first is not in the memory read.");
+      lines.push_back("Undecided between " + (who.empty() ? std::string("no rank") : who) + ": " +
+                      (failure_of(crash, origin.empty() ? -1 : origin.front()) ? grouped(crash, origin)
+                                                                               : "no input holds them; their inputs would tell") + ".");
+    } else {
+      lines.push_back("CRASH: " + who + " failed first; no other rank's failure explains it.");
+      lines.push_back("Culprit: " + grouped(crash, origin) + ".");
+    }
+    std::vector<int> reactions = reaction_nodes(crash);
+    if (!reactions.empty()) lines.push_back("Reactions: " + grouped(crash, reactions, true) + ".");
+    return lines;
+  }
+
+  std::string origin_phrase(const std::vector<int>& nodes) const {
+    std::vector<int> ranks;
+    std::string unranked;
+    for (int node : nodes) {
+      const json& n = graph_["nodes"][static_cast<size_t>(node)];
+      if (n["world_rank"].is_number_integer()) ranks.push_back(n["world_rank"].get<int>());
+      else unranked += (unranked.empty() ? "" : ", ") + json_text(n["label"]);
+    }
+    std::string text = ranks.empty() ? "" : ranks_phrase(ranks);
+    return text + (text.empty() || unranked.empty() ? "" : ", ") + unranked;
+  }
+
+  // The last time a process's flight recorder saw anything happen (an entry created, started
+  // or completed; system-clock ns); nullopt without entries.
+  static std::optional<uint64_t> last_activity_ns(const ProcessView& process) {
+    std::optional<uint64_t> last;
+    for (const json& entry : json_member(process.torch, "entries"))
+      for (const char* key : {"time_created_ns", "time_discovered_started_ns", "time_discovered_completed_ns"})
+        if (json_member(entry, key).is_number_unsigned() && entry[key].get<uint64_t>() > 0)
+          last = std::max(last.value_or(0), entry[key].get<uint64_t>());
+    return last;
+  }
+
+  // With several origins: which one's recorder went quiet first, a hint at which failed first
+  // (labelled: the failure's own time is not in memory). "" when not every origin has one.
+  std::string time_order(const std::vector<int>& nodes) const {
+    std::vector<std::pair<uint64_t, int>> times;
+    for (int node : nodes) {
+      if (node >= static_cast<int>(job_.processes.size())) return "";
+      std::optional<uint64_t> last = last_activity_ns(job_.processes[node]);
+      if (!last) return "";
+      times.push_back({*last, node});
+    }
+    if (times.size() < 2) return "";
+    std::sort(times.begin(), times.end());
+    std::string text = " By the flight recorders' last activity (a hint, not the failure's time): " + label(times[0].second) + " first";
+    for (size_t i = 1; i < times.size(); ++i)
+      text += ", " + label(times[i].second) + " " + std::to_string((times[i].first - times[0].first) / 1000000) + " ms later";
+    return text + ".";
+  }
+
+  std::string summary(const CrashAnalysis& crash) const {
+    std::vector<int> all;
+    for (const RankFailure& failure : crash.ranks) all.push_back(failure.node);
+    static const std::map<std::string, std::string> kRule = {
+        {"local-failure", "the origin is the failure of its own that no other rank's explains"},
+        {"no-input", "the origin is the rank without input that the others' ncclRemoteError points to (their errors are the evidence, not its absence)"},
+        {"timeout", "PyTorch's watchdog aborted ranks after a timeout: the origin is the rank that never issued the collective that timed out"},
+        {"watchdog-first", "the origin is the rank the watchdog aborted not after a peer's error"},
+        {"undecided", "no failure is local and nothing in memory orders them"}};
+    return "Crash. " + grouped(crash, all) + ". Origin: " + kRule.at(crash.rule) + "." +
+           time_order(crash.culprit_nodes.empty() ? crash.suspect_nodes : crash.culprit_nodes);
+  }
+
+  const Job& job_;
+  const std::string& verdict_;
+  const json& graph_;
+  const json& hang_headline_;
+};
+
+}  // namespace
+
+CrashAnalysis analyze_crash(const Job& job, const std::string& verdict, const json& graph, const json& hang_headline) {
+  return CrashAnalyzer(job, verdict, graph, hang_headline).run();
+}
+
+json crash_json(const CrashAnalysis& crash) {
+  if (!crash.crashed) return nullptr;
+  json ranks = json::array();
+  for (const RankFailure& failure : crash.ranks)
+    ranks.push_back({{"node", failure.node},
+                     {"world_rank", failure.world_rank ? json(*failure.world_rank) : json(nullptr)},
+                     {"kind", failure.kind},
+                     {"failed", failure.failed},
+                     {"reaction", failure.reaction},
+                     {"remote_error_on", failure.pgs.empty() ? json(nullptr) : json(failure.pgs)},
+                     {"text", failure.text}});
+  return {{"rule", crash.rule}, {"origin_nodes", crash.culprit_nodes}, {"suspect_nodes", crash.suspect_nodes},
+          {"ranks", ranks}};
+}
+
+}  // namespace nsc::triage
