@@ -36,7 +36,9 @@ void SymbolIndex::Pass::seal() {
   max_end.resize(entries.size());
   uint64_t highest = 0;
   for (size_t i = 0; i < entries.size(); ++i) {
-    highest = std::max(highest, entries[i].value + entries[i].size);
+    const Entry& entry = entries[i];
+    uint64_t end = entry.size > UINT64_MAX - entry.value ? UINT64_MAX : entry.value + entry.size;  // corrupt sizes saturate
+    highest = std::max(highest, end);
     max_end[i] = highest;
   }
 }
