@@ -5,7 +5,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -158,12 +157,9 @@ void ThreadFreezer::seize_one(int tid) {
   }
 }
 
-// Polls (a thread in uninterruptible sleep may never stop) for up to 2 seconds. A sleeping
-// thread stops within tens of microseconds of PTRACE_INTERRUPT: the pause between polls starts
-// at 10 us and doubles up to 200 us, so that 200 threads do not wait 200 us each (issue 35).
+// Polls (a thread in uninterruptible sleep may never stop) for up to 2 seconds.
 ThreadFreezer::StopResult ThreadFreezer::wait_for_stop(int tid, int* pending_signal) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-  auto pause = std::chrono::microseconds(10);
   while (std::chrono::steady_clock::now() < deadline) {
     int status = 0;
     pid_t got = waitpid(tid, &status, __WALL | WNOHANG);
@@ -174,8 +170,7 @@ ThreadFreezer::StopResult ThreadFreezer::wait_for_stop(int tid, int* pending_sig
       if ((status >> 16) != PTRACE_EVENT_STOP) *pending_signal = WSTOPSIG(status);
       return StopResult::kStopped;
     }
-    std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::microseconds(200));
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
   return StopResult::kTimeout;
 }
