@@ -116,6 +116,26 @@ BOOST_AUTO_TEST_CASE(write_is_atomic_and_readable) {
                     nsc::BadInput);
 }
 
+// Every rank of a run reads the same profiles: one parse per file per run (issue 35), and a
+// profile rewritten meanwhile (a new file: temporary + rename) is parsed again.
+BOOST_AUTO_TEST_CASE(a_profile_file_is_parsed_once_per_run_until_it_changes) {
+  std::string path = std::string(NCCLSCOPE_BINARY_DIR) + "/layout_profile_test_once.json";
+  nsc::write_layout_profile(small_profile(), path);
+  size_t before = nsc::layout_profile_parses(path);
+  nsc::LayoutProfile first = nsc::read_layout_profile(path);
+  nsc::LayoutProfile second = nsc::read_layout_profile(path);
+  BOOST_TEST(nsc::layout_profile_parses(path) == before + 1);
+  BOOST_TEST((nsc::layout_profile_to_json(first) == nsc::layout_profile_to_json(second)));
+  BOOST_TEST(second.source == "profile:" + path);
+  nsc::LayoutProfile changed = small_profile();
+  changed.constants["NEGATIVE"] = -6;
+  nsc::write_layout_profile(changed, path);
+  BOOST_TEST(nsc::read_layout_profile(path).constants.at("NEGATIVE") == -6);
+  BOOST_TEST(nsc::layout_profile_parses(path) == before + 2);
+  std::remove(path.c_str());
+  BOOST_CHECK_THROW(nsc::read_layout_profile(path), nsc::BadInput);  // gone: not answered from memory
+}
+
 BOOST_AUTO_TEST_CASE(truncated_or_empty_json) {
   std::string text = committed_text();
   std::string truncated = rejection(text.substr(0, text.size() / 2));

@@ -7,9 +7,12 @@
 
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 #include <string_view>
+#include <tuple>
 
 #include "util/errors.h"
+#include "util/file_identity.h"
 #include "util/input_file.h"
 
 namespace nsc {
@@ -197,7 +200,21 @@ bool has_debug_info(const std::string& path) {
 
 std::map<std::string, ElfSymbolValue> read_symbols(const std::string& path,
                                                    const std::vector<std::string>& names) {
-  return ElfFile(path).symbols(names);
+  // A pass over libtorch_cuda.so's .symtab (10^5-10^6 symbols) per rank was the cost: once per
+  // file and names per run (issue 35).
+  static std::mutex mutex;
+  static std::map<std::tuple<std::string, FileIdentity, std::vector<std::string>>, std::map<std::string, ElfSymbolValue>> found;
+  std::optional<FileIdentity> identity = file_identity(path);
+  if (!identity) return ElfFile(path).symbols(names);  // throws the one-line reason
+  auto key = std::make_tuple(path, *identity, names);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto cached = found.find(key);
+    if (cached != found.end()) return cached->second;
+  }
+  std::map<std::string, ElfSymbolValue> symbols = ElfFile(path).symbols(names);
+  std::lock_guard<std::mutex> lock(mutex);
+  return found.emplace(std::move(key), std::move(symbols)).first->second;
 }
 
 std::optional<std::string> nccl_version_string(const std::string& path) {

@@ -49,7 +49,8 @@ class ElfFile {
 
 std::optional<std::string> read_build_id(const std::string& path);  // nullopt if none/unreadable
 bool has_debug_info(const std::string& path);                      // false if unreadable
-// Throws nsc::BadInput when the file cannot be opened or is not ELF.
+// Throws nsc::BadInput when the file cannot be opened or is not ELF. Answered once per run for
+// one file (path, inode, size, mtime) and one list of names; later calls get the same answer.
 std::map<std::string, ElfSymbolValue> read_symbols(const std::string& path,
                                                    const std::vector<std::string>& names);
 std::optional<std::string> nccl_version_string(const std::string& path);

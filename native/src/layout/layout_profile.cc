@@ -5,9 +5,12 @@
 #include <cstdio>
 #include <fstream>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <sstream>
 
 #include "util/errors.h"
+#include "util/file_identity.h"
 #include "util/input_file.h"
 
 namespace nsc {
@@ -362,8 +365,43 @@ LayoutProfile parse_layout_profile(const std::string& text, const std::string& o
   return layout_profile_from_json(document, origin);
 }
 
+namespace {
+
+// Every rank of a run asks for the same few profiles (libnccl's, the interpreter's, libtorch's):
+// each file is parsed once per run and copied out after (issue 35).
+struct ParsedProfiles {
+  std::mutex mutex;
+  std::map<std::pair<std::string, FileIdentity>, LayoutProfile> by_file;
+  std::map<std::string, size_t> parses;
+};
+
+ParsedProfiles& parsed_profiles() {
+  static ParsedProfiles cache;
+  return cache;
+}
+
+}  // namespace
+
 LayoutProfile read_layout_profile(const std::string& path) {
-  return parse_layout_profile(read_regular_file(path, "layout profile " + path), path);
+  std::optional<FileIdentity> identity = file_identity(path);
+  ParsedProfiles& cache = parsed_profiles();
+  if (identity) {
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    auto found = cache.by_file.find({path, *identity});
+    if (found != cache.by_file.end()) return found->second;
+  }
+  LayoutProfile profile = parse_layout_profile(read_regular_file(path, "layout profile " + path), path);
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  ++cache.parses[path];
+  if (identity) cache.by_file.emplace(std::make_pair(path, *identity), profile);
+  return profile;
+}
+
+size_t layout_profile_parses(const std::string& path) {
+  ParsedProfiles& cache = parsed_profiles();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  auto found = cache.parses.find(path);
+  return found == cache.parses.end() ? 0 : found->second;
 }
 
 }  // namespace nsc

@@ -32,7 +32,10 @@ void write_layout_profile(const LayoutProfile& profile, const std::string& path)
 // Validate everything; throw nsc::BadInput "layout profile ORIGIN: bad key K: why".
 LayoutProfile layout_profile_from_json(const nlohmann::json& document, const std::string& origin);
 LayoutProfile parse_layout_profile(const std::string& text, const std::string& origin);
-// Reads and validates a file; source becomes "profile:<path>".
+// Reads and validates a file; source becomes "profile:<path>". A file is parsed once per run
+// (per path, device, inode, size and mtime): later calls get a copy of the first parse.
 LayoutProfile read_layout_profile(const std::string& path);
+// How many times read_layout_profile parsed `path` in this run (tests).
+size_t layout_profile_parses(const std::string& path);
 
 }  // namespace nsc

@@ -22,6 +22,7 @@
 #include <optional>
 #include <sstream>
 
+#include "stacks/symbol_index.h"
 #include "target/build_ids.h"
 #include "target/core_file.h"
 #include "target/core_notes.h"
@@ -95,6 +96,7 @@ struct UnwindSession {
   std::map<int, ThreadInfo> core_threads;  // core: tid -> its notes (name, NT_PRSTATUS)
   std::map<Dwfl_Module*, BuildIdMismatch> mismatches;
   std::map<Dwfl_Module*, std::string> module_labels;  // cache
+  std::map<Dwfl_Module*, std::shared_ptr<const SymbolIndex>> symbol_indexes;  // from the run-wide cache
   std::string executable_name;      // when entry_point is unknown: the executable's basename
   std::string executable_build_id;  // and the build-id of options.executable's file
   std::vector<char> vdso_image;  // over Target::read: the vDSO's bytes (libdwfl's Elf lives on them)
@@ -221,6 +223,19 @@ const std::string& module_label(UnwindSession* session, Dwfl_Module* module) {
   return session->module_labels.emplace(module, label).first->second;
 }
 
+// The module's symbol index, from the run's cache (built at the first frame in the module).
+const SymbolIndex& symbol_index(UnwindSession* session, Dwfl_Module* module) {
+  auto cached = session->symbol_indexes.find(module);
+  if (cached != session->symbol_indexes.end()) return *cached->second;
+  std::shared_ptr<const SymbolIndex> index = SymbolIndexCache::run_wide().index_for(module_build_id(module), module);
+  if (!index->refused().empty()) {
+    const char* name = dwfl_module_info(module, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
+    warn(session, "stacks: " + basename_of(name != nullptr ? name : "") + ": " + index->refused() +
+                      "; its frames are left unsymbolized");
+  }
+  return *session->symbol_indexes.emplace(module, std::move(index)).first->second;
+}
+
 StackFrame symbolize(UnwindSession* session, Dwfl* dwfl, uint64_t pc, bool is_activation) {
   StackFrame frame;
   frame.pc = pc;
@@ -236,24 +251,20 @@ StackFrame symbolize(UnwindSession* session, Dwfl* dwfl, uint64_t pc, bool is_ac
   frame.module = module_label(session, module);
   Dwarf_Addr module_start = 0;
   dwfl_module_info(module, nullptr, &module_start, nullptr, nullptr, nullptr, nullptr, nullptr);
-  GElf_Off symbol_offset = 0;
-  GElf_Sym symbol;
-  const char* name = nullptr;
   Dwarf_Addr bias = 0;
-  if (dwfl_module_getelf(module, &bias) != nullptr)
-    name = dwfl_module_addrinfo(module, lookup, &symbol_offset, &symbol, nullptr, nullptr,
-                                nullptr);
-  if (name == nullptr) {
+  std::optional<SymbolHit> symbol;
+  if (dwfl_module_getelf(module, &bias) != nullptr) symbol = symbol_index(session, module).lookup(lookup - bias);
+  if (!symbol) {
     frame.offset = pc - module_start;
     frame.inexact = true;
     return frame;
   }
   // Versioned dynamic symbols come back as "__libc_start_main@@GLIBC_2.34".
-  std::string symbol_name(name);
+  std::string symbol_name = std::move(symbol->name);
   size_t version = symbol_name.find('@');
   if (version != std::string::npos && version > 0) symbol_name.resize(version);
   frame.function = demangle(symbol_name.c_str());
-  frame.offset = symbol_offset + (pc - lookup);
+  frame.offset = symbol->offset + (pc - lookup);
   return frame;
 }
 

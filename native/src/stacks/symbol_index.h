@@ -1,0 +1,104 @@
+// Address -> symbol for one module, built once from the symbol table libdwfl chose for it and
+// shared by every process of a run that maps the same build (issue 35).
+//
+// Why not dwfl_module_addrinfo: libdwfl (0.188) answers each lookup with a linear pass over
+// the whole symbol table, so a module of 10^6 symbols (XLA, jaxlib, libtorch_cuda) cost
+// milliseconds per frame and seconds per process. This index sorts the table once (by
+// link-time address, so processes that load the module at other addresses share it) and answers
+// by binary search, with libdwfl's choice of symbol: a sized symbol that contains the address,
+// the one starting highest; global and weak symbols before local ones; at equal start the
+// smaller or better-bound one, as libdwfl's tie rule; a sizeless label (hand-written assembly) only
+// when no sized symbol contains the address, none ends above the label, and both lie in one
+// section.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+typedef struct Dwfl_Module Dwfl_Module;
+
+namespace nsc {
+
+struct SymbolHit {
+  std::string name;     // as in the table (mangled, "@@VERSION" kept)
+  uint64_t offset = 0;  // address - symbol start
+};
+
+class SymbolIndex {
+ public:
+  // The most symbols indexed for one module: a larger table (corrupt, or beyond any real
+  // library: libtorch_cuda.so has ~0.6 M) is refused in bounded time, not sorted.
+  static constexpr size_t kMaxSymbols = 20'000'000;
+  // A lookup inspects at most this many symbols below the address (a table of deeply
+  // overlapping symbols): past it, the best one seen is answered.
+  static constexpr size_t kMaxCandidates = 4096;
+
+  // Reads the module's symbol table through libdwfl (its .symtab, else .dynsym, or a debug
+  // file's). Never throws for a bad table: refused() says why it holds no symbols.
+  static std::shared_ptr<const SymbolIndex> build(Dwfl_Module* module, size_t max_symbols = kMaxSymbols);
+
+  // The symbol of a link-time address (runtime address minus the module's load bias).
+  std::optional<SymbolHit> lookup(uint64_t link_address) const;
+
+  size_t size() const { return global_.entries.size() + local_.entries.size(); }
+  const std::string& refused() const { return refused_; }  // "" when indexed
+
+ private:
+  struct Entry {
+    uint64_t value;        // link-time start
+    uint64_t size;
+    uint32_t table_order;  // position in libdwfl's table: its tie-breaks follow that order
+    uint32_t name_offset;  // into names_
+    uint32_t section;      // main-file section holding value (for sizeless labels); 0 = none
+    uint8_t binding_rank;  // global 3, weak 2, local 1, other 0 (libdwfl's preference)
+  };
+  // One of libdwfl's two passes (global and weak symbols, then local ones), sorted by value.
+  struct Pass {
+    std::vector<Entry> entries;
+    std::vector<uint64_t> max_end;  // max(value + size) over entries[0..i]
+    void seal();
+  };
+  struct PassResult {
+    const Entry* sized = nullptr;     // the chosen sized symbol containing the address
+    const Entry* sizeless = nullptr;  // the label candidate, if no sized one
+    uint64_t max_end = 0;             // highest end of any symbol at or below the address
+  };
+  PassResult search(const Pass& pass, uint64_t address) const;
+  uint32_t section_of(uint64_t link_address) const;
+  std::string name_of(const Entry& entry) const { return std::string(names_.c_str() + entry.name_offset); }
+
+  Pass global_;
+  Pass local_;
+  std::string names_;  // every name, NUL-terminated
+  struct Section {
+    uint64_t start, end;
+    uint32_t index;
+  };
+  std::vector<Section> sections_;  // SHF_ALLOC sections of the main file, by start
+  std::string refused_;
+};
+
+// The run's indexes, one per GNU build-id: the first process that needs a module's symbols
+// builds its index, every later process (and thread) of the run reuses it. Modules without a
+// build-id are indexed per use and not shared.
+class SymbolIndexCache {
+ public:
+  static SymbolIndexCache& run_wide();
+
+  // The module's index; `build_id` "" means not shareable.
+  std::shared_ptr<const SymbolIndex> index_for(const std::string& build_id, Dwfl_Module* module);
+
+  // How many indexes were built for this build-id in this run (tests: 1 for two processes).
+  size_t builds_of(const std::string& build_id) const;
+
+ private:
+  struct State;
+  SymbolIndexCache();
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace nsc

@@ -1,0 +1,285 @@
+// The symbol index of stacks/symbol_index.cc (issue 35): the same answers as libdwfl's own
+// dwfl_module_addrinfo on every module this test process maps (libodd_symbols.so's aliases,
+// nested and sizeless symbols included), one index per build-id for a whole run (two live
+// processes of one build: each module indexed once), and a bounded refusal of a table too large.
+#define BOOST_TEST_MODULE stacks_symbols
+#include <boost/test/unit_test.hpp>
+
+#include <elfutils/libdwfl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "stacks/symbol_index.h"
+#include "stacks/thread_stacks.h"
+#include "target/build_ids.h"
+
+extern "C" int odd_symbols_present(void);
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kFixture = std::string(NCCLSCOPE_BINARY_DIR) + "/fixtures/stack_fixture";
+
+struct DwflDeleter {
+  void operator()(Dwfl* dwfl) const { dwfl_end(dwfl); }
+};
+
+char* debuginfo_path = nullptr;
+const Dwfl_Callbacks kCallbacks = {dwfl_linux_proc_find_elf, dwfl_standard_find_debuginfo, nullptr, &debuginfo_path};
+
+// This process's modules, as the live unwinder reports a process's.
+std::unique_ptr<Dwfl, DwflDeleter> own_modules() {
+  std::unique_ptr<Dwfl, DwflDeleter> dwfl(dwfl_begin(&kCallbacks));
+  BOOST_REQUIRE(dwfl);
+  BOOST_REQUIRE(dwfl_linux_proc_report(dwfl.get(), getpid()) == 0);
+  BOOST_REQUIRE(dwfl_report_end(dwfl.get(), nullptr, nullptr) == 0);
+  return dwfl;
+}
+
+std::vector<Dwfl_Module*> modules_of(Dwfl* dwfl) {
+  std::vector<Dwfl_Module*> modules;
+  dwfl_getmodules(
+      dwfl,
+      [](Dwfl_Module* module, void**, const char*, Dwarf_Addr, void* arg) -> int {
+        static_cast<std::vector<Dwfl_Module*>*>(arg)->push_back(module);
+        return DWARF_CB_OK;
+      },
+      &modules, 0);
+  return modules;
+}
+
+std::string module_name(Dwfl_Module* module) {
+  const char* name = dwfl_module_info(module, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
+  return name != nullptr ? name : "";
+}
+
+// Addresses around a symbol: before it, its start, inside, its last byte, just past its end.
+std::vector<GElf_Addr> probes_around(GElf_Addr start, GElf_Word size) {
+  std::vector<GElf_Addr> probes = {start - 1, start, start + 1};
+  if (size > 0) {
+    probes.push_back(start + size / 2);
+    probes.push_back(start + size - 1);
+    probes.push_back(start + size);
+  }
+  return probes;
+}
+
+// libdwfl's answer and the index's, as "name+offset" ("-" for none).
+std::string libdwfl_answer(Dwfl_Module* module, GElf_Addr address) {
+  GElf_Off offset = 0;
+  GElf_Sym symbol;
+  const char* name = dwfl_module_addrinfo(module, address, &offset, &symbol, nullptr, nullptr, nullptr);
+  return name == nullptr ? "-" : std::string(name) + "+" + std::to_string(offset);
+}
+
+std::string index_answer(const nsc::SymbolIndex& index, GElf_Addr address, GElf_Addr bias) {
+  std::optional<nsc::SymbolHit> hit = index.lookup(address - bias);
+  return hit ? hit->name + "+" + std::to_string(hit->offset) : "-";
+}
+
+// Every symbol of small modules, an even sample of at most `per_module` of larger ones (libdwfl
+// pays a pass over the whole table per answer).
+size_t compare_module(Dwfl_Module* module, size_t per_module, std::vector<std::string>* differences,
+                      size_t* symbols_in_module) {
+  GElf_Addr bias = 0;
+  if (dwfl_module_getelf(module, &bias) == nullptr) return 0;
+  int count = dwfl_module_getsymtab(module);
+  if (count <= 1) return 0;
+  Dwarf_Addr low = 0, high = 0;  // the unwinder asks only for addresses inside the module
+  dwfl_module_info(module, nullptr, &low, &high, nullptr, nullptr, nullptr, nullptr);
+  *symbols_in_module = static_cast<size_t>(count);
+  std::shared_ptr<const nsc::SymbolIndex> index = nsc::SymbolIndex::build(module);
+  size_t step = std::max<size_t>(1, static_cast<size_t>(count) / per_module);
+  size_t compared = 0;
+  for (int i = 1; i < count; i += static_cast<int>(step)) {
+    GElf_Sym symbol;
+    GElf_Addr start = 0;
+    if (dwfl_module_getsym_info(module, i, &symbol, &start, nullptr, nullptr, nullptr) == nullptr) continue;
+    for (GElf_Addr address : probes_around(start, static_cast<GElf_Word>(symbol.st_size))) {
+      if (address < low || address >= high) continue;
+      std::string expected = libdwfl_answer(module, address), got = index_answer(*index, address, bias);
+      ++compared;
+      if (expected != got && differences->size() < 20)
+        differences->push_back(module_name(module) + " @0x" + (std::ostringstream() << std::hex << address).str() +
+                               ": libdwfl " + expected + ", index " + got);
+    }
+  }
+  return compared;
+}
+
+// A stack_fixture process, killed at the end of the test.
+class FixtureProcess {
+ public:
+  FixtureProcess() {
+    int pipe_fds[2];
+    BOOST_REQUIRE(pipe(pipe_fds) == 0);
+    pid_ = fork();
+    BOOST_REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      dup2(pipe_fds[1], 1);
+      close(pipe_fds[0]);
+      execl(kFixture.c_str(), kFixture.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    close(pipe_fds[1]);
+    output_ = fdopen(pipe_fds[0], "r");
+    char line[256];
+    while (std::fgets(line, sizeof line, output_) != nullptr)
+      if (std::string(line) == "ready\n") {
+        wait_until_asleep();
+        return;
+      }
+    BOOST_FAIL("stack_fixture did not become ready");
+  }
+  ~FixtureProcess() {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+    if (output_ != nullptr) std::fclose(output_);
+  }
+  int pid() const { return pid_; }
+
+ private:
+  void wait_until_asleep() const {
+    for (int attempt = 0; attempt < 400; ++attempt) {
+      bool asleep = true;
+      for (const auto& task : fs::directory_iterator("/proc/" + std::to_string(pid_) + "/task")) {
+        std::ifstream stat_file(task.path() / "stat");
+        std::string line;
+        std::getline(stat_file, line);
+        size_t close = line.rfind(')');
+        asleep = asleep && close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'S';
+      }
+      if (asleep) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+  int pid_ = -1;
+  FILE* output_ = nullptr;
+};
+
+bool names_function(const std::vector<nsc::ThreadStack>& threads, const std::string& function) {
+  for (const nsc::ThreadStack& thread : threads)
+    for (const nsc::StackFrame& frame : thread.frames)
+      if (frame.function == function && frame.module == "stack_fixture") return true;
+  return false;
+}
+
+// The first mapped file whose path contains `part`.
+std::string mapped_path(int pid, const std::string& part) {
+  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+  for (std::string line; std::getline(maps, line);) {
+    size_t slash = line.find('/');
+    if (slash != std::string::npos && line.find(part, slash) != std::string::npos) return line.substr(slash);
+  }
+  return "";
+}
+
+bool fixture_present() { return fs::exists(kFixture); }
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(index_answers_as_libdwfl_on_every_module_of_this_process) {
+  BOOST_REQUIRE(odd_symbols_present() == 1);
+  auto dwfl = own_modules();
+  std::vector<std::string> differences;
+  size_t compared = 0, modules = 0;
+  bool saw_odd_symbols = false;
+  for (Dwfl_Module* module : modules_of(dwfl.get())) {
+    bool odd = module_name(module).find("libodd_symbols.so") != std::string::npos;
+    size_t symbols = 0;
+    size_t here = compare_module(module, odd ? SIZE_MAX : 300, &differences, &symbols);
+    if (here == 0) continue;
+    ++modules;
+    compared += here;
+    if (odd) {
+      saw_odd_symbols = true;
+      BOOST_TEST(symbols >= 12u, "libodd_symbols.so's table has its odd symbols (" << symbols << ")");
+    }
+  }
+  BOOST_TEST_MESSAGE(compared << " addresses in " << modules << " modules compared");
+  BOOST_TEST(saw_odd_symbols);
+  BOOST_TEST(modules >= 4u);  // the test, libodd_symbols, libc, libstdc++ at least
+  BOOST_TEST(compared >= 1000u);
+  for (const std::string& difference : differences) BOOST_TEST_MESSAGE(difference);
+  BOOST_TEST(differences.empty());
+}
+
+BOOST_AUTO_TEST_CASE(nested_aliases_and_labels_get_the_expected_names) {
+  auto dwfl = own_modules();
+  for (Dwfl_Module* module : modules_of(dwfl.get())) {
+    if (module_name(module).find("libodd_symbols.so") == std::string::npos) continue;
+    GElf_Addr bias = 0;
+    BOOST_REQUIRE(dwfl_module_getelf(module, &bias) != nullptr);
+    std::shared_ptr<const nsc::SymbolIndex> index = nsc::SymbolIndex::build(module);
+    auto address_of = [&](const char* wanted) {
+      for (int i = 1; i < dwfl_module_getsymtab(module); ++i) {
+        GElf_Sym symbol;
+        GElf_Addr address = 0;
+        const char* name = dwfl_module_getsym_info(module, i, &symbol, &address, nullptr, nullptr, nullptr);
+        if (name != nullptr && std::string(name) == wanted) return address;
+      }
+      BOOST_FAIL(std::string("no symbol ") + wanted);
+      return GElf_Addr{0};
+    };
+    // Three aliases: the global one. Inside the local region: the global function it holds, the
+    // local function after it (the nearer start), a label only past every sized symbol's end;
+    // two sized aliases: the smaller one where both cover the address.
+    BOOST_TEST(index_answer(*index, address_of("odd_local_alias") + 4, bias) == "odd_global_alias+4");
+    BOOST_TEST(index_answer(*index, address_of("odd_inside_region") + 20, bias) == "odd_inside_region+20");
+    BOOST_TEST(index_answer(*index, address_of("odd_local_in_region") + 8, bias) == "odd_local_in_region+8");
+    BOOST_TEST(index_answer(*index, address_of("odd_label_after") + 8, bias) == "odd_label_after+8");
+    BOOST_TEST(index_answer(*index, address_of("odd_big") + 8, bias) == "odd_small+8");
+    BOOST_TEST(index_answer(*index, address_of("odd_big") + 40, bias) == "odd_big+40");
+    return;
+  }
+  BOOST_FAIL("libodd_symbols.so is not mapped");
+}
+
+BOOST_AUTO_TEST_CASE(two_processes_of_one_build_index_each_module_once,
+                     *boost::unit_test::precondition([](boost::unit_test::test_unit_id) { return fixture_present(); })) {
+  std::optional<std::string> fixture_id = nsc::build_id_of_file(kFixture);
+  BOOST_REQUIRE(fixture_id);
+  nsc::SymbolIndexCache& cache = nsc::SymbolIndexCache::run_wide();
+  BOOST_TEST(cache.builds_of(*fixture_id) == 0u);
+  FixtureProcess first, second;
+  std::vector<std::string> warnings;
+  std::vector<nsc::ThreadStack> first_threads = nsc::unwind_live_threads(first.pid(), nsc::StackOptions{}, &warnings);
+  BOOST_TEST(cache.builds_of(*fixture_id) == 1u);
+  std::vector<nsc::ThreadStack> second_threads = nsc::unwind_live_threads(second.pid(), nsc::StackOptions{}, &warnings);
+  BOOST_TEST(cache.builds_of(*fixture_id) == 1u);  // the second process reused the first one's index
+  BOOST_TEST(names_function(first_threads, "fixture_wait_in_user_code"));
+  BOOST_TEST(names_function(second_threads, "fixture_poll_loop"));
+  // libc too: one index for both processes.
+  std::optional<std::string> libc_id = nsc::build_id_of_file(mapped_path(second.pid(), "/libc.so"));
+  BOOST_REQUIRE(libc_id);
+  BOOST_TEST(cache.builds_of(*libc_id) == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_table_over_the_bound_is_refused_with_a_reason) {
+  auto dwfl = own_modules();
+  for (Dwfl_Module* module : modules_of(dwfl.get())) {
+    if (module_name(module).find("libodd_symbols.so") == std::string::npos) continue;
+    GElf_Addr bias = 0;
+    BOOST_REQUIRE(dwfl_module_getelf(module, &bias) != nullptr);
+    std::shared_ptr<const nsc::SymbolIndex> bounded = nsc::SymbolIndex::build(module, 4);
+    BOOST_TEST(bounded->size() == 0u);
+    BOOST_TEST(bounded->refused().find("entries (over 4): not read") != std::string::npos, bounded->refused());
+    std::shared_ptr<const nsc::SymbolIndex> whole = nsc::SymbolIndex::build(module);
+    BOOST_TEST(whole->refused() == "");
+    BOOST_TEST(whole->size() >= 12u);
+    return;
+  }
+  BOOST_FAIL("libodd_symbols.so is not mapped");
+}
