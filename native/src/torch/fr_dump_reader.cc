@@ -284,7 +284,7 @@ class Machine {
 // The dump's schema over the machine's values: only the keys triage uses, each type-checked.
 class DumpReader {
  public:
-  DumpReader(const Machine& machine, const std::string& name) : m_(machine), name_(name) {}
+  explicit DumpReader(const Machine& machine) : m_(machine) {}
 
   FrRankRecords read(uint32_t root) {
     const Value& dump = m_.value(root);
@@ -490,7 +490,6 @@ class DumpReader {
   std::string buffer_;
   std::vector<FrFrame> frames_;
   const Machine& m_;
-  const std::string& name_;
   FrRankRecords out_;
 };
 
@@ -504,7 +503,7 @@ FrRankRecords read_fr_dump(std::string_view bytes, const std::string& name) {
   thread_local Arena arena;
   Machine machine(bytes, name, &arena);
   uint32_t root = machine.run();
-  return DumpReader(machine, name).read(root);
+  return DumpReader(machine).read(root);
 }
 
 bool fr_dump_rank_from_name(const std::string& path, int* rank) {

@@ -671,7 +671,9 @@ class Matcher {
     }
     json groups = json::array();
     bool recent = ranks_.size() <= kMaxRanksWithRecent;
-    for (const auto& [g, list] : by_group) {
+    for (const auto& entry : by_group) {
+      int g = entry.first;
+      const std::vector<uint32_t>& list = entry.second;  // a plain reference: C++17 lambdas cannot capture bindings
       auto last_with = [&](auto wanted) -> json {
         for (size_t i = list.size(); i-- > 0;)
           if (wanted(records.records[list[i]].state)) return record_json(rank, list[i]);
