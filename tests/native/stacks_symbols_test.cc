@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "target_test_support.h"
 #include "stacks/symbol_index.h"
 #include "stacks/thread_stacks.h"
 #include "target/build_ids.h"
@@ -138,7 +139,7 @@ class FixtureProcess {
     char line[256];
     while (std::fgets(line, sizeof line, output_) != nullptr)
       if (std::string(line) == "ready\n") {
-        wait_until_asleep();
+        nsc::testing::wait_until_all_threads_sleep(pid_);
         return;
       }
     BOOST_FAIL("stack_fixture did not become ready");
@@ -151,20 +152,6 @@ class FixtureProcess {
   int pid() const { return pid_; }
 
  private:
-  void wait_until_asleep() const {
-    for (int attempt = 0; attempt < 400; ++attempt) {
-      bool asleep = true;
-      for (const auto& task : fs::directory_iterator("/proc/" + std::to_string(pid_) + "/task")) {
-        std::ifstream stat_file(task.path() / "stat");
-        std::string line;
-        std::getline(stat_file, line);
-        size_t close = line.rfind(')');
-        asleep = asleep && close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'S';
-      }
-      if (asleep) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-  }
   int pid_ = -1;
   FILE* output_ = nullptr;
 };

@@ -21,6 +21,7 @@
 #include <sstream>
 #include <thread>
 
+#include "target_test_support.h"
 #include "stacks/thread_stacks.h"
 #include "target/callback_target.h"
 #include "target/core_file.h"
@@ -61,7 +62,7 @@ class Fixture {
       std::string text(line);
       if (text == "ready\n") {
         if (std::find(more_args.begin(), more_args.end(), "--churn") == more_args.end())
-          wait_until_all_threads_sleep();
+          nsc::testing::wait_until_all_threads_sleep(pid_);
         return;
       }
       // "tid NAME TID": NAME may hold spaces? No: fixture names have none.
@@ -83,23 +84,6 @@ class Fixture {
   size_t thread_count() const { return tids_.size(); }
 
  private:
-  // "ready" is printed just before the main thread enters pause(): wait until it has.
-  void wait_until_all_threads_sleep() const {
-    for (int attempt = 0; attempt < 400; ++attempt) {
-      bool all_sleeping = true;
-      for (const auto& entry : fs::directory_iterator("/proc/" + std::to_string(pid_) + "/task")) {
-        std::ifstream stat_file(entry.path() / "stat");
-        std::string line;
-        std::getline(stat_file, line);
-        size_t close = line.rfind(')');
-        if (close == std::string::npos || close + 2 >= line.size() || line[close + 2] != 'S')
-          all_sleeping = false;
-      }
-      if (all_sleeping) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-  }
-
   int pid_ = -1;
   FILE* output_ = nullptr;
   std::map<std::string, int> tids_;

@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <stdexcept>
 #include <string>
@@ -94,6 +95,18 @@ inline char process_state(int pid, int tid) {
 
 inline void FixtureProcess::wait_until_sleeping() const {
   for (int i = 0; i < 2000 && process_state(pid_) != 'S'; ++i) usleep(1000);
+}
+
+// Waits (up to 2 s) until every thread of `pid` sleeps ('S'): a fixture that printed "ready"
+// just before pause() may not have entered it yet.
+inline void wait_until_all_threads_sleep(int pid) {
+  for (int attempt = 0; attempt < 400; ++attempt) {
+    bool all_sleeping = true;
+    for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task"))
+      all_sleeping = all_sleeping && process_state(pid, std::stoi(task.path().filename().string())) == 'S';
+    if (all_sleeping) return;
+    usleep(5000);
+  }
 }
 
 inline bool have_gdb() { return std::system("gdb --version > /dev/null 2>&1") == 0; }
