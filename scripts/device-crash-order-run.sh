@@ -9,6 +9,9 @@
 # Run from the repo root with $OUT set, carrying .device-carry/ (ncclscope stripped,
 # lib/{libncclscope.so,libdw.so.1,libelf.so.1}). Everything comes back in at most 8 files:
 # log.txt, meta.tar.xz, sizes.txt, cores.tar.partNN (15 MiB each; inside: <scenario>.ranks.tar.xz).
+# `all` keeps NCCL slices only (PYTHON_SLICES=0): 44 python slices of ~600 MB each could not be
+# xz'ed inside one call (2026-12-05: the pack outran the 600 s limit). The NCCL slice holds the
+# flight recorder and the Python frames triage reads (corefiles/tpdp-* ship the same kind).
 set -uo pipefail
 : "${OUT:?OUT must name the folder whose files come back}"
 case ${1:-} in
@@ -21,7 +24,7 @@ case ${1:-} in
               order-p2p-skip order-split-vs-collective order-lock-inversion order-gpu-spin \
               order-p2p-skip-fr-off order-lock-inversion-fr-off
        export CRASH_WAIT_S=${CRASH_WAIT_S:-90} SPIN_GDB=${SPIN_GDB:-1} HANG_TIMEOUT_S=${HANG_TIMEOUT_S:-45} \
-              PARALLEL=${PARALLEL:-4} LIVE_CHECK=${LIVE_CHECK:-0} TRIAGE_TEXT=${TRIAGE_TEXT:-0} \
+              PARALLEL=${PARALLEL:-4} PYTHON_SLICES=${PYTHON_SLICES:-0} LIVE_CHECK=${LIVE_CHECK:-0} TRIAGE_TEXT=${TRIAGE_TEXT:-0} \
               TRIAGE_FULL=${TRIAGE_FULL:-0} SPIN_GDB_AFTER=order-gpu-spin CAPTURE_DEADLINE_S=${CAPTURE_DEADLINE_S:-300} ;;
   *) echo "usage: $0 crash|order|all" >&2; exit 2 ;;
 esac

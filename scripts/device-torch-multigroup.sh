@@ -351,7 +351,10 @@ pack() {
     echo "$scenario $size $(tr '\n' ' ' < "$WORK/cores-out/$scenario.kinds.txt")" >> "$WORK/sizes.txt"
   done
   cp "$WORK/sizes.txt" "$OUT/" 2>/dev/null
-  mv "$WORK/meta.tar.xz" "$OUT/"
+  # One file comes back at most 16 MiB: a larger meta travels in 15 MiB parts.
+  if [ "$(stat -c %s "$WORK/meta.tar.xz")" -gt $((15 * 1048576)) ]; then
+    split -b 15M -d "$WORK/meta.tar.xz" "$OUT/meta.tar.xz.part" && rm -f "$WORK/meta.tar.xz"
+  else mv "$WORK/meta.tar.xz" "$OUT/"; fi
   tar -C "$WORK/cores-out" -cf - . | split -b 15M -d - "$OUT/cores.tar.part"
   log "packed: $((used / 1048576)) MiB"; cat "$WORK/sizes.txt"
   ls -l "$OUT"
