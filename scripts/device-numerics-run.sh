@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# GPU machine, one call (issue 20 item 1): real NCCL hangs whose buffers hold NaN (injected on
+# GPU machine, one call (issue 20 item 1, issue 36 item 1): real NCCL hangs whose buffers hold NaN (injected on
 # rank 0, cascaded to every rank by one good AllReduce) or underflowed values, for several
-# datatypes. Device buffers: `nccl-numerics` under cuda-gdb on the hung ranks. Pinned host
+# datatypes, and an fp16 sum that overflows to +Inf. Device buffers: `nccl-numerics` under cuda-gdb on the hung ranks. Pinned host
 # buffers (cudaHostAlloc): `ncclscope numerics --pid`, `triage --pid`, then cores (kill -ABRT,
 # coredump_filter 0x33), `numerics --core`, `slice`. Every answer is compared with the
 # program's own counts (tests/scenarios/check_numerics.py).
@@ -26,19 +26,19 @@ PIDS=()
 start_case() {  # NAME ARGS...
   local name=$1; shift; local W=/tmp/numerics-$name
   rm -rf "$W"; mkdir -p "$W"; PIDS=()
-  for rank in 0 1; do
+  for ((rank = 0; rank < ${NRANKS:-2}; rank++)); do
     NCCL_HOSTID=nsc-numerics-$rank LD_LIBRARY_PATH=$NCCL_DIR bash -c \
       'ulimit -c unlimited; echo 0x33 > /proc/self/coredump_filter; exec "$@"' _ \
-      "$BIN" --rank $rank --nranks 2 --id-file "$W/id" "$@" > "$W/rank$rank.log" 2>&1 &
+      "$BIN" --rank $rank --nranks "${NRANKS:-2}" --id-file "$W/id" "$@" > "$W/rank$rank.log" 2>&1 &
     PIDS+=($!)
   done
   local deadline=$((SECONDS + 60))
   while [ $SECONDS -lt $deadline ]; do
-    [ "$(cat "$W"/rank*.log | grep -c HANG_POINT_REACHED)" -ge 2 ] && break; sleep 0.5
+    [ "$(cat "$W"/rank*.log | grep -c HANG_POINT_REACHED)" -ge "${NRANKS:-2}" ] && break; sleep 0.5
   done
   sleep 2
   log "$name: $(grep -h 'HANG_POINT_REACHED\|COMPLETED\|error' "$W"/rank*.log | tr '\n' ' ' | cut -c1-300)"
-  for rank in 0 1; do cp "$W/rank$rank.log" "$R/$name-rank$rank.log"; done
+  for ((rank = 0; rank < ${NRANKS:-2}; rank++)); do cp "$W/rank$rank.log" "$R/$name-rank$rank.log"; done
 }
 
 end_case() { for pid in "${PIDS[@]}"; do kill -9 "$pid" 2>/dev/null; done; wait 2>/dev/null; }
@@ -90,7 +90,32 @@ host_case() {  # NAME: live numerics + triage, then cores, numerics on cores and
   log "$name triage of slices exit $?"; head -12 "$R/$name.triage-cores.txt"
 }
 
+# Device buffers, N ranks (issue 36 item 1): cuda-gdb's nccl-numerics on each waiting rank, then
+# live triage of every rank joined with those numerics documents.
+device_case() {  # NAME RANK...
+  local name=$1 rank pids=() docs=(); shift
+  for rank in "$@"; do under_cuda_gdb "$name" "$rank"; docs+=("$R/$name-rank$rank.numerics.json"); done
+  for rank in "${!PIDS[@]}"; do pids+=(--pid "${PIDS[$rank]}"); done
+  "$NSC" triage "${pids[@]}" "${docs[@]}" > "$R/$name.triage-live.txt" 2>&1; log "$name triage --pid + numerics exit $?"
+  "$NSC" triage "${pids[@]}" "${docs[@]}" --json > "$R/$name.triage-live.json" 2>/dev/null
+  head -6 "$R/$name.triage-live.txt"
+}
+
 wanted() { [ -z "${CASES:-}" ] || [[ " $CASES " == *" $1 "* ]]; }
+# Issue 36: three ranks, rank 1 injects (NaN) or every rank's values overflow in the sum; rank 2
+# skips the collective the others hang in.
+if wanted nan-bf16-3ranks-device; then
+  NRANKS=3 start_case nan-bf16-3ranks-device --dtype bf16 --mode nan --count 1048576 --nan-count 4096 --inject-rank 1
+  device_case nan-bf16-3ranks-device 0 1; end_case
+fi
+if wanted underflow-e4m3-3ranks-device; then
+  NRANKS=3 start_case underflow-e4m3-3ranks-device --dtype e4m3 --mode underflow --count 1048576
+  device_case underflow-e4m3-3ranks-device 0 1; end_case
+fi
+if wanted overflow-f16-3ranks-device; then
+  NRANKS=3 start_case overflow-f16-3ranks-device --dtype f16 --mode overflow --count 1048576
+  device_case overflow-f16-3ranks-device 0 1; end_case
+fi
 if wanted nan-bf16-device; then
   start_case nan-bf16-device --dtype bf16 --mode nan --count 1048576 --nan-count 4096
   under_cuda_gdb nan-bf16-device 0; under_cuda_gdb nan-bf16-device 1; end_case

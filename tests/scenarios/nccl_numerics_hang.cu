@@ -3,11 +3,12 @@
 // Before the hang the injecting rank writes NaN into its send buffer (the NaN then reaches
 // every rank's receive buffer through one good AllReduce: a cascade), or the fill underflows:
 // values scaled below the datatype's smallest normal, converted on the GPU with CUDA's own
-// rounding. Each rank prints GROUND_TRUTH with its buffers' addresses and counts taken by an
+// rounding, or the sum overflows: every rank's values are finite (up to 3/4 of the largest
+// finite value), the reduction of two or more ranks is +Inf. Each rank prints GROUND_TRUTH with its buffers' addresses and counts taken by an
 // independent classifier (through float conversion), then HANG_POINT_REACHED.
 //
 //   nccl_numerics_hang --rank R --nranks N --id-file PATH [--dtype f32|bf16|f16|e4m3|e5m2]
-//                      [--mode nan|underflow] [--count C] [--nan-count K] [--host-buffers]
+//                      [--mode nan|underflow|overflow] [--count C] [--nan-count K] [--host-buffers]
 //                      [--good-iters G] [--inject-rank R]
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -72,6 +73,22 @@ double min_normal(Dtype type) {
 // A scale that puts (i % 1000 + 1) / 1000 below the smallest normal: underflow to
 // subnormals, and to zero below half the smallest subnormal.
 float underflow_scale(Dtype type) { return static_cast<float>(min_normal(type) * 0.5); }
+
+// The largest finite magnitude of each format.
+double max_finite(Dtype type) {
+  switch (type) {
+    case Dtype::f32: return 3.4028234663852886e38;
+    case Dtype::bf16: return 3.3895313892515355e38;
+    case Dtype::f16: return 65504.0;
+    case Dtype::e4m3: return 448.0;
+    case Dtype::e5m2: return 57344.0;
+  }
+  return 0;
+}
+
+// Values up to 3/4 of the largest finite one: each rank's finite, any sum of two overflows
+// where (i % 1000 + 1) / 1000 > 2/3.
+float overflow_scale(Dtype type) { return static_cast<float>(max_finite(type) * 0.75); }
 
 __device__ void store(void* buffer, size_t i, Dtype type, float value) {
   switch (type) {
@@ -140,7 +157,8 @@ bool parse(int argc, char** argv, Options* o) {
     else if (arg == "--inject-rank") o->inject_rank = atoi(v);
     else return false;
   }
-  return o->rank >= 0 && o->rank < o->nranks && !o->id_file.empty() && (o->mode == "nan" || o->mode == "underflow");
+  bool known_mode = o->mode == "nan" || o->mode == "underflow" || o->mode == "overflow";
+  return o->rank >= 0 && o->rank < o->nranks && !o->id_file.empty() && known_mode;
 }
 
 ncclUniqueId shared_id(const Options& o) {
@@ -177,7 +195,7 @@ int main(int argc, char** argv) {
   Options o;
   if (!parse(argc, argv, &o)) {
     fprintf(stderr, "usage: %s --rank R --nranks N --id-file PATH [--dtype f32|bf16|f16|e4m3|e5m2] "
-                    "[--mode nan|underflow] [--count C] [--nan-count K] [--host-buffers] [--good-iters G] "
+                    "[--mode nan|underflow|overflow] [--count C] [--nan-count K] [--host-buffers] [--good-iters G] "
                     "[--inject-rank R]\n", argv[0]);
     return 1;
   }
@@ -192,20 +210,20 @@ int main(int argc, char** argv) {
   size_t bytes = o.count * size_of(type);
   void* send = allocate(bytes, o.host_buffers);
   void* recv = allocate(bytes, o.host_buffers);
-  bool underflow = o.mode == "underflow";
-  float scale = underflow ? underflow_scale(type) : 1.0f;
+  bool inject_nan = o.mode == "nan";
+  float scale = o.mode == "underflow" ? underflow_scale(type) : o.mode == "overflow" ? overflow_scale(type) : 1.0f;
   fill<<<256, 256, 0, stream>>>(send, o.count, type, scale, 0);
   CUDA_CHECK(cudaMemsetAsync(recv, 0, bytes, stream));
   for (int i = 0; i < o.good_iters; ++i) {
     // The last good AllReduce carries the injected NaN to every rank's receive buffer.
-    if (!underflow && i == o.good_iters - 1 && o.rank == o.inject_rank)
+    if (inject_nan && i == o.good_iters - 1 && o.rank == o.inject_rank)
       fill<<<256, 256, 0, stream>>>(send, o.count, type, scale, o.nan_count);
     NCCL_CHECK(ncclAllReduce(send, recv, o.count, nccl_type(type), ncclSum, comm, stream));
     CUDA_CHECK(cudaStreamSynchronize(stream));
   }
   int culprit = o.nranks - 1;
   // The send buffer of the collective the waiters hang in: NaN on the injecting rank.
-  fill<<<256, 256, 0, stream>>>(send, o.count, type, scale, !underflow && o.rank == o.inject_rank ? o.nan_count : 0);
+  fill<<<256, 256, 0, stream>>>(send, o.count, type, scale, inject_nan && o.rank == o.inject_rank ? o.nan_count : 0);
   CUDA_CHECK(cudaStreamSynchronize(stream));
   printf("GROUND_TRUTH {\"rank\":%d,\"nranks\":%d,\"pid\":%d,\"comm\":\"%p\",\"dtype\":\"%s\",\"mode\":\"%s\","
          "\"host_buffers\":%s,\"count\":%zu,\"good_iters\":%d,\"culprit\":%d,\"role\":\"%s\",",
