@@ -64,6 +64,18 @@ expected = {
     "split-comm": {"seq-spread@0": 1},
     "tpdp-fewer-steps": {"seq-spread@1": 2}, "tpdp-fewer-steps-timing": {"seq-spread@1": 2},
     "tpdp-fr-off": {"seq-spread@1": 2},
+    # Issue 32's crashes (a rank killed, raised, faulted): every survivor's proxy reports the lost
+    # peer (ncclRemoteError, evidence checked below); ranks are each communicator's own. A rank
+    # that died mid-step is also behind on its comms (seq-spread). A watchdog timeout aborts
+    # cleanly: no error left in memory.
+    "crash-sigkill": {"comm-async-error@0": 2, "comm-async-error@1": 1, "comm-async-error@3": 1},
+    "crash-exception": {"comm-async-error@0": 1, "comm-async-error@1": 1, "comm-async-error@2": 1},
+    "crash-cuda-illegal-address": {"comm-async-error@0": 4, "comm-async-error@1": 1, "comm-async-error@2": 1},
+    "crash-native-segfault": {"comm-async-error@1": 4, "comm-async-error@2": 1, "comm-async-error@3": 1,
+                              "seq-spread@0": 2},
+    # Issue 33's lock-order inversion: ranks 0 and 1 each one AllReduce ahead on a different group.
+    "order-lock-inversion": {"seq-spread@0": 1, "seq-spread@1": 1, "seq-spread@0,1": 1},
+    "order-lock-inversion-fr-off": {"seq-spread@0": 1, "seq-spread@1": 1, "seq-spread@0,1": 1},
 }
 for name in ["cross-stream", "cross-stream-lazy-load", "cross-stream-recorder", "skip-collective",
              "skip-collective-0x11", "skip-collective-net", "skip-collective-recorder", "torch-allreduce",
