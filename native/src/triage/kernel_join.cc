@@ -113,6 +113,26 @@ KernelEntryView kernel_of(const json& kernel) {
   return out;
 }
 
+// A row of other_kernels: the library's "name" (older views: cuda-gdb's invocation).
+OtherKernelView other_kernel_of(const json& kernel) {
+  OtherKernelView out;
+  out.name = string_at(kernel, "name");
+  if (out.name.empty()) out.name = string_at(kernel, "invocation");
+  if (out.name.empty()) out.name = "an unnamed kernel";
+  out.grid_dim = string_at(kernel, "grid_dim");
+  out.block_dim = string_at(kernel, "block_dim");
+  out.stream = string_at(kernel, "stream");
+  out.device = index_rule(int_at(kernel, "device"));
+  return out;
+}
+
+// "at::cuda::(anonymous namespace)::spin_kernel (grid (1,1,1), block (1,1,1), stream unavailable)".
+std::string describe_other_kernel(const OtherKernelView& kernel) {
+  return kernel.name + " (grid " + (kernel.grid_dim.empty() ? "?" : kernel.grid_dim) + ", block " +
+         (kernel.block_dim.empty() ? "?" : kernel.block_dim) + ", stream " +
+         (kernel.stream.empty() ? "unavailable: cuda-gdb does not show it" : kernel.stream) + ")";
+}
+
 // --- one kernel's waits, grouped -------------------------------------------------
 
 // Definite waits on one peer: the blocks, their channels and the steps they wait at.
@@ -247,10 +267,14 @@ KernelView summarize_kernel_view(const nlohmann::json& document, const std::stri
       Maybe<uint64_t> hash = hash_at(comm, "comm_hash");
       Maybe<int> rank = index_rule(int_at(comm, "rank"));
       if (!hash || !rank || view.communicators.size() >= kMaxComms) continue;
-      view.communicators.push_back({*hash, hex(*hash), *rank, size_rule(int_at(comm, "nranks"))});
+      view.communicators.push_back({*hash, hex(*hash), *rank, size_rule(int_at(comm, "nranks")),
+                                    index_rule(int_at(comm, "cuda_dev"))});
     }
-  if (const json* others = find_json_member(document, "other_kernels"); others != nullptr && others->is_array())
+  if (const json* others = find_json_member(document, "other_kernels"); others != nullptr && others->is_array()) {
     view.other_kernels = others->size();
+    for (const json& other : *others)
+      if (other.is_object() && view.others.size() < kMaxKernels) view.others.push_back(other_kernel_of(other));
+  }
   if (const json* errors = find_json_member(document, "errors"); errors != nullptr && errors->is_array())
     for (const json& error : *errors) {
       if (view.document_errors.size() >= kMaxErrors) break;
@@ -418,7 +442,8 @@ class KernelJoiner {
     }
     if (view.kernels.empty()) {
       std::string text = who + "no NCCL kernel resident on its GPU";
-      if (view.other_kernels) text += " (" + std::to_string(view.other_kernels) + " other kernels)";
+      if (!view.others.empty()) text += "; it runs " + describe_other_kernel(view.others.front());
+      if (view.other_kernels > 1) text += " and " + std::to_string(view.other_kernels - 1) + " more non-NCCL kernels";
       if (!view.document_errors.empty()) text += "; the view has errors: " + view.document_errors.front();
       return text;
     }
@@ -508,6 +533,7 @@ class KernelJoiner {
         findings[f].evidence.push_back("kernel views of " + std::to_string(lines - kKernelLinesPerFinding) +
                                        " more ranks (report: kernel_views)");
     }
+    find_gpu_busy(g);
     if (uncovered.empty()) return;
     std::string host_kinds;
     for (size_t f = 0; f < host_findings; ++f)
@@ -518,6 +544,113 @@ class KernelJoiner {
                                   [](const Finding& f) { return f.kind == "no-hang-evident"; }),
                    findings.end());
     for (auto& [key, finding] : uncovered) findings.push_back(std::move(finding));
+  }
+
+  // --- a GPU busy outside NCCL (issue 33 item 4) ---------------------------------------
+
+  // The first non-NCCL kernel resident on the device of `member`'s communicator while no NCCL
+  // kernel of that communicator is; null otherwise. A device the view does not give matches any.
+  const OtherKernelView* busy_kernel(const CommGroup& group, const Member& member) const {
+    int v = view_of_process_[member.process];
+    if (v < 0 || views_[v].others.empty() || !kernels_of(group, member).empty()) return nullptr;
+    Maybe<int> device;
+    for (const KernelCommView& comm : views_[v].communicators)
+      if (comm.comm_hash == group.hash && comm.rank == member.rank) device = comm.cuda_dev;
+    for (const OtherKernelView& kernel : views_[v].others)
+      if (!device || !kernel.device || *kernel.device == *device) return &kernel;
+    return nullptr;
+  }
+
+  // Has this member entered the communicator's newest work: proxy operations in flight, an
+  // NCCL kernel of it resident, or its host thread waiting on the GPU?
+  bool entered(const CommGroup& group, const Member& member) const {
+    const ProcessView& process = job_.processes[member.process];
+    const ThreadView* thread = process.principal();
+    return job_.comm_of(member).has_proxy_work_in_flight() || !kernels_of(group, member).empty() ||
+           (thread != nullptr && is_gpu_wait(thread->blocked_in));
+  }
+
+  // The collective the waiting ranks are in: their proxy ops' or kernels' collective, else the
+  // one type the busy rank launched; "" when neither tells.
+  std::string entered_collective(const CommGroup& group, const std::vector<const Member*>& waiting,
+                                 const CommView& busy) const {
+    for (const Member* member : waiting) {
+      for (const ProxyOpView& op : job_.comm_of(*member).proxy_ops)
+        if (!op.collective.empty()) return op.collective;
+      for (const KernelEntryView* kernel : kernels_of(group, *member))
+        if (!kernel->collective.empty()) return kernel->collective;
+    }
+    std::string only;
+    for (int c = 0; c < kNumCollectives; ++c)
+      if (busy.seq_launched[c].value_or(0) > 0) {
+        if (!only.empty()) return "";
+        only = kCollectiveNames[c];
+      }
+    return only;
+  }
+
+  static Maybe<int64_t> launched_of(const CommView& comm, const std::string& collective) {
+    for (int c = 0; c < kNumCollectives; ++c)
+      if (collective == kCollectiveNames[c]) return comm.seq_launched[c];
+    return std::nullopt;
+  }
+
+  // A rank whose GPU runs a non-NCCL kernel, no NCCL kernel of this communicator resident, that
+  // launched the collective the others entered as often as they did: its GPU never started it.
+  // Only where no host finding already explains the hang on this communicator.
+  void find_gpu_busy(size_t g) {
+    const CommGroup& group = job_.comms[g];
+    std::vector<Finding>& findings = job_.findings[g];
+    for (const Finding& finding : findings)
+      if (finding.explains_hang) return;
+    std::vector<Finding> made;
+    for (const Member& member : group.members) {
+      const OtherKernelView* kernel = busy_kernel(group, member);
+      if (kernel == nullptr) continue;
+      std::vector<const Member*> waiting;
+      for (const Member& other : group.members)
+        if (&other != &member && entered(group, other)) waiting.push_back(&other);
+      const CommView& busy = job_.comm_of(member);
+      std::string collective = entered_collective(group, waiting, busy);
+      Maybe<int64_t> launched = launched_of(busy, collective);
+      if (waiting.empty() || collective.empty() || !launched || *launched <= 0) continue;
+      bool behind = std::any_of(waiting.begin(), waiting.end(), [&](const Member* other) {
+        Maybe<int64_t> theirs = launched_of(job_.comm_of(*other), collective);
+        return !theirs || *theirs != *launched;
+      });
+      if (behind) continue;  // counts that differ are missing-collective's, not this
+      made.push_back(gpu_busy_finding(member, *kernel, waiting, collective, *launched));
+    }
+    if (made.empty()) return;
+    // The busy GPU explains what these said: work in flight with nobody behind in host state.
+    findings.erase(std::remove_if(findings.begin(), findings.end(), [](const Finding& f) {
+                     return f.kind == "no-hang-evident" || f.kind == "in-flight-consistent";
+                   }),
+                   findings.end());
+    for (Finding& finding : made) findings.push_back(std::move(finding));
+  }
+
+  Finding gpu_busy_finding(const Member& member, const OtherKernelView& kernel,
+                           const std::vector<const Member*>& waiting, const std::string& collective,
+                           int64_t launched) const {
+    Finding finding{"gpu-busy", collective};
+    finding.seq = launched;
+    finding.culprits = {member.rank};
+    for (const Member* other : waiting) finding.waiting.push_back(other->rank);
+    normalize_ranks(&finding.waiting);
+    finding.edge_kind = "collective";
+    finding.explains_hang = true;
+    finding.extra["kernel"] = kernel.name;
+    std::string rank = "rank " + std::to_string(member.rank), op = collective + " #" + std::to_string(launched);
+    std::string device = kernel.device ? "GPU " + std::to_string(*kernel.device) : "its GPU";
+    finding.evidence.push_back("kernel view, " + rank + ": " + device + " runs " + describe_other_kernel(kernel) +
+                               "; no NCCL kernel of this communicator resident");
+    finding.evidence.push_back(rank + " launched " + collective + " " + std::to_string(launched) + " times, as " +
+                               ranks_phrase(finding.waiting) + " did, who entered " + op +
+                               "; its GPU never started it: it is queued behind that kernel (inferred: same device, "
+                               "the kernel's stream is not shown by cuda-gdb)");
+    finding.evidence.push_back(rank + "'s host thread: " + process_doing(job_, member.process));
+    return finding;
   }
 
   void start_kernel_wait(const CommGroup& group, int peer, const std::string& collective, Finding* finding) const {
