@@ -133,6 +133,11 @@ std::string describe_other_kernel(const OtherKernelView& kernel) {
          (kernel.stream.empty() ? "unavailable: cuda-gdb does not show it" : kernel.stream) + ")";
 }
 
+// "no NCCL kernel resident", and what the GPU runs instead when the view names it.
+std::string no_nccl_kernel_text(const KernelView& view) {
+  return view.others.empty() ? "no NCCL kernel resident" : "no NCCL kernel resident; its GPU runs " + view.others.front().name;
+}
+
 // --- one kernel's waits, grouped -------------------------------------------------
 
 // Definite waits on one peer: the blocks, their channels and the steps they wait at.
@@ -561,13 +566,10 @@ class KernelJoiner {
     return nullptr;
   }
 
-  // Has this member entered the communicator's newest work: proxy operations in flight, an
-  // NCCL kernel of it resident, or its host thread waiting on the GPU?
+  // Has this member entered the communicator's newest work: proxy operations in flight or an
+  // NCCL kernel of it resident? A host thread waiting on the GPU may wait on other work.
   bool entered(const CommGroup& group, const Member& member) const {
-    const ProcessView& process = job_.processes[member.process];
-    const ThreadView* thread = process.principal();
-    return job_.comm_of(member).has_proxy_work_in_flight() || !kernels_of(group, member).empty() ||
-           (thread != nullptr && is_gpu_wait(thread->blocked_in));
+    return job_.comm_of(member).has_proxy_work_in_flight() || !kernels_of(group, member).empty();
   }
 
   // The collective the waiting ranks are in: their proxy ops' or kernels' collective, else the
@@ -735,7 +737,7 @@ class KernelJoiner {
       const KernelView& view = views_[v];
       if (view.kernels.empty())
         out[p].push_back({{"what", "kernel"}, {"comm_hash", nullptr}, {"collective", nullptr},
-                          {"text", "no NCCL kernel resident (kernel view)"}});
+                          {"text", no_nccl_kernel_text(view) + " (kernel view)"}});
       for (const KernelEntryView& kernel : view.kernels)
         out[p].push_back({{"what", "kernel"},
                           {"comm_hash", kernel.has_communicator ? json(kernel.comm_hash_text) : json(nullptr)},
@@ -771,7 +773,7 @@ class KernelJoiner {
                      kernel.comm_hash == job_.comms[job_.world_comm].hash;
         if (kernel.has_communicator && !world) text += " on communicator " + kernel.comm_hash_text;
       }
-      if (view.kernels.empty()) text = "no NCCL kernel resident";
+      if (view.kernels.empty()) text = no_nccl_kernel_text(view);
       int64_t order = job_.world_rank[p] ? *job_.world_rank[p] : INT32_MAX + static_cast<int64_t>(p);
       parts.emplace_back(priority[p], order, job_.process_label(static_cast<int>(p)) + ": " + text);
     }
