@@ -227,7 +227,7 @@ const std::vector<FindingKind>& finding_kinds() {
       {"data-wait", VE::kNone, false, "issued it, its GPU has not reached it", data_wait},
       {"queued-behind", VE::kIncomplete, false, "", evidence_sentence},
       {"kernel-wait", VE::kNone, true, "waited on by a kernel", kernel_wait},
-      {"gpu-busy", VE::kNone, true, "its GPU runs another kernel; never started it", gpu_busy},
+      {"gpu-busy", VE::kNone, true, "never started it on its GPU (a non-NCCL kernel runs there)", gpu_busy},
       {"count-mismatch", VE::kMismatch, true, "disagrees with the others", mismatch_sentence},
       {"datatype-mismatch", VE::kMismatch, true, "disagrees with the others", mismatch_sentence},
       {"root-mismatch", VE::kMismatch, true, "disagrees with the others", mismatch_sentence},
