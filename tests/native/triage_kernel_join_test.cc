@@ -133,6 +133,23 @@ BOOST_AUTO_TEST_CASE(busy_gpu_outside_nccl_is_the_culprit) {
   BOOST_TEST(headline.find("never started") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(a_kernel_waiting_on_the_busy_rank_is_its_evidence) {
+  // Rank 3's AllReduce kernel waits for data from rank 2, whose GPU runs the spin kernel: one
+  // finding (gpu-busy) with rank 3's kernel wait as its evidence and edge reason, no kernel-wait.
+  json busy_view = view(5202, kWorldHash, 2, 4, json::array());
+  busy_view["other_kernels"] = json::array({spin_kernel(2)});
+  json waiter = view(5203, kWorldHash, 3, 4, {kernel("AllReduce", kWorldHash, 3, 4, 2, {recv_wait(2, 16)})});
+  json report = nsc::triage_documents(with_views(gpu_spin(2), {busy_view, waiter}), {});
+  BOOST_TEST(report["culprit_ranks"] == json::array({2}));
+  BOOST_TEST(findings_of(report, "kernel-wait").empty());
+  auto busy = findings_of(report, "gpu-busy");
+  BOOST_REQUIRE(busy.size() == 1);
+  BOOST_TEST((*busy[0])["waiting_ranks"] == json::array({0, 1, 3}));
+  BOOST_REQUIRE((*busy[0])["kernel_waits"].size() == 1);
+  BOOST_TEST((*busy[0])["kernel_waits"][0]["text"] ==
+             "rank 3 waits for data from rank 2 at step 16 on channels 0,1 (2 of 2 blocks)");
+}
+
 BOOST_AUTO_TEST_CASE(busy_gpu_on_another_device_or_a_rank_behind_is_not_gpu_busy) {
   // The kernel runs on device 5, the communicator on device 2: nothing queued behind it there.
   json elsewhere = view(5202, kWorldHash, 2, 4, json::array());

@@ -539,6 +539,7 @@ class KernelJoiner {
                                        " more ranks (report: kernel_views)");
     }
     find_gpu_busy(g);
+    fold_into_gpu_busy(g, &uncovered);
     if (uncovered.empty()) return;
     std::string host_kinds;
     for (size_t f = 0; f < host_findings; ++f)
@@ -630,6 +631,23 @@ class KernelJoiner {
                    }),
                    findings.end());
     for (Finding& finding : made) findings.push_back(std::move(finding));
+  }
+
+  // A kernel waiting on a rank whose GPU is busy outside NCCL is that gpu-busy finding's
+  // evidence (and its edge's kernel reason), not a second finding blaming the same rank.
+  void fold_into_gpu_busy(size_t g, std::map<std::pair<int, std::string>, Finding>* uncovered) {
+    for (Finding& busy : job_.findings[g]) {
+      if (busy.kind != "gpu-busy") continue;
+      for (auto it = uncovered->begin(); it != uncovered->end();) {
+        if (it->first.first != busy.culprits.front()) { ++it; continue; }
+        if (busy.kernel_waits.is_null()) busy.kernel_waits = json::array();
+        for (const json& wait : it->second.kernel_waits) busy.kernel_waits.push_back(wait);
+        for (const std::string& line : it->second.evidence) busy.evidence.push_back(line);
+        for (int rank : it->second.waiting) busy.waiting.push_back(rank);
+        normalize_ranks(&busy.waiting);
+        it = uncovered->erase(it);
+      }
+    }
   }
 
   Finding gpu_busy_finding(const Member& member, const OtherKernelView& kernel,
