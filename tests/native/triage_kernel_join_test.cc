@@ -150,6 +150,24 @@ BOOST_AUTO_TEST_CASE(a_kernel_waiting_on_the_busy_rank_is_its_evidence) {
              "rank 3 waits for data from rank 2 at step 16 on channels 0,1 (2 of 2 blocks)");
 }
 
+BOOST_AUTO_TEST_CASE(busy_gpu_names_why_a_data_wait_never_got_data) {
+  // Rank 2 holds its send to rank 3 in flight with nothing sent: host state says data-wait
+  // ("its GPU has not reached it", blames nobody); rank 2's view says why: gpu-busy, culprit.
+  std::vector<json> documents = gpu_spin(2);
+  json send = proxy_op("AllReduce", "ncclPatternRing", 3);
+  send["subs"][0].update({{"send", true}, {"transmitted", 0}, {"done", 0}});
+  documents[2]["communicators"][0]["proxy_ops"].push_back(send);
+  json without = nsc::triage_documents(as_inputs(documents), {});
+  BOOST_TEST(!findings_of(without, "data-wait").empty());
+  BOOST_TEST(without["culprit_ranks"].empty());
+  json busy_view = view(5202, kWorldHash, 2, 4, json::array());
+  busy_view["other_kernels"] = json::array({spin_kernel(2)});
+  json report = nsc::triage_documents(with_views(documents, {busy_view}), {});
+  BOOST_TEST(report["verdict"] == "hang");
+  BOOST_TEST(report["culprit_ranks"] == json::array({2}));
+  BOOST_TEST(findings_of(report, "gpu-busy").size() == 1);
+}
+
 BOOST_AUTO_TEST_CASE(busy_gpu_on_another_device_or_a_rank_behind_is_not_gpu_busy) {
   // The kernel runs on device 5, the communicator on device 2: nothing queued behind it there.
   json elsewhere = view(5202, kWorldHash, 2, 4, json::array());

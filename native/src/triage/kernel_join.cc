@@ -19,6 +19,7 @@
 
 #include "snapshot/kernels_text.h"
 #include "triage/analysis.h"
+#include "triage/finding_kinds.h"
 #include "triage/rank_set.h"
 #include "triage/summary_helpers.h"
 #include "util/errors.h"
@@ -600,12 +601,13 @@ class KernelJoiner {
 
   // A rank whose GPU runs a non-NCCL kernel, no NCCL kernel of this communicator resident, that
   // launched the collective the others entered as often as they did: its GPU never started it.
-  // Only where no host finding already explains the hang on this communicator.
+  // Only where no host finding already blames someone on this communicator (a data-wait, "its
+  // GPU has not reached it", blames nobody: this names why).
   void find_gpu_busy(size_t g) {
     const CommGroup& group = job_.comms[g];
     std::vector<Finding>& findings = job_.findings[g];
     for (const Finding& finding : findings)
-      if (finding.explains_hang) return;
+      if (finding.explains_hang && finding_kind(finding.kind).may_blame) return;
     std::vector<Finding> made;
     for (const Member& member : group.members) {
       const OtherKernelView* kernel = busy_kernel(group, member);
