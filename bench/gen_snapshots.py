@@ -104,6 +104,12 @@ def proxy_op(collective, pattern, peer, channel=0):
                       "transmitted": 4, "done": 2}]}
 
 
+def entered_subs(peer):
+    """A ring step of a GPU that entered the collective: its send to `peer` transmitted 4 of 8
+    steps, its receive from `peer` got nothing."""
+    return [dict(data_sub(peer, True), posted=4, transmitted=4), data_sub(peer, False)]
+
+
 def data_sub(peer, send, channel=0):
     return {"channel": channel, "peer": peer, "nsteps": 8, "posted": 8, "received": 0,
             "transmitted": 0, "done": 0, "send": send}
@@ -158,13 +164,13 @@ def tpdp_spin_comms(args, rank):
     culprit = args.culprit
     if rank != culprit and rank // 2 == culprit // 2:   # its tp peer: tp #4 started
         comms[1]["proxy_ops"].append(dict(proxy_op("AllReduce", "ncclPatternRing", 1 - tp_rank),
-                                          subs=[data_sub(1 - tp_rank, False)]))
+                                          subs=entered_subs(1 - tp_rank)))
     if rank != culprit and rank % 2 == culprit % 2:     # its dp peer: dp #4 started
         comms[2]["proxy_ops"].append(dict(proxy_op("AllReduce", "ncclPatternRing", 1 - dp_rank),
-                                          subs=[data_sub(1 - dp_rank, False)]))
+                                          subs=entered_subs(1 - dp_rank)))
     if rank % 2 != culprit % 2 and rank // 2 != culprit // 2:  # tp done with a free peer; dp waits on one held up
         comms[2]["proxy_ops"].append(dict(proxy_op("AllReduce", "ncclPatternRing", 1 - dp_rank),
-                                          subs=[data_sub(1 - dp_rank, False)]))
+                                          subs=entered_subs(1 - dp_rank)))
     return comms, "waiting"
 
 

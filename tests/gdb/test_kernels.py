@@ -163,6 +163,27 @@ class ReplayTest(NeedsLibrary):
                       "launch's start is proven here): comm 0x91a16347ba1dcfd3 rank 1/2 (0x562572a40390) launched "
                       "AllReduce=3, no kernel of it resident\n0 NCCL kernels (1 kernel resident)", text)
 
+    def test_real_spin_kernel_capture(self):
+        # corefiles/order-gpu-spin/truth/gdb/ (H100, 2026-12-05): cuda-gdb on rank 2, whose GPU runs
+        # torch.cuda._sleep's kernel ahead of its step-4 all_reduces on world, tp and dp.
+        path = os.path.join(DATA, "..", "..", "..", "..", "corefiles", "order-gpu-spin", "truth", "gdb",
+                            "rank2.nccl-kernels.replay.json.xz")
+        if not os.path.isfile(path):
+            self.skipTest("corefiles/order-gpu-spin/truth/gdb missing")
+        with lzma.open(path, "rt", encoding="utf-8") as handle:
+            bundle = json.load(handle)
+        replay = kernels.Replay(bundle)
+        request = dict(bundle["request"])
+        request["profile_path"] = os.path.join(os.path.dirname(DATA), "..", "..", "..", "native", "profiles")
+        document = kernels.build_view(self.lib, replay.execute, request, replay.reader("host"), replay.reader("device"))
+        other, = document["other_kernels"]
+        self.assertEqual((other["name"], other["device"], other["grid_dim"]),
+                         ("at::cuda::(anonymous namespace)::spin_kernel", 0, "(1,1,1)"))
+        self.assertEqual(sorted((work["comm_hash"], work["rank"], work["nranks"], work["seq_launched"]["AllReduce"])
+                                for work in other["queued_behind"]),
+                         [("0x538fb0c006472f42", 2, 4, 4), ("0x6b9a8ab36dd4dd25", 0, 2, 4),
+                          ("0xd3954214e1005f48", 1, 2, 4)])
+
     def test_busy_gpu_on_another_device_queues_nothing(self):
         document = self.replay_spin_kernel(device=0)
         self.assertEqual(document["other_kernels"][0]["queued_behind"], [])

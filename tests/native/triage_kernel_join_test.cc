@@ -100,8 +100,12 @@ std::vector<json> gpu_spin(int busy, int64_t launched_by_busy = 4) {
   std::vector<json> documents;
   for (int rank = 0; rank < 4; ++rank) {
     json doc = rank_document(rank, 4, {0, 0, 0, 0, rank == busy ? launched_by_busy : 4}, waiting_thread(0));
+    // Its GPU entered the ring: it sent 4 steps to its next, received nothing from its previous.
     json op = proxy_op("AllReduce", "ncclPatternRing", (rank + 3) % 4);
     op["subs"][0]["send"] = false;
+    json sent = op["subs"][0];
+    sent.update({{"send", true}, {"peer", (rank + 1) % 4}, {"transmitted", 4}});
+    op["subs"].push_back(sent);
     if (rank != busy) doc["communicators"][0]["proxy_ops"].push_back(op);
     documents.push_back(doc);
   }

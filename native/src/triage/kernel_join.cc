@@ -568,10 +568,17 @@ class KernelJoiner {
     return nullptr;
   }
 
-  // Has this member entered the communicator's newest work: proxy operations in flight or an
-  // NCCL kernel of it resident? A host thread waiting on the GPU may wait on other work.
+  // Has this member's GPU entered the communicator's work: an NCCL kernel of it resident, or an
+  // unfinished proxy send that transmitted data (the GPU posted it)? Proxy ops alone do not
+  // tell: NCCL posts them at launch (seen in the real order-gpu-spin capture: rank 0's world op
+  // in flight, nothing sent, its GPU still in dp), and a host thread waiting on the GPU may
+  // wait on other work.
   bool entered(const CommGroup& group, const Member& member) const {
-    return job_.comm_of(member).has_proxy_work_in_flight() || !kernels_of(group, member).empty();
+    if (!kernels_of(group, member).empty()) return true;
+    for (const ProxyOpView& op : job_.comm_of(member).proxy_ops)
+      for (const ProxySubView& sub : op.subs)
+        if (sub.send.value_or(false) && !sub.finished() && sub.transmitted.value_or(0) > 0) return true;
+    return false;
   }
 
   // The collective the waiting ranks are in: their proxy ops' or kernels' collective, else the
