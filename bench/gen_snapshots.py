@@ -11,7 +11,12 @@ split (the hang is on the second communicator, ranks reversed there),
 unrelated (a second job's snapshot is mixed in), corrupt (one file truncated),
 tp-pp-dp (4 communicators per rank: world, TP 8, PP 4, DP ranks/32; the culprit skipped an
 AllReduce on its TP group, the DP groups of its TP peers wait for data from them, and the
-culprit itself waits for data from a TP peer in the world AllReduce: a cycle only it breaks).
+culprit itself waits for data from a TP peer in the world AllReduce: a cycle only it breaks),
+gpu-spin (issue 33 item 4: 4 ranks, TP 2 x DP 2 as tests/scenarios/torch_crash_order.py's
+order-gpu-spin; every rank launched AllReduce #4 on tp, dp and world; the culprit's GPU runs
+PyTorch's spin_kernel, so it has nothing in flight while its tp and dp peers receive from it;
+also writes rank-<culprit>.kernels.json, the culprit's cuda-gdb view: no NCCL kernel, the
+spin_kernel resident).
 """
 import argparse
 import zlib
@@ -21,6 +26,7 @@ import sys
 
 WORLD_HASH = 0x6DB0A96D9CB7FC37
 SUB_HASH = 0x1234ABCD5678EF01
+SPIN_TP_HASH, SPIN_DP_HASH = 0x5A1E000000000010, 0x5A1E000000000020
 NAMES = ["Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce"]
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
 CUDART = "/usr/local/cuda/lib64/libcudart.so.13"
@@ -98,6 +104,12 @@ def proxy_op(collective, pattern, peer, channel=0):
                       "transmitted": 4, "done": 2}]}
 
 
+def entered_subs(peer):
+    """A ring step of a GPU that entered the collective: its send to `peer` transmitted 4 of 8
+    steps, its receive from `peer` got nothing."""
+    return [dict(data_sub(peer, True), posted=4, transmitted=4), data_sub(peer, False)]
+
+
 def data_sub(peer, send, channel=0):
     return {"channel": channel, "peer": peer, "nsteps": 8, "posted": 8, "received": 0,
             "transmitted": 0, "done": 0, "send": send}
@@ -140,6 +152,47 @@ def tp_pp_dp_comms(args, rank):
     return [world, tp, pp, dp], role
 
 
+def tpdp_spin_comms(args, rank):
+    """World, tp [0,1] [2,3], dp [0,2] [1,3]; AllReduce launched 4 times on each. In flight: the
+    ranks whose step-4 collective with the culprit started (their recv from it, nothing received)."""
+    tp_rank, dp_rank = rank % 2, rank // 2
+    comms = [communicator(WORLD_HASH, rank, 4, [0, 0, 0, 0, 4], args.channels, 0x7f1000000000),
+             communicator(SPIN_TP_HASH + rank // 2, tp_rank, 2, [0, 0, 0, 0, 4], args.channels, 0x7f2000000000),
+             communicator(SPIN_DP_HASH + rank % 2, dp_rank, 2, [0, 0, 0, 0, 4], args.channels, 0x7f3000000000)]
+    for comm in comms:
+        comm["cuda_dev"] = 0  # one GPU, one NCCL_HOSTID per rank, as the capture runs it
+    culprit = args.culprit
+    if rank != culprit and rank // 2 == culprit // 2:   # its tp peer: tp #4 started
+        comms[1]["proxy_ops"].append(dict(proxy_op("AllReduce", "ncclPatternRing", 1 - tp_rank),
+                                          subs=entered_subs(1 - tp_rank)))
+    if rank != culprit and rank % 2 == culprit % 2:     # its dp peer: dp #4 started
+        comms[2]["proxy_ops"].append(dict(proxy_op("AllReduce", "ncclPatternRing", 1 - dp_rank),
+                                          subs=entered_subs(1 - dp_rank)))
+    if rank % 2 != culprit % 2 and rank // 2 != culprit // 2:  # tp done with a free peer; dp waits on one held up
+        comms[2]["proxy_ops"].append(dict(proxy_op("AllReduce", "ncclPatternRing", 1 - dp_rank),
+                                          subs=entered_subs(1 - dp_rank)))
+    return comms, "waiting"
+
+
+def spin_kernel_view(culprit):
+    """The culprit's `nccl-kernels --json` (ncclscope.kernels/1): no NCCL kernel; PyTorch's
+    torch.cuda._sleep kernel resident, as cuda-gdb 13's `info cuda kernels` lists it."""
+    tp_hash, dp_hash = SPIN_TP_HASH + culprit // 2, SPIN_DP_HASH + culprit % 2
+    comms = [{"address": "0x7f%d000000000" % (i + 1), "comm_hash": "0x%x" % h, "rank": r, "nranks": n,
+              "cuda_dev": 0, "device": None}
+             for i, (h, r, n) in enumerate([(WORLD_HASH, culprit, 4), (tp_hash, culprit % 2, 2), (dp_hash, culprit // 2, 2)])]
+    queued = [dict(comm, seq_launched={"AllReduce": 4}, nccl_kernel_resident=False, relation="inferred") for comm in comms]
+    spin = {"kernel": 0, "device": 0, "grid": 1201, "status": "Active", "grid_dim": "(1,1,1)", "block_dim": "(1,1,1)",
+            "invocation": "at::cuda::(anonymous namespace)::spin_kernel()", "focus": True,
+            "name": "at::cuda::(anonymous namespace)::spin_kernel", "stream": None, "resident_since": None,
+            "unavailable": {"stream": "cuda-gdb's info cuda kernels shows no stream",
+                            "resident_since": "cuda-gdb shows no launch time"},
+            "queued_behind": queued}
+    return {"schema": "ncclscope.kernels/1", "tool": {"name": "ncclscope", "version": "0.1.0"},
+            "target": {"kind": "callback", "pid": 20000 + culprit}, "nccl": {"version": "2.28.9"},
+            "kernels": [], "other_kernels": [spin], "total_kernels": 1, "communicators": comms, "errors": []}
+
+
 def rank_document(args, rank):
     n, culprit, scenario = args.ranks, args.culprit, args.scenario
     pid = 10000 + rank
@@ -176,6 +229,8 @@ def rank_document(args, rank):
                                               "datatype": "ncclFloat32", "op": "ncclSum", "root": 0})
     elif scenario == "tp-pp-dp":
         comms, role = tp_pp_dp_comms(args, rank)
+    elif scenario == "gpu-spin":
+        comms, role = tpdp_spin_comms(args, rank)
     elif scenario == "split" and len(comms) > 1:
         role = "culprit" if is_culprit else "waiting"
         if not is_culprit:
@@ -221,6 +276,8 @@ def main():
         args.culprit = args.ranks - 1
     if args.scenario == "split":
         args.comms = max(args.comms, 2)
+    if args.scenario == "gpu-spin" and args.ranks != 4:
+        parser.error("gpu-spin is a 4-rank job (TP 2 x DP 2)")
     os.makedirs(args.out, exist_ok=True)
     for rank in range(args.ranks):
         text = json.dumps(rank_document(args, rank), indent=2)
@@ -229,6 +286,9 @@ def main():
             text = text[: len(text) // 2]
         with open(path, "w") as out:
             out.write(text + "\n")
+    if args.scenario == "gpu-spin":
+        with open(os.path.join(args.out, "rank-%d.kernels.json" % args.culprit), "w") as out:
+            json.dump(spin_kernel_view(args.culprit), out, indent=2)
     if args.scenario == "unrelated":
         other = rank_document(args, 0)
         for comm in other["communicators"]:

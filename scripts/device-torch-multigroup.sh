@@ -228,7 +228,9 @@ capture_crash() {
 }
 
 # A separate order-gpu-spin job, never captured: cuda-gdb attaches to the spinning rank (2) and
-# to a waiting rank (0); what it and the extension print goes to order-gpu-spin/gdb/.
+# to a waiting rank (0); what it and the extension print goes to order-gpu-spin/gdb/:
+# rank<R>.state.json (every rank, live), rank<R>.cuda-gdb.txt, rank<R>.nccl-kernels.json (the
+# kernels/1 view triage takes), rank<R>.nccl-kernels.replay.json (replay bundle), rank<R>.log.
 spin_gdb_probe() {
   local dir=$WORK/order-gpu-spin-gdb out=$WORK/order-gpu-spin-gdb/gdb port=${PORT:-29990} rank
   rm -rf "$dir"; mkdir -p "$dir" "$out"; local pids=()
@@ -237,6 +239,11 @@ spin_gdb_probe() {
   while [ $SECONDS -lt $deadline ]; do [ "$(grep -l HANG_POINT_REACHED "$dir"/rank*.log 2>/dev/null | wc -l)" -ge 4 ] && break; sleep 0.5; done
   sleep 3
   log "spin probe: $(grep -l HANG_POINT_REACHED "$dir"/rank*.log | wc -l) ranks at their hang point"
+  # Every rank's host state (live read, no stop), so `ncclscope triage gdb/` joins the views
+  # below to the same job (comm hashes are per run).
+  for rank in 0 1 2 3; do
+    "$NSC" state --pid "${pids[$rank]}" --json > "$out/rank$rank.state.json" 2> "$out/rank$rank.state.err"
+  done
   for rank in 2 0; do
     NCCLSCOPE_LIB=$CARRY/lib/libncclscope.so LD_LIBRARY_PATH=$CARRY/lib \
     timeout "${SPIN_GDB_TIMEOUT_S:-150}" cuda-gdb -nx -batch -p "${pids[$rank]}" \

@@ -233,7 +233,7 @@ def collect_threads(session, args):
     "nccl-kernels", "The NCCL kernels resident on the GPUs (cuda-gdb only): per block its channel "
     "and what it waits for.",
     render=library_view("kernels"),
-    arguments=[argument("--all", action="store_true", help="also list kernels that are not NCCL's"),
+    arguments=[argument("--all", action="store_true", help="kept for old scripts: kernels that are not NCCL's are always listed"),
                argument("--record", metavar="FILE", help="also write a replay bundle (docs/kernels.md)")],
     description="From `info cuda kernels` and device memory read through cuda-gdb (no -G needed): "
                 "the collective, op, type, algorithm and protocol of each kernel and of the function "
@@ -245,7 +245,5 @@ def collect_kernels(session, args):
     document = session.kernel_view(record_path=args.record)
     if document is None:
         raise UsageError("nccl-kernels: needs cuda-gdb (GPU kernels are not visible to gdb)")
-    if not args.all:
-        document = dict(document)
-        document.pop("other_kernels", None)
+    # Non-NCCL kernels are always listed: one that never ends holds the GPU NCCL needs (issue 33).
     return document

@@ -209,7 +209,9 @@ def build_view(library, execute, state_request, host_reader, read_device, host_f
     is_nccl = [bool(decoded) for decoded in names.get("nccl") or []]
     entries = [collect_blocks(library, execute, row, dev_comms, args_layout)
                for row, nccl in zip(rows, is_nccl) if nccl]
-    document, _partial = library.run({"command": "kernel-view", "state": state, "kernels": entries})
-    document["other_kernels"] = [row for row, nccl in zip(rows, is_nccl) if not nccl]
+    others = [row for row, nccl in zip(rows, is_nccl) if not nccl]
+    # The library names each non-NCCL kernel and the NCCL work queued behind it (nccl/kernel_view.cc).
+    document, _partial = library.run({"command": "kernel-view", "state": state, "kernels": entries,
+                                      "other_kernels": others})
     document["total_kernels"] = len(rows)
     return document

@@ -72,8 +72,10 @@ class LibraryDecisionTest(NeedsLibrary):
 class ReplayTest(NeedsLibrary):
     """Reads only the bundles, no GPU and no CUDA."""
 
-    def replay(self, name):
+    def replay(self, name, kernels_output=None):
         bundle = load_bundle(name)
+        if kernels_output is not None:
+            bundle["commands"]["info cuda kernels"] = {"output": kernels_output}
         replay = kernels.Replay(bundle)
         request = dict(bundle["request"])
         request["profile_path"] = os.path.join(os.path.dirname(DATA), "..", "..", "..", "native", "profiles")
@@ -133,6 +135,58 @@ class ReplayTest(NeedsLibrary):
         self.assertEqual({block["state"] for block in kernel["blocks"]}, {"unknown"})
         self.assertIn("rank 1 posted 4 steps since the kernel started at step 24",
                       kernel["blocks"][0]["waits"][0]["text"])
+
+    def replay_spin_kernel(self, device):
+        """Rank 1's real host memory (skip-collective: cuda_dev 1, AllReduce launched 3 times) with
+        cuda-gdb 13's row for PyTorch's torch.cuda._sleep kernel on `device` in place of "No CUDA
+        kernels." (tests/gdb/data/gpu-busy/, in the columns of the recorded NCCL rows)."""
+        with open(os.path.join(os.path.dirname(DATA), "gpu-busy", "spin-kernel.info-cuda-kernels.txt")) as handle:
+            row = handle.read().replace("   1 1201", "   %d 1201" % device)
+        return self.replay("skip-collective-rank1", row)
+
+    def test_busy_gpu_names_the_kernel_and_the_work_of_its_device(self):
+        document = self.replay_spin_kernel(device=1)
+        self.assertEqual(document["kernels"], [])
+        self.assertEqual(document["total_kernels"], 1)
+        other, = document["other_kernels"]
+        self.assertEqual(other["name"], "at::cuda::(anonymous namespace)::spin_kernel")
+        self.assertEqual((other["device"], other["grid_dim"], other["block_dim"]), (1, "(1,1,1)", "(1,1,1)"))
+        self.assertIsNone(other["stream"])
+        queued, = other["queued_behind"]
+        self.assertEqual((queued["comm_hash"], queued["rank"], queued["relation"]), ("0x91a16347ba1dcfd3", 1, "inferred"))
+        self.assertEqual(queued["seq_launched"]["AllReduce"], 3)
+        text = built_library().render_text("kernels", document)
+        self.assertIn("kernel 0 on device 1: at::cuda::(anonymous namespace)::spin_kernel() (not NCCL)\n"
+                      "    GPU 1 runs at::cuda::(anonymous namespace)::spin_kernel (grid (1,1,1), block (1,1,1), Active, "
+                      "stream unavailable: cuda-gdb's info cuda kernels shows no stream); NCCL work that may be queued "
+                      "behind it (inferred: same device; cuda-gdb shows no stream, so neither the order nor the newest "
+                      "launch's start is proven here): comm 0x91a16347ba1dcfd3 rank 1/2 (0x562572a40390) launched "
+                      "AllReduce=3, no kernel of it resident\n0 NCCL kernels (1 kernel resident)", text)
+
+    def test_real_spin_kernel_capture(self):
+        # corefiles/order-gpu-spin/truth/gdb/ (H100, 2026-12-05): cuda-gdb on rank 2, whose GPU runs
+        # torch.cuda._sleep's kernel ahead of its step-4 all_reduces on world, tp and dp.
+        path = os.path.join(DATA, "..", "..", "..", "..", "corefiles", "order-gpu-spin", "truth", "gdb",
+                            "rank2.nccl-kernels.replay.json.xz")
+        if not os.path.isfile(path):
+            self.skipTest("corefiles/order-gpu-spin/truth/gdb missing")
+        with lzma.open(path, "rt", encoding="utf-8") as handle:
+            bundle = json.load(handle)
+        replay = kernels.Replay(bundle)
+        request = dict(bundle["request"])
+        request["profile_path"] = os.path.join(os.path.dirname(DATA), "..", "..", "..", "native", "profiles")
+        document = kernels.build_view(self.lib, replay.execute, request, replay.reader("host"), replay.reader("device"))
+        other, = document["other_kernels"]
+        self.assertEqual((other["name"], other["device"], other["grid_dim"]),
+                         ("at::cuda::(anonymous namespace)::spin_kernel", 0, "(1,1,1)"))
+        self.assertEqual(sorted((work["comm_hash"], work["rank"], work["nranks"], work["seq_launched"]["AllReduce"])
+                                for work in other["queued_behind"]),
+                         [("0x538fb0c006472f42", 2, 4, 4), ("0x6b9a8ab36dd4dd25", 0, 2, 4),
+                          ("0xd3954214e1005f48", 1, 2, 4)])
+
+    def test_busy_gpu_on_another_device_queues_nothing(self):
+        document = self.replay_spin_kernel(device=0)
+        self.assertEqual(document["other_kernels"][0]["queued_behind"], [])
 
 
 if __name__ == "__main__":

@@ -137,3 +137,30 @@ BOOST_AUTO_TEST_CASE(garbage_documents_do_not_throw) {
   for (const json& kernels : {json(nullptr), json(5), json("x"), json::array({1, "x", nullptr}), json{{"a", 1}}})
     BOOST_TEST(nsc::build_kernel_view(json::object(), kernels).size() == 0u);
 }
+
+// Issue 33 item 4: a resident kernel that is not NCCL's, and the NCCL work of its device.
+BOOST_AUTO_TEST_CASE(other_kernels_name_the_kernel_and_the_launched_work_of_its_device) {
+  json state = state_with(json::array());
+  state["communicators"][0]["seq_launched"] = {{"AllReduce", 4}, {"AllGather", 0}};
+  json idle = state["communicators"][0];
+  idle.update({{"address", "0x20"}, {"comm_hash", "0xdef"}, {"seq_launched", {{"AllReduce", 0}}}});
+  state["communicators"].push_back(idle);  // nothing launched: not listed
+  json rows = json::array({{{"kernel", 1}, {"device", 0}, {"grid_dim", "(1,1,1)"}, {"block_dim", "(1,1,1)"},
+                            {"status", "Active"}, {"invocation", "void ns::fill<float>(float*, int (*)(int))"}},
+                           {{"kernel", 2}, {"device", 3}, {"invocation", "other()"}}});
+  json others = nsc::build_kernels_document(state, json::array(), rows).at("other_kernels");
+  BOOST_REQUIRE(others.size() == 2);
+  BOOST_TEST(others[0]["name"] == "void ns::fill<float>");
+  BOOST_TEST(others[0]["stream"].is_null());
+  BOOST_REQUIRE(others[0]["queued_behind"].size() == 1);
+  BOOST_TEST(others[0]["queued_behind"][0]["comm_hash"] == "0xabc");
+  BOOST_TEST(others[0]["queued_behind"][0]["relation"] == "inferred");
+  BOOST_TEST(others[0]["text"].get<std::string>().find("comm 0xabc rank 0/2 (0x10) launched AllReduce=4, no kernel of it "
+                                                       "resident") != std::string::npos);
+  BOOST_TEST(others[1]["queued_behind"].empty());  // device 3: no communicator there
+  BOOST_TEST(others[1]["text"].get<std::string>().find("no NCCL work of this process launched on this device") !=
+             std::string::npos);
+  // A communicator whose NCCL kernel is resident is running, not queued behind the other kernel.
+  json with_kernel = nsc::build_kernels_document(state, kernel("SIMPLE"), rows).at("other_kernels");
+  BOOST_TEST(with_kernel[0]["queued_behind"].empty());
+}

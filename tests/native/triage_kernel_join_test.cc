@@ -85,8 +85,112 @@ bool has_evidence(const json& finding, const std::string& text) {
   return false;
 }
 
+// A non-NCCL kernel row as nccl-kernels writes it (cuda-gdb 13's `info cuda kernels` columns).
+json spin_kernel(int device) {
+  return {{"kernel", 1}, {"device", device}, {"grid", 1201}, {"status", "Active"}, {"grid_dim", "(1,1,1)"},
+          {"block_dim", "(1,1,1)"}, {"invocation", "at::cuda::(anonymous namespace)::spin_kernel()"},
+          {"name", "at::cuda::(anonymous namespace)::spin_kernel"}, {"stream", nullptr},
+          {"unavailable", {{"stream", "cuda-gdb's info cuda kernels shows no stream"}}}, {"queued_behind", json::array()}};
+}
+
+// 4 ranks launched AllReduce 4 times; ranks 0, 1, 3 have it in flight (receiving, nothing
+// arrived), rank 2 (`busy`) has nothing in flight: its GPU never reached it. Every host
+// thread waits on the GPU. `launched_by_busy` AllReduces on rank 2.
+std::vector<json> gpu_spin(int busy, int64_t launched_by_busy = 4) {
+  std::vector<json> documents;
+  for (int rank = 0; rank < 4; ++rank) {
+    json doc = rank_document(rank, 4, {0, 0, 0, 0, rank == busy ? launched_by_busy : 4}, waiting_thread(0));
+    // Its GPU entered the ring: it sent 4 steps to its next, received nothing from its previous.
+    json op = proxy_op("AllReduce", "ncclPatternRing", (rank + 3) % 4);
+    op["subs"][0]["send"] = false;
+    json sent = op["subs"][0];
+    sent.update({{"send", true}, {"peer", (rank + 1) % 4}, {"transmitted", 4}});
+    op["subs"].push_back(sent);
+    if (rank != busy) doc["communicators"][0]["proxy_ops"].push_back(op);
+    documents.push_back(doc);
+  }
+  return documents;
+}
 
 }  // namespace
+
+BOOST_AUTO_TEST_CASE(busy_gpu_outside_nccl_is_the_culprit) {
+  json busy_view = view(5202, kWorldHash, 2, 4, json::array());
+  busy_view["other_kernels"] = json::array({spin_kernel(2)});
+  json without = nsc::triage_documents(as_inputs(gpu_spin(2)), {});
+  BOOST_TEST(without["verdict"] == "incomplete");  // host state alone: work in flight, nobody behind
+  json report = nsc::triage_documents(with_views(gpu_spin(2), {busy_view}), {});
+  BOOST_TEST(report["verdict"] == "hang");
+  BOOST_TEST(report["culprit_ranks"] == json::array({2}));
+  auto busy = findings_of(report, "gpu-busy");
+  BOOST_REQUIRE(busy.size() == 1);
+  BOOST_TEST((*busy[0])["collective"] == "AllReduce");
+  BOOST_TEST((*busy[0])["seq"] == 4);
+  BOOST_TEST((*busy[0])["waiting_ranks"] == json::array({0, 1, 3}));
+  BOOST_TEST(has_evidence(*busy[0], "kernel view, rank 2: GPU 2 runs at::cuda::(anonymous namespace)::spin_kernel "
+                                    "(grid (1,1,1), block (1,1,1), stream unavailable: cuda-gdb does not show it); "
+                                    "no NCCL kernel of this communicator resident"));
+  BOOST_TEST(findings_of(report, "in-flight-consistent").empty());
+  std::string headline = report["headline"]["text"];
+  BOOST_TEST(headline.find("rank 2's GPU runs at::cuda::(anonymous namespace)::spin_kernel; its AllReduce #4") !=
+             std::string::npos, headline);
+  BOOST_TEST(headline.find("never started") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_kernel_waiting_on_the_busy_rank_is_its_evidence) {
+  // Rank 3's AllReduce kernel waits for data from rank 2, whose GPU runs the spin kernel: one
+  // finding (gpu-busy) with rank 3's kernel wait as its evidence and edge reason, no kernel-wait.
+  json busy_view = view(5202, kWorldHash, 2, 4, json::array());
+  busy_view["other_kernels"] = json::array({spin_kernel(2)});
+  json waiter = view(5203, kWorldHash, 3, 4, {kernel("AllReduce", kWorldHash, 3, 4, 2, {recv_wait(2, 16)})});
+  json report = nsc::triage_documents(with_views(gpu_spin(2), {busy_view, waiter}), {});
+  BOOST_TEST(report["culprit_ranks"] == json::array({2}));
+  BOOST_TEST(findings_of(report, "kernel-wait").empty());
+  auto busy = findings_of(report, "gpu-busy");
+  BOOST_REQUIRE(busy.size() == 1);
+  BOOST_TEST((*busy[0])["waiting_ranks"] == json::array({0, 1, 3}));
+  BOOST_REQUIRE((*busy[0])["kernel_waits"].size() == 1);
+  BOOST_TEST((*busy[0])["kernel_waits"][0]["text"] ==
+             "rank 3 waits for data from rank 2 at step 16 on channels 0,1 (2 of 2 blocks)");
+}
+
+BOOST_AUTO_TEST_CASE(busy_gpu_names_why_a_data_wait_never_got_data) {
+  // Rank 2 holds its send to rank 3 in flight with nothing sent: host state says data-wait
+  // ("its GPU has not reached it", blames nobody); rank 2's view says why: gpu-busy, culprit.
+  std::vector<json> documents = gpu_spin(2);
+  json send = proxy_op("AllReduce", "ncclPatternRing", 3);
+  send["subs"][0].update({{"send", true}, {"transmitted", 0}, {"done", 0}});
+  documents[2]["communicators"][0]["proxy_ops"].push_back(send);
+  json without = nsc::triage_documents(as_inputs(documents), {});
+  BOOST_TEST(!findings_of(without, "data-wait").empty());
+  BOOST_TEST(without["culprit_ranks"].empty());
+  json busy_view = view(5202, kWorldHash, 2, 4, json::array());
+  busy_view["other_kernels"] = json::array({spin_kernel(2)});
+  json report = nsc::triage_documents(with_views(documents, {busy_view}), {});
+  BOOST_TEST(report["verdict"] == "hang");
+  BOOST_TEST(report["culprit_ranks"] == json::array({2}));
+  BOOST_TEST(findings_of(report, "gpu-busy").size() == 1);
+}
+
+BOOST_AUTO_TEST_CASE(busy_gpu_on_another_device_or_a_rank_behind_is_not_gpu_busy) {
+  // The kernel runs on device 5, the communicator on device 2: nothing queued behind it there.
+  json elsewhere = view(5202, kWorldHash, 2, 4, json::array());
+  elsewhere["other_kernels"] = json::array({spin_kernel(5)});
+  json report = nsc::triage_documents(with_views(gpu_spin(2), {elsewhere}), {});
+  BOOST_TEST(findings_of(report, "gpu-busy").empty());
+  BOOST_TEST(report["verdict"] == "incomplete");
+  // Rank 2 launched only 3: the host's missing-collective blames it; the kernel is its evidence.
+  json behind = view(5202, kWorldHash, 2, 4, json::array());
+  behind["other_kernels"] = json::array({spin_kernel(2)});
+  report = nsc::triage_documents(with_views(gpu_spin(2, 3), {behind}), {});
+  BOOST_TEST(findings_of(report, "gpu-busy").empty());
+  auto missing = findings_of(report, "missing-collective");
+  BOOST_REQUIRE(missing.size() == 1);
+  BOOST_TEST(report["culprit_ranks"] == json::array({2}));
+  BOOST_TEST(has_evidence(*missing[0], "kernel view, rank 2: no NCCL kernel resident on its GPU; it runs "
+                                       "at::cuda::(anonymous namespace)::spin_kernel (grid (1,1,1), block (1,1,1), "
+                                       "stream unavailable: cuda-gdb does not show it)"));
+}
 
 BOOST_AUTO_TEST_CASE(waiting_rank_kernel_joins_the_missing_collective) {
   // Rank 1 never launched AllGather #1; rank 0's kernel waits for its data on both channels.

@@ -192,7 +192,8 @@ nsc_error* nsc_run_json_device(const char* request_json, nsc_read_memory_fn read
       document = nsc::build_state_document(state);
     }
     int exit_code = nsc::state_exit_code(document);
-    if (command == "kernel-view") document = nsc::build_kernels_document(document, request.value("kernels", nlohmann::json::array()));
+    if (command == "kernel-view") document = nsc::build_kernels_document(document, request.value("kernels", nlohmann::json::array()),
+                                                                    request.value("other_kernels", nlohmann::json::array()));
     *json_out = copy_string(document.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     if (exit_code != 0)
       return make_error(NSC_ERROR_PARTIAL, "some memory or fields were unreadable (see \"errors\")");

@@ -214,7 +214,77 @@ json kernel_summary(const json& blocks) {
   return waits;
 }
 
+// "at::cuda::(anonymous namespace)::spin_kernel(long)" -> "at::cuda::(anonymous namespace)::spin_kernel":
+// the trailing parameter list cuda-gdb's Invocation column adds.
+std::string function_name(const std::string& invocation) {
+  if (invocation.empty() || invocation.back() != ')') return invocation;
+  int depth = 0;
+  for (size_t i = invocation.size(); i-- > 0;) {
+    depth += invocation[i] == ')' ? 1 : invocation[i] == '(' ? -1 : 0;
+    if (depth == 0) return invocation.substr(0, i);
+  }
+  return invocation;
+}
+
+// Addresses of the communicators whose kernels are resident.
+std::set<std::string> busy_communicators(const json& nccl_view) {
+  std::set<std::string> out;
+  for (const json& kernel : nccl_view.is_array() ? nccl_view : json::array())
+    if (const json* comm = find_json_member(kernel, "communicator"); comm != nullptr && comm->is_object())
+      out.insert(json_text(json_member(*comm, "address")));
+  return out;
+}
+
+// One communicator with no kernel of it resident on this device: what its host launched (the
+// seqNumber counters move at enqueue). A plan with proxy ops reaches callbackQueue only once
+// its stream got there (v2.28.9 enqueue.cc hostStreamPlanTask), so launched plans are not
+// listed from it: the counters are what stays true whether the work ran or still waits.
+json queued_work(const json& comm) {
+  return {{"address", comm.value("address", json())}, {"comm_hash", comm.value("comm_hash", json())},
+          {"rank", comm.value("rank", json())}, {"nranks", comm.value("nranks", json())},
+          {"cuda_dev", comm.value("cuda_dev", json())}, {"seq_launched", comm.value("seq_launched", json())},
+          {"nccl_kernel_resident", false}, {"relation", "inferred"}};
+}
+
+// Launched work counts when some launch counter of it is above 0.
+bool has_launched_work(const json& comm) {
+  for (const auto& [name, count] : json_member(comm, "seq_launched").items())
+    if (count.is_number_integer() && count.get<int64_t>() > 0) return true;
+  return false;
+}
+
+json queued_behind(const json& state, const json& device, const std::set<std::string>& busy) {
+  json out = json::array();
+  if (!device.is_number_integer()) return out;
+  for (const json& comm : state.value("communicators", json::array())) {
+    if (!comm.is_object() || json_member(comm, "cuda_dev") != device) continue;
+    if (busy.count(json_text(json_member(comm, "address"))) || !has_launched_work(comm)) continue;
+    out.push_back(queued_work(comm));
+  }
+  return out;
+}
+
 }  // namespace
+
+json build_other_kernels(const json& state, const json& nccl_view, const json& rows) {
+  json out = json::array();
+  std::set<std::string> busy = busy_communicators(nccl_view);
+  for (const json& row : rows.is_array() ? rows : json::array()) {
+    if (!row.is_object()) continue;
+    json kernel;
+    for (const char* key : {"kernel", "device", "grid", "status", "grid_dim", "block_dim", "invocation", "focus"})
+      kernel[key] = row.value(key, json());
+    kernel["name"] = function_name(json_text(json_member(row, "invocation")));
+    // What cuda-gdb 13's `info cuda kernels` does not print, said once per kernel.
+    kernel["stream"] = nullptr;
+    kernel["resident_since"] = nullptr;
+    kernel["unavailable"] = {{"stream", "cuda-gdb's info cuda kernels shows no stream"},
+                             {"resident_since", "cuda-gdb shows no launch time"}};
+    kernel["queued_behind"] = queued_behind(state, json_member(row, "device"), busy);
+    out.push_back(std::move(kernel));
+  }
+  return out;
+}
 
 json connection_wait(const json& connection, const std::string& protocol, uint64_t nccl_steps) {
   return json_text(json_member(connection, "direction")) == "recv" ? recv_wait(connection, protocol)

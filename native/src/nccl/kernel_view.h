@@ -18,6 +18,15 @@ namespace nsc {
 // (snapshot/kernels_document.cc adds them).
 nlohmann::json build_kernel_view(const nlohmann::json& state, const nlohmann::json& kernels);
 
+// The resident kernels that are not NCCL's (cuda-gdb rows `kernel-names` did not decode),
+// each with the NCCL work of this process queued behind it on the same device: per
+// communicator whose cuda_dev is the kernel's device and none of whose kernels is resident
+// in `nccl_view` (build_kernel_view's answer), its launch counters (seq_launched). The
+// relation is "inferred" (same device; whether that work ran before it is not told here):
+// cuda-gdb shows no kernel's stream, so same-stream order is never claimed. Facts only.
+nlohmann::json build_other_kernels(const nlohmann::json& state, const nlohmann::json& nccl_view,
+                                   const nlohmann::json& rows);
+
 // What one connection waits for under a protocol ("LL", "LL128", "SIMPLE"):
 // {"kind":"waiting-for-data"|"waiting-for-slot"|"ready"|"unknown", "peer", "step", and the
 // facts behind the verdict (docs/kernels.md), e.g. "unknown_reason" for an unknown one}.

@@ -23,7 +23,7 @@ json with_wait_texts(json kernels) {
 
 }  // namespace
 
-json build_kernels_document(const json& state, const json& kernels) {
+json build_kernels_document(const json& state, const json& kernels, const json& other_kernels) {
   json communicators = json::array();
   for (const json& comm : state.value("communicators", json::array()))
     communicators.push_back({{"address", comm.value("address", json())},
@@ -32,11 +32,15 @@ json build_kernels_document(const json& state, const json& kernels) {
                              {"nranks", comm.value("nranks", json())},
                              {"cuda_dev", comm.value("cuda_dev", json())},
                              {"device", comm.value("device", json())}});
+  json view = build_kernel_view(state, kernels);
+  json others = build_other_kernels(state, view, other_kernels);
+  for (json& kernel : others) kernel["text"] = other_kernel_sentence(kernel);
   return {{"schema", kKernelsSchema},
           {"tool", state.value("tool", json())},
           {"target", state.value("target", json())},
           {"nccl", state.value("nccl", json())},
-          {"kernels", with_wait_texts(build_kernel_view(state, kernels))},
+          {"kernels", with_wait_texts(std::move(view))},
+          {"other_kernels", std::move(others)},
           {"communicators", communicators},
           {"errors", state.value("errors", json::array())}};
 }

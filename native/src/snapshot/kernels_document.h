@@ -9,7 +9,9 @@
 namespace nsc {
 
 // state: an ncclscope.state/1 document (communicators with "device" sections);
-// kernels: what the debugger saw (see build_kernel_view).
-nlohmann::json build_kernels_document(const nlohmann::json& state, const nlohmann::json& kernels);
+// kernels: what the debugger saw (see build_kernel_view); other_kernels: cuda-gdb's rows of
+// the resident kernels that are not NCCL's (see build_other_kernels), each given its "text".
+nlohmann::json build_kernels_document(const nlohmann::json& state, const nlohmann::json& kernels,
+                                      const nlohmann::json& other_kernels = nlohmann::json::array());
 
 }  // namespace nsc

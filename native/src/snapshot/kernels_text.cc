@@ -213,6 +213,30 @@ std::string kernel_wait_sentence(const json& wait, size_t total_blocks) {
          " (" + number_text(json_member(wait, "blocks")) + " of " + std::to_string(total_blocks) + " blocks)";
 }
 
+std::string queued_work_phrase(const json& work) {
+  std::string counts;
+  for (const auto& [name, count] : json_member(work, "seq_launched").items())
+    if (count.is_number_integer() && count.get<int64_t>() > 0) counts += (counts.empty() ? "" : ", ") + name + "=" + count.dump();
+  return "launched " + (counts.empty() ? std::string("nothing known") : counts);
+}
+
+std::string other_kernel_sentence(const json& kernel) {
+  FieldText field(kernel);
+  const json& name = field.raw("name");
+  std::string text = "GPU " + field.text("device") + " runs " +
+                     plain_text(name.is_string() && !name.get<std::string>().empty() ? name : field.raw("invocation")) +
+                     " (grid " + field.text("grid_dim") + ", block " + field.text("block_dim") + ", " + field.text("status");
+  const json& stream = field.raw("stream");
+  text += stream.is_string() ? ", stream " + stream.get<std::string>()
+                             : ", stream unavailable: " + plain_text(json_member(field.raw("unavailable"), "stream"));
+  text += ")";
+  std::string queued;
+  for (const json& work : array_or_empty(field.raw("queued_behind")))
+    queued += (queued.empty() ? "" : "; ") + comm_title(work) + " " + queued_work_phrase(work) + ", no kernel of it resident";
+  if (queued.empty()) return text + "; no NCCL work of this process launched on this device";
+  return text + "; NCCL work that may be queued behind it (inferred: same device; cuda-gdb shows no stream, so "
+                "neither the order nor the newest launch's start is proven here): " + queued;
+}
 
 std::string render_kernels_text(const json& document) {
   std::vector<std::string> lines;
@@ -236,10 +260,13 @@ std::string render_kernels_text(const json& document) {
     for (const std::string& line : block_group_lines(field.raw("blocks"))) lines.push_back(line);
   }
   const json& others = json_member(document, "other_kernels");
-  for (const json& kernel : array_or_empty(others))
+  for (const json& kernel : array_or_empty(others)) {
     lines.push_back("kernel " + cell_text(json_member(kernel, "kernel")) + " on device " +
                     cell_text(json_member(kernel, "device")) + ": " + plain_text(json_member(kernel, "invocation")) +
                     " (not NCCL)");
+    const json& text = json_member(kernel, "text");
+    if (text.is_string()) lines.push_back("    " + plain_text(text));
+  }
   size_t shown = kernels.is_array() ? kernels.size() : 0;
   const json& total = json_member(document, "total_kernels");
   size_t resident = total.is_number_unsigned() ? total.get<size_t>() : 0;

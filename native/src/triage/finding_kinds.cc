@@ -42,6 +42,13 @@ std::string missing_collective(const Job& job, size_t g, const Finding& finding)
          waits(finding.waiting) + " for.";
 }
 
+std::string gpu_busy(const Job& job, size_t g, const Finding& finding) {
+  Phrases p = phrases_of(job, g, finding);
+  return p.where + ", " + p.far + "'s GPU runs " + finding.extra.value("kernel", std::string("another kernel")) +
+         " (not NCCL); its " + p.op + " never started, which " + p.waiting + " entered and " + waits(finding.waiting) +
+         " in (kernel view).";
+}
+
 std::string collective_mismatch(const Job& job, size_t g, const Finding& finding) {
   Phrases p = phrases_of(job, g, finding);
   std::string instead;
@@ -220,6 +227,7 @@ const std::vector<FindingKind>& finding_kinds() {
       {"data-wait", VE::kNone, false, "issued it, its GPU has not reached it", data_wait},
       {"queued-behind", VE::kIncomplete, false, "", evidence_sentence},
       {"kernel-wait", VE::kNone, true, "waited on by a kernel", kernel_wait},
+      {"gpu-busy", VE::kNone, true, "never started it on its GPU (a non-NCCL kernel runs there)", gpu_busy},
       {"count-mismatch", VE::kMismatch, true, "disagrees with the others", mismatch_sentence},
       {"datatype-mismatch", VE::kMismatch, true, "disagrees with the others", mismatch_sentence},
       {"root-mismatch", VE::kMismatch, true, "disagrees with the others", mismatch_sentence},

@@ -215,6 +215,9 @@ class Headline {
     if (kind == "absent-ranks") return far + " left the communicator (aborted, destroyed or exited)";
     if (kind == "stuck-before-launch") return waiting + " stuck in " + operation(f) + ", a call " + far + " never made";
     if (kind == "kernel-wait") return waiting + "'s " + f.collective + " kernel waits on " + far;
+    if (kind == "gpu-busy")
+      return far + "'s GPU runs " + f.extra.value("kernel", std::string("another kernel")) + "; its " + operation(f) +
+             " never started";
     return operation(f) + " issued with different arguments";
   }
 

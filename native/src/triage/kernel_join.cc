@@ -19,6 +19,7 @@
 
 #include "snapshot/kernels_text.h"
 #include "triage/analysis.h"
+#include "triage/finding_kinds.h"
 #include "triage/rank_set.h"
 #include "triage/summary_helpers.h"
 #include "util/errors.h"
@@ -111,6 +112,31 @@ KernelEntryView kernel_of(const json& kernel) {
     for (const json& block : *blocks)
       if (block.is_object() && out.blocks.size() < kMaxBlocks) out.blocks.push_back(block_of(block));
   return out;
+}
+
+// A row of other_kernels: the library's "name" (older views: cuda-gdb's invocation).
+OtherKernelView other_kernel_of(const json& kernel) {
+  OtherKernelView out;
+  out.name = string_at(kernel, "name");
+  if (out.name.empty()) out.name = string_at(kernel, "invocation");
+  if (out.name.empty()) out.name = "an unnamed kernel";
+  out.grid_dim = string_at(kernel, "grid_dim");
+  out.block_dim = string_at(kernel, "block_dim");
+  out.stream = string_at(kernel, "stream");
+  out.device = index_rule(int_at(kernel, "device"));
+  return out;
+}
+
+// "at::cuda::(anonymous namespace)::spin_kernel (grid (1,1,1), block (1,1,1), stream unavailable)".
+std::string describe_other_kernel(const OtherKernelView& kernel) {
+  return kernel.name + " (grid " + (kernel.grid_dim.empty() ? "?" : kernel.grid_dim) + ", block " +
+         (kernel.block_dim.empty() ? "?" : kernel.block_dim) + ", stream " +
+         (kernel.stream.empty() ? "unavailable: cuda-gdb does not show it" : kernel.stream) + ")";
+}
+
+// "no NCCL kernel resident", and what the GPU runs instead when the view names it.
+std::string no_nccl_kernel_text(const KernelView& view) {
+  return view.others.empty() ? "no NCCL kernel resident" : "no NCCL kernel resident; its GPU runs " + view.others.front().name;
 }
 
 // --- one kernel's waits, grouped -------------------------------------------------
@@ -247,10 +273,14 @@ KernelView summarize_kernel_view(const nlohmann::json& document, const std::stri
       Maybe<uint64_t> hash = hash_at(comm, "comm_hash");
       Maybe<int> rank = index_rule(int_at(comm, "rank"));
       if (!hash || !rank || view.communicators.size() >= kMaxComms) continue;
-      view.communicators.push_back({*hash, hex(*hash), *rank, size_rule(int_at(comm, "nranks"))});
+      view.communicators.push_back({*hash, hex(*hash), *rank, size_rule(int_at(comm, "nranks")),
+                                    index_rule(int_at(comm, "cuda_dev"))});
     }
-  if (const json* others = find_json_member(document, "other_kernels"); others != nullptr && others->is_array())
+  if (const json* others = find_json_member(document, "other_kernels"); others != nullptr && others->is_array()) {
     view.other_kernels = others->size();
+    for (const json& other : *others)
+      if (other.is_object() && view.others.size() < kMaxKernels) view.others.push_back(other_kernel_of(other));
+  }
   if (const json* errors = find_json_member(document, "errors"); errors != nullptr && errors->is_array())
     for (const json& error : *errors) {
       if (view.document_errors.size() >= kMaxErrors) break;
@@ -418,7 +448,8 @@ class KernelJoiner {
     }
     if (view.kernels.empty()) {
       std::string text = who + "no NCCL kernel resident on its GPU";
-      if (view.other_kernels) text += " (" + std::to_string(view.other_kernels) + " other kernels)";
+      if (!view.others.empty()) text += "; it runs " + describe_other_kernel(view.others.front());
+      if (view.other_kernels > 1) text += " and " + std::to_string(view.other_kernels - 1) + " more non-NCCL kernels";
       if (!view.document_errors.empty()) text += "; the view has errors: " + view.document_errors.front();
       return text;
     }
@@ -508,6 +539,8 @@ class KernelJoiner {
         findings[f].evidence.push_back("kernel views of " + std::to_string(lines - kKernelLinesPerFinding) +
                                        " more ranks (report: kernel_views)");
     }
+    find_gpu_busy(g);
+    fold_into_gpu_busy(g, &uncovered);
     if (uncovered.empty()) return;
     std::string host_kinds;
     for (size_t f = 0; f < host_findings; ++f)
@@ -518,6 +551,135 @@ class KernelJoiner {
                                   [](const Finding& f) { return f.kind == "no-hang-evident"; }),
                    findings.end());
     for (auto& [key, finding] : uncovered) findings.push_back(std::move(finding));
+  }
+
+  // --- a GPU busy outside NCCL (issue 33 item 4) ---------------------------------------
+
+  // The first non-NCCL kernel resident on the device of `member`'s communicator while no NCCL
+  // kernel of that communicator is; null otherwise. A device the view does not give matches any.
+  const OtherKernelView* busy_kernel(const CommGroup& group, const Member& member) const {
+    int v = view_of_process_[member.process];
+    if (v < 0 || views_[v].others.empty() || !kernels_of(group, member).empty()) return nullptr;
+    Maybe<int> device;
+    for (const KernelCommView& comm : views_[v].communicators)
+      if (comm.comm_hash == group.hash && comm.rank == member.rank) device = comm.cuda_dev;
+    for (const OtherKernelView& kernel : views_[v].others)
+      if (!device || !kernel.device || *kernel.device == *device) return &kernel;
+    return nullptr;
+  }
+
+  // Has this member's GPU entered the communicator's work: an NCCL kernel of it resident, or an
+  // unfinished proxy send that transmitted data (the GPU posted it)? Proxy ops alone do not
+  // tell: NCCL posts them at launch (seen in the real order-gpu-spin capture: rank 0's world op
+  // in flight, nothing sent, its GPU still in dp), and a host thread waiting on the GPU may
+  // wait on other work.
+  bool entered(const CommGroup& group, const Member& member) const {
+    if (!kernels_of(group, member).empty()) return true;
+    for (const ProxyOpView& op : job_.comm_of(member).proxy_ops)
+      for (const ProxySubView& sub : op.subs)
+        if (sub.send.value_or(false) && !sub.finished() && sub.transmitted.value_or(0) > 0) return true;
+    return false;
+  }
+
+  // The collective the waiting ranks are in: their proxy ops' or kernels' collective, else the
+  // one type the busy rank launched; "" when neither tells.
+  std::string entered_collective(const CommGroup& group, const std::vector<const Member*>& waiting,
+                                 const CommView& busy) const {
+    for (const Member* member : waiting) {
+      for (const ProxyOpView& op : job_.comm_of(*member).proxy_ops)
+        if (!op.collective.empty()) return op.collective;
+      for (const KernelEntryView* kernel : kernels_of(group, *member))
+        if (!kernel->collective.empty()) return kernel->collective;
+    }
+    std::string only;
+    for (int c = 0; c < kNumCollectives; ++c)
+      if (busy.seq_launched[c].value_or(0) > 0) {
+        if (!only.empty()) return "";
+        only = kCollectiveNames[c];
+      }
+    return only;
+  }
+
+  static Maybe<int64_t> launched_of(const CommView& comm, const std::string& collective) {
+    for (int c = 0; c < kNumCollectives; ++c)
+      if (collective == kCollectiveNames[c]) return comm.seq_launched[c];
+    return std::nullopt;
+  }
+
+  // A rank whose GPU runs a non-NCCL kernel, no NCCL kernel of this communicator resident, that
+  // launched the collective the others entered as often as they did: its GPU never started it.
+  // Only where no host finding already blames someone on this communicator (a data-wait, "its
+  // GPU has not reached it", blames nobody: this names why).
+  void find_gpu_busy(size_t g) {
+    const CommGroup& group = job_.comms[g];
+    std::vector<Finding>& findings = job_.findings[g];
+    for (const Finding& finding : findings)
+      if (finding.explains_hang && finding_kind(finding.kind).may_blame) return;
+    std::vector<Finding> made;
+    for (const Member& member : group.members) {
+      const OtherKernelView* kernel = busy_kernel(group, member);
+      if (kernel == nullptr) continue;
+      std::vector<const Member*> waiting;
+      for (const Member& other : group.members)
+        if (&other != &member && entered(group, other)) waiting.push_back(&other);
+      const CommView& busy = job_.comm_of(member);
+      std::string collective = entered_collective(group, waiting, busy);
+      Maybe<int64_t> launched = launched_of(busy, collective);
+      if (waiting.empty() || collective.empty() || !launched || *launched <= 0) continue;
+      bool behind = std::any_of(waiting.begin(), waiting.end(), [&](const Member* other) {
+        Maybe<int64_t> theirs = launched_of(job_.comm_of(*other), collective);
+        return !theirs || *theirs != *launched;
+      });
+      if (behind) continue;  // counts that differ are missing-collective's, not this
+      made.push_back(gpu_busy_finding(member, *kernel, waiting, collective, *launched));
+    }
+    if (made.empty()) return;
+    // The busy GPU explains what these said: work in flight with nobody behind in host state.
+    findings.erase(std::remove_if(findings.begin(), findings.end(), [](const Finding& f) {
+                     return f.kind == "no-hang-evident" || f.kind == "in-flight-consistent";
+                   }),
+                   findings.end());
+    for (Finding& finding : made) findings.push_back(std::move(finding));
+  }
+
+  // A kernel waiting on a rank whose GPU is busy outside NCCL is that gpu-busy finding's
+  // evidence (and its edge's kernel reason), not a second finding blaming the same rank.
+  void fold_into_gpu_busy(size_t g, std::map<std::pair<int, std::string>, Finding>* uncovered) {
+    for (Finding& busy : job_.findings[g]) {
+      if (busy.kind != "gpu-busy") continue;
+      for (auto it = uncovered->begin(); it != uncovered->end();) {
+        if (it->first.first != busy.culprits.front()) { ++it; continue; }
+        if (busy.kernel_waits.is_null()) busy.kernel_waits = json::array();
+        for (const json& wait : it->second.kernel_waits) busy.kernel_waits.push_back(wait);
+        for (const std::string& line : it->second.evidence) busy.evidence.push_back(line);
+        for (int rank : it->second.waiting) busy.waiting.push_back(rank);
+        normalize_ranks(&busy.waiting);
+        it = uncovered->erase(it);
+      }
+    }
+  }
+
+  Finding gpu_busy_finding(const Member& member, const OtherKernelView& kernel,
+                           const std::vector<const Member*>& waiting, const std::string& collective,
+                           int64_t launched) const {
+    Finding finding{"gpu-busy", collective};
+    finding.seq = launched;
+    finding.culprits = {member.rank};
+    for (const Member* other : waiting) finding.waiting.push_back(other->rank);
+    normalize_ranks(&finding.waiting);
+    finding.edge_kind = "collective";
+    finding.explains_hang = true;
+    finding.extra["kernel"] = kernel.name;
+    std::string rank = "rank " + std::to_string(member.rank), op = collective + " #" + std::to_string(launched);
+    std::string device = kernel.device ? "GPU " + std::to_string(*kernel.device) : "its GPU";
+    finding.evidence.push_back("kernel view, " + rank + ": " + device + " runs " + describe_other_kernel(kernel) +
+                               "; no NCCL kernel of this communicator resident");
+    finding.evidence.push_back(rank + " launched " + collective + " " + std::to_string(launched) + " times, as " +
+                               ranks_phrase(finding.waiting) + " did, who entered " + op +
+                               "; its GPU never started it: it is queued behind that kernel (inferred: same device, "
+                               "the kernel's stream is not shown by cuda-gdb)");
+    finding.evidence.push_back(rank + "'s host thread: " + process_doing(job_, member.process));
+    return finding;
   }
 
   void start_kernel_wait(const CommGroup& group, int peer, const std::string& collective, Finding* finding) const {
@@ -602,7 +764,7 @@ class KernelJoiner {
       const KernelView& view = views_[v];
       if (view.kernels.empty())
         out[p].push_back({{"what", "kernel"}, {"comm_hash", nullptr}, {"collective", nullptr},
-                          {"text", "no NCCL kernel resident (kernel view)"}});
+                          {"text", no_nccl_kernel_text(view) + " (kernel view)"}});
       for (const KernelEntryView& kernel : view.kernels)
         out[p].push_back({{"what", "kernel"},
                           {"comm_hash", kernel.has_communicator ? json(kernel.comm_hash_text) : json(nullptr)},
@@ -638,7 +800,7 @@ class KernelJoiner {
                      kernel.comm_hash == job_.comms[job_.world_comm].hash;
         if (kernel.has_communicator && !world) text += " on communicator " + kernel.comm_hash_text;
       }
-      if (view.kernels.empty()) text = "no NCCL kernel resident";
+      if (view.kernels.empty()) text = no_nccl_kernel_text(view);
       int64_t order = job_.world_rank[p] ? *job_.world_rank[p] : INT32_MAX + static_cast<int64_t>(p);
       parts.emplace_back(priority[p], order, job_.process_label(static_cast<int>(p)) + ": " + text);
     }

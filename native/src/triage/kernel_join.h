@@ -52,7 +52,14 @@ struct KernelCommView {
   uint64_t comm_hash = 0;
   std::string comm_hash_text;
   int rank = 0;
-  Maybe<int> nranks;
+  Maybe<int> nranks, cuda_dev;
+};
+
+// A resident kernel that is not NCCL's (`other_kernels[]`): "at::cuda::(anonymous
+// namespace)::spin_kernel" on device 0, grid (1,1,1), block (1,1,1).
+struct OtherKernelView {
+  std::string name, grid_dim, block_dim, stream;  // stream "" when cuda-gdb did not say
+  Maybe<int> device;
 };
 
 struct KernelView {
@@ -61,6 +68,7 @@ struct KernelView {
   std::vector<KernelEntryView> kernels;
   std::vector<KernelCommView> communicators;
   size_t other_kernels = 0;  // resident kernels that are not NCCL's
+  std::vector<OtherKernelView> others;  // the first of them, named
   std::vector<std::string> document_errors;
 };
 
