@@ -228,11 +228,11 @@ const SymbolIndex& symbol_index(UnwindSession* session, Dwfl_Module* module) {
   auto cached = session->symbol_indexes.find(module);
   if (cached != session->symbol_indexes.end()) return *cached->second;
   std::shared_ptr<const SymbolIndex> index = SymbolIndexCache::run_wide().index_for(module_build_id(module), module);
-  if (!index->refused().empty()) {
-    const char* name = dwfl_module_info(module, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
-    warn(session, "stacks: " + basename_of(name != nullptr ? name : "") + ": " + index->refused() +
-                      "; its frames are left unsymbolized");
-  }
+  const char* name = dwfl_module_info(module, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
+  std::string shown = basename_of(name != nullptr ? name : "");
+  if (!index->refused().empty())
+    warn(session, "stacks: " + shown + ": " + index->refused() + "; its frames are left unsymbolized");
+  if (!index->note().empty()) warn(session, "stacks: " + shown + ": " + index->note());
   return *session->symbol_indexes.emplace(module, std::move(index)).first->second;
 }
 
