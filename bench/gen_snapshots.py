@@ -33,6 +33,25 @@ CUDART = "/usr/local/cuda/lib64/libcudart.so.13"
 NCCL = "/usr/lib/x86_64-linux-gnu/libnccl.so.2"
 
 
+class Shared:
+    """A subtree that many documents hold unchanged (a thread's frames, a small communicator's
+    channels): TemplateWriter walks it once."""
+
+    def __init__(self, value):
+        self.value = value
+        self.walked = None  # (shape, scalars)
+
+
+def shared(cache, key, build):
+    if key not in cache:
+        cache[key] = Shared(build())
+    return cache[key]
+
+
+FRAME_LISTS = {}
+CHANNEL_LISTS = {}
+
+
 def frame(function, module, offset=16):
     return {"pc": "0x7f%010x" % (zlib.crc32(function.encode()) % (1 << 36)), "function": function,
             "module": module, "offset": offset}
@@ -58,18 +77,28 @@ def main_thread(tid, role, depth):
     else:
         leaf = [frame("clock_nanosleep", LIBC), frame("nanosleep", LIBC)]
         blocked = "sleep"
-    frames = leaf + app_frames(max(0, depth - len(leaf) - 3))
+    frames = shared(FRAME_LISTS, (role, depth), lambda: leaf + app_frames(max(0, depth - len(leaf) - 3)))
     return {"tid": tid, "name": "train", "state": "S", "frames": frames, "blocked_in": blocked}
 
 
 def service_thread(tid, name, blocked, function, depth):
-    frames = [frame("poll", LIBC), frame(function, NCCL)]
-    frames += [frame("%s_helper_%d" % (function, d), NCCL) for d in range(max(0, depth - 4))]
-    frames += [frame("start_thread", LIBC), frame("clone3", LIBC)]
+    frames = shared(FRAME_LISTS, (function, depth), lambda: service_frames(function, depth))
     return {"tid": tid, "name": name, "state": "S", "frames": frames, "blocked_in": blocked}
 
 
+def service_frames(function, depth):
+    frames = [frame("poll", LIBC), frame(function, NCCL)]
+    frames += [frame("%s_helper_%d" % (function, d), NCCL) for d in range(max(0, depth - 4))]
+    return frames + [frame("start_thread", LIBC), frame("clone3", LIBC)]
+
+
 def channels(rank, nranks, count):
+    if nranks <= 4096:  # the channels of small communicators repeat across ranks
+        return shared(CHANNEL_LISTS, (rank, nranks, count), lambda: channel_list(rank, nranks, count))
+    return channel_list(rank, nranks, count)
+
+
+def channel_list(rank, nranks, count):
     out = []
     for c in range(count):
         down = [r if r < nranks else -1 for r in (2 * rank + 1, 2 * rank + 2)] + [-1]
@@ -261,6 +290,62 @@ def rank_document(args, rank):
         "errors": []}
 
 
+class TemplateWriter:
+    """json.dumps(document, indent=2), fast for many documents of few shapes: each shape (the
+    keys and list lengths, scalars aside) is dumped once with a marker for every scalar, and
+    each document fills its shape's template with its own scalars by % formatting."""
+
+    MARKER = "@@scalar@@"
+
+    def __init__(self):
+        self.templates = {}
+        self.encoded = {}  # scalar -> its JSON text (strings repeat across ranks)
+
+    def encode(self, value):
+        key = (type(value), value)
+        text = self.encoded.get(key)
+        if text is None:
+            text = self.encoded[key] = json.dumps(value)
+        return text
+
+    def shape(self, value, scalars):
+        kind = type(value)
+        if kind is dict:
+            return tuple([(key, self.shape(item, scalars)) for key, item in value.items()])
+        if kind is list:
+            return ("[", tuple([self.shape(item, scalars) for item in value]))
+        if kind is int:
+            scalars.append(str(value))
+            return 0
+        if kind is Shared:
+            if value.walked is None:
+                own = []
+                value.walked = (self.shape(value.value, own), own)
+            scalars.extend(value.walked[1])
+            return value.walked[0]
+        scalars.append(self.encode(value))
+        return 0
+
+    def marked(self, value):
+        kind = type(value)
+        if kind is dict:
+            return {key: self.marked(item) for key, item in value.items()}
+        if kind is list:
+            return [self.marked(item) for item in value]
+        if kind is Shared:
+            return self.marked(value.value)
+        return self.MARKER
+
+    def dumps(self, document):
+        scalars = []
+        shape = self.shape(document, scalars)
+        template = self.templates.get(shape)
+        if template is None:
+            text = json.dumps(self.marked(document), indent=2).replace("%", "%%")
+            template = self.templates[shape] = text.replace(json.dumps(self.MARKER), "%s")
+        return template % tuple(scalars)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ranks", type=int, required=True)
@@ -279,8 +364,9 @@ def main():
     if args.scenario == "gpu-spin" and args.ranks != 4:
         parser.error("gpu-spin is a 4-rank job (TP 2 x DP 2)")
     os.makedirs(args.out, exist_ok=True)
+    writer = TemplateWriter()
     for rank in range(args.ranks):
-        text = json.dumps(rank_document(args, rank), indent=2)
+        text = writer.dumps(rank_document(args, rank))
         path = os.path.join(args.out, "rank-%d.json" % rank)
         if args.scenario == "corrupt" and rank == args.culprit:
             text = text[: len(text) // 2]
@@ -294,7 +380,7 @@ def main():
         for comm in other["communicators"]:
             comm["comm_hash"] = "0x%x" % (int(comm["comm_hash"], 16) ^ 0xFFFF)
         with open(os.path.join(args.out, "other-job-rank-0.json"), "w") as out:
-            json.dump(other, out, indent=2)
+            out.write(writer.dumps(other))
     return 0
 
 

@@ -2,10 +2,15 @@
 # Scale of `ncclscope triage`: generates N ranks' snapshots (2 communicators,
 # 8 channels, 4 threads of 12 frames each, one culprit), times
 # `ncclscope triage DIR --json` and records wall time and peak RSS
-# (/usr/bin/time -v) for 1, 64, 512 and 4096 ranks.
+# (/usr/bin/time -v) for 1, 64, 512 and 4096 ranks (or --ranks "4096 100000").
 #
 #   bench/triage_scale.sh [--build DIR] [--runs N] [--ranks "1 64 512 4096"] [--no-docs]
-#                         [--scenario tp-pp-dp]
+#                         [--scenario tp-pp-dp] [--data DIR]
+#
+# --data DIR keeps the generated snapshots in DIR/SCENARIO-N (under /tmp, never in git) and
+# reuses them in a later run (100,000 ranks are 2.4 GB, written in ~1 min of CPU); without it
+# they go to a temporary directory removed at the end. Each row also says the 1-minute load
+# average before and after its runs: on a shared machine the wall time depends on it.
 #
 # --scenario tp-pp-dp: four communicators per rank (world, TP 8, PP 4, DP ranks/32), rank 1234
 # (or the last) skipped a TP AllReduce and waits in a cycle (bench/gen_snapshots.py); its own
@@ -19,6 +24,7 @@ RUNS=3
 RANKS="1 64 512 4096"
 SCENARIO=missing-collective
 WRITE_DOCS=1
+DATA=""
 while [ $# -gt 0 ]; do
   case $1 in
     --build) BUILD=$2; shift 2 ;;
@@ -26,7 +32,8 @@ while [ $# -gt 0 ]; do
     --ranks) RANKS=$2; shift 2 ;;
     --no-docs) WRITE_DOCS=0; shift ;;
     --scenario) SCENARIO=$2; shift 2 ;;
-    *) echo "usage: $0 [--build DIR] [--runs N] [--ranks LIST] [--no-docs]" >&2; exit 64 ;;
+    --data) DATA=$2; shift 2 ;;
+    *) echo "usage: $0 [--build DIR] [--runs N] [--ranks LIST] [--no-docs] [--scenario S] [--data DIR]" >&2; exit 64 ;;
   esac
 done
 NSC=$BUILD/bin/ncclscope
@@ -35,14 +42,24 @@ NSC=$BUILD/bin/ncclscope
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 
+load1() { cut -d' ' -f1 /proc/loadavg; }
+
 rows=()
 for n in $RANKS; do
   dir=$WORK/ranks-$n
+  [ -n "$DATA" ] && dir=$DATA/$SCENARIO-$n
   culprit=$((n - 1))
   [ "$SCENARIO" = tp-pp-dp ] && [ "$n" -gt 1234 ] && culprit=1234
-  python3 "$SRC/bench/gen_snapshots.py" --ranks "$n" --out "$dir" --scenario "$SCENARIO" \
-    --culprit "$culprit" --comms 2 --channels 8 --frames 12 --threads 4
-  bytes=$(du -sb "$dir" | cut -f1)
+  if [ ! -f "$dir/.complete" ]; then
+    rm -rf "$dir"
+    start=$(date +%s.%N)
+    python3 "$SRC/bench/gen_snapshots.py" --ranks "$n" --out "$dir" --scenario "$SCENARIO" \
+      --culprit "$culprit" --comms 2 --channels 8 --frames 12 --threads 4
+    echo "generated $n snapshots in $(python3 -c "print(round($(date +%s.%N) - $start, 1))") s (wall)"
+    touch "$dir/.complete"
+  fi
+  bytes=$(du -sb --exclude=.complete "$dir" | cut -f1)
+  load_before=$(load1)
   best_wall=""; best_rss=""; best_cpu=""
   for run in $(seq "$RUNS"); do
     /usr/bin/time -v "$NSC" triage "$dir" --json >"$WORK/out.json" 2>"$WORK/time.txt" || true
@@ -56,10 +73,11 @@ for n in $RANKS; do
       best_wall=$wall; best_rss=$rss; best_cpu=$cpu
     fi
   done
+  load_after=$(load1)
   mib=$(python3 -c "print(round($bytes / 1048576, 1))")
   rss_mib=$(python3 -c "print(round($best_rss / 1024, 1))")
-  echo "ranks=$n input=${mib}MiB wall=${best_wall}s cpu=${best_cpu}s peak_rss=${rss_mib}MiB verdict: $verdict"
-  rows+=("| $n | $mib | $best_wall | $best_cpu | $rss_mib | $verdict |")
+  echo "ranks=$n input=${mib}MiB wall=${best_wall}s cpu=${best_cpu}s peak_rss=${rss_mib}MiB load=$load_before/$load_after verdict: $verdict"
+  rows+=("| $n | $mib | $best_wall | $best_cpu | $rss_mib | $load_before / $load_after | $verdict |")
 done
 
 marker=triage-scale
@@ -71,8 +89,8 @@ if [ "$WRITE_DOCS" = 1 ]; then
     echo "<!-- bench:$marker:begin (written by bench/triage_scale.sh) -->"
     echo "Measured $(date -u +%Y-%m-%d) on $(nproc) CPUs (load average $(cut -d' ' -f1-3 /proc/loadavg) while measuring), best of $RUNS runs:"
     echo
-    echo "| ranks | snapshots (MiB) | wall (s) | CPU user+sys (s) | peak RSS (MiB) | verdict, culprit |"
-    echo "|------:|----------------:|---------:|-----------------:|---------------:|------------------|"
+    echo "| ranks | snapshots (MiB) | wall (s) | CPU user+sys (s) | peak RSS (MiB) | load before / after | verdict, culprit |"
+    echo "|------:|----------------:|---------:|-----------------:|---------------:|--------------------:|------------------|"
     printf '%s\n' "${rows[@]}"
     echo "<!-- bench:$marker:end -->"
   } >"$table"

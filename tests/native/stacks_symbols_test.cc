@@ -5,6 +5,7 @@
 #define BOOST_TEST_MODULE stacks_symbols
 #include <boost/test/unit_test.hpp>
 
+#include <elf.h>
 #include <elfutils/libdwfl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -13,6 +14,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -269,4 +271,127 @@ BOOST_AUTO_TEST_CASE(a_table_over_the_bound_is_refused_with_a_reason) {
     return;
   }
   BOOST_FAIL("libodd_symbols.so is not mapped");
+}
+
+// Issue 35, bad input: damaged copies of libodd_symbols.so, each read as an offline module.
+namespace {
+
+const std::string kOddLibrary = std::string(NCCLSCOPE_BINARY_DIR) + "/fixtures/oddlib/libodd_symbols.so";
+
+// Copies the library to `path`, lets `damage` edit its .symtab section header (and the bytes),
+// and writes `hole` zero bytes more at the end (a sparse file: no disk used).
+void write_damaged_copy(const std::string& path, const std::function<void(Elf64_Shdr*, std::string*)>& damage,
+                        size_t hole = 0) {
+  std::ifstream in(kOddLibrary, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  BOOST_REQUIRE(bytes.size() > sizeof(Elf64_Ehdr));
+  const auto* ehdr = reinterpret_cast<const Elf64_Ehdr*>(bytes.data());
+  Elf64_Shdr* symtab = nullptr;
+  for (unsigned i = 0; i < ehdr->e_shnum; ++i) {
+    auto* section = reinterpret_cast<Elf64_Shdr*>(&bytes[ehdr->e_shoff + i * sizeof(Elf64_Shdr)]);
+    if (section->sh_type == SHT_SYMTAB) symtab = section;
+  }
+  BOOST_REQUIRE(symtab != nullptr);
+  damage(symtab, &bytes);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  out.close();
+  if (hole > 0) fs::resize_file(path, bytes.size() + hole);
+}
+
+struct OfflineModule {
+  std::unique_ptr<Dwfl, DwflDeleter> dwfl;
+  Dwfl_Module* module = nullptr;
+  explicit OfflineModule(const std::string& path) {
+    static const Dwfl_Callbacks offline = {dwfl_build_id_find_elf, dwfl_standard_find_debuginfo,
+                                           dwfl_offline_section_address, &debuginfo_path};
+    dwfl.reset(dwfl_begin(&offline));
+    module = dwfl_report_offline(dwfl.get(), "damaged", path.c_str(), -1);
+    dwfl_report_end(dwfl.get(), nullptr, nullptr);
+    BOOST_REQUIRE(module != nullptr);
+  }
+};
+
+std::shared_ptr<const nsc::SymbolIndex> index_of_damaged(const std::function<void(Elf64_Shdr*, std::string*)>& damage,
+                                                         size_t hole = 0) {
+  std::string path = (fs::temp_directory_path() / ("ncclscope-damaged-" + std::to_string(getpid()) + ".so")).string();
+  write_damaged_copy(path, damage, hole);
+  OfflineModule offline(path);
+  std::shared_ptr<const nsc::SymbolIndex> index = nsc::SymbolIndex::build(offline.module);
+  fs::remove(path);
+  return index;
+}
+
+bool odd_library_present() { return fs::exists(kOddLibrary); }
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_sound_table_has_no_note, *boost::unit_test::precondition([](boost::unit_test::test_unit_id) {
+                       return odd_library_present();
+                     })) {
+  auto index = index_of_damaged([](Elf64_Shdr*, std::string*) {});
+  BOOST_TEST(index->note() == "");
+  BOOST_TEST(index->refused() == "");
+  BOOST_TEST(index->size() >= 12u);
+}
+
+BOOST_AUTO_TEST_CASE(an_unreadable_symtab_falls_back_to_dynsym_with_a_note,
+                     *boost::unit_test::precondition([](boost::unit_test::test_unit_id) { return odd_library_present(); })) {
+  auto whole = index_of_damaged([](Elf64_Shdr*, std::string*) {});
+  struct Case {
+    const char* what;
+    std::function<void(Elf64_Shdr*, std::string*)> damage;
+    const char* said;
+  };
+  std::vector<Case> cases = {
+      {"offset past the end", [](Elf64_Shdr* s, std::string* b) { s->sh_offset = b->size() + (1u << 30); }, ".symtab unreadable ("},
+      {"size past the end", [](Elf64_Shdr* s, std::string*) { s->sh_size = (uint64_t{1} << 40) * 24; }, ".symtab unreadable ("},
+      {"string table link to itself", [](Elf64_Shdr* s, std::string* b) {
+         const auto* ehdr = reinterpret_cast<const Elf64_Ehdr*>(b->data());
+         s->sh_link = static_cast<Elf64_Word>((reinterpret_cast<char*>(s) - (b->data() + ehdr->e_shoff)) / sizeof(Elf64_Shdr));
+       }, "is not one"},
+      {"string table link out of range", [](Elf64_Shdr* s, std::string*) { s->sh_link = 9999; }, "(section 9999) is not one"},
+      {"entry size 0", [](Elf64_Shdr* s, std::string*) { s->sh_entsize = 0; }, "(entry size 0)"},
+  };
+  for (const Case& c : cases) {
+    BOOST_TEST_CONTEXT(c.what) {
+      auto index = index_of_damaged(c.damage);
+      BOOST_TEST(index->note().find(c.said) != std::string::npos, index->note());
+      BOOST_TEST(index->note().find("only .dynsym's names used") != std::string::npos, index->note());
+      BOOST_TEST(index->refused() == "");
+      BOOST_TEST(index->size() > 0u);  // .dynsym's exported names
+      BOOST_TEST(index->size() < whole->size());
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(entries_that_name_no_string_are_left_out_with_a_note,
+                     *boost::unit_test::precondition([](boost::unit_test::test_unit_id) { return odd_library_present(); })) {
+  size_t entries = 0;
+  auto index = index_of_damaged([&](Elf64_Shdr* s, std::string* b) {
+    entries = s->sh_size / sizeof(Elf64_Sym);
+    for (size_t i = 1; i < entries; ++i)
+      reinterpret_cast<Elf64_Sym*>(&(*b)[s->sh_offset + i * sizeof(Elf64_Sym)])->st_name = 0xfffffff0u;
+  });
+  BOOST_TEST(index->size() == 0u);
+  BOOST_TEST(index->note() == std::to_string(entries - 1) + " of " + std::to_string(entries - 1) +
+                                  " symbols name no string (a corrupt table): left out");
+}
+
+BOOST_AUTO_TEST_CASE(an_enormous_table_is_refused_before_it_is_read,
+                     *boost::unit_test::precondition([](boost::unit_test::test_unit_id) { return odd_library_present(); })) {
+  // 25 M entries of zeros in a sparse hole at the end of the file: over the bound of 20 M.
+  const size_t entries = 25'000'000;
+  size_t file_size = 0;
+  auto index = index_of_damaged(
+      [&](Elf64_Shdr* s, std::string* b) {
+        file_size = (b->size() + 4095) / 4096 * 4096;
+        b->resize(file_size);
+        s->sh_offset = file_size;
+        s->sh_size = entries * sizeof(Elf64_Sym);
+        s->sh_info = static_cast<Elf64_Word>(entries);
+      },
+      entries * sizeof(Elf64_Sym));
+  BOOST_TEST(index->size() == 0u);
+  BOOST_TEST(index->refused() == "symbol table of 25000000 entries (over 20000000): not read", index->refused());
 }

@@ -27,6 +27,25 @@ bool is_code_or_data_symbol(const GElf_Sym& symbol, const char* name) {
          type != STT_FILE && type != STT_TLS;
 }
 
+// Why the file's own .symtab cannot be read, or "" (sound, or none): libdwfl then falls back
+// to .dynsym without a word, and a person should know why frames show fewer names.
+std::string symtab_problem(Elf* elf) {
+  Elf_Scn* scn = nullptr;
+  while ((scn = elf_nextscn(elf, scn)) != nullptr) {
+    GElf_Shdr header;
+    if (gelf_getshdr(scn, &header) == nullptr || header.sh_type != SHT_SYMTAB) continue;
+    if (header.sh_entsize != gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT))
+      return "entry size " + std::to_string(header.sh_entsize);
+    GElf_Shdr names;
+    Elf_Scn* names_scn = elf_getscn(elf, header.sh_link);
+    if (names_scn == nullptr || gelf_getshdr(names_scn, &names) == nullptr || names.sh_type != SHT_STRTAB)
+      return "its string table (section " + std::to_string(header.sh_link) + ") is not one";
+    if (elf_getdata(scn, nullptr) == nullptr) return elf_errmsg(-1);
+    return "";
+  }
+  return "";
+}
+
 }  // namespace
 
 void SymbolIndex::Pass::seal() {
@@ -68,7 +87,10 @@ std::shared_ptr<const SymbolIndex> SymbolIndex::build(Dwfl_Module* module, size_
   GElf_Addr bias = 0;
   Elf* elf = dwfl_module_getelf(module, &bias);
   int count = dwfl_module_getsymtab(module);
-  if (elf == nullptr || count <= 0) return index;  // no file or no table: frames stay unsymbolized
+  if (elf == nullptr) return index;  // no file: frames stay unsymbolized
+  if (std::string problem = symtab_problem(elf); !problem.empty())
+    index->note_ = ".symtab unreadable (" + problem + "): " + (count > 0 ? "only .dynsym's names used" : "no names");
+  if (count <= 0) return index;
   if (static_cast<size_t>(count) > max_symbols) {
     index->refused_ = "symbol table of " + std::to_string(count) + " entries (over " +
                       std::to_string(max_symbols) + "): not read";
@@ -89,11 +111,13 @@ std::shared_ptr<const SymbolIndex> SymbolIndex::build(Dwfl_Module* module, size_
   index->local_.entries.reserve(static_cast<size_t>(std::max(0, std::min(global_from, count) - 1)));
   index->global_.entries.reserve(static_cast<size_t>(count - std::min(global_from, count)));
   index->names_.reserve(static_cast<size_t>(count) * 16);
+  size_t nameless = 0;  // entries whose name lies outside the string table: a corrupt table
   for (int i = 1; i < count; ++i) {
     GElf_Sym symbol;
     GElf_Addr address = 0;
     GElf_Word section_index = 0;
     const char* name = dwfl_module_getsym_info(module, i, &symbol, &address, &section_index, nullptr, nullptr);
+    nameless += name == nullptr;
     if (!is_code_or_data_symbol(symbol, name) || section_index == static_cast<GElf_Word>(-1)) continue;
     uint64_t value = address - bias;
     Entry entry{value, symbol.st_size, static_cast<uint32_t>(i), static_cast<uint32_t>(index->names_.size()),
@@ -110,6 +134,9 @@ std::shared_ptr<const SymbolIndex> SymbolIndex::build(Dwfl_Module* module, size_
   }
   index->global_.seal();
   index->local_.seal();
+  if (nameless > 0 && index->note_.empty())
+    index->note_ = std::to_string(nameless) + " of " + std::to_string(count - 1) +
+                   " symbols name no string (a corrupt table): left out";
   return index;
 }
 

@@ -38,7 +38,8 @@ class SymbolIndex {
   static constexpr size_t kMaxCandidates = 4096;
 
   // Reads the module's symbol table through libdwfl (its .symtab, else .dynsym, or a debug
-  // file's). Never throws for a bad table: refused() says why it holds no symbols.
+  // file's). Never throws for a bad table: refused() says why it holds no symbols, note() what
+  // of a damaged table was left out.
   static std::shared_ptr<const SymbolIndex> build(Dwfl_Module* module, size_t max_symbols = kMaxSymbols);
 
   // The symbol of a link-time address (runtime address minus the module's load bias).
@@ -46,6 +47,9 @@ class SymbolIndex {
 
   size_t size() const { return global_.entries.size() + local_.entries.size(); }
   const std::string& refused() const { return refused_; }  // "" when indexed
+  // "" for a sound table; else e.g. ".symtab unreadable (...): only .dynsym's names used" or
+  // "12 of 37 symbols name no string (a corrupt table): left out".
+  const std::string& note() const { return note_; }
 
  private:
   struct Entry {
@@ -80,6 +84,7 @@ class SymbolIndex {
   };
   std::vector<Section> sections_;  // SHF_ALLOC sections of the main file, by start
   std::string refused_;
+  std::string note_;
 };
 
 // The run's indexes, one per GNU build-id: the first process that needs a module's symbols

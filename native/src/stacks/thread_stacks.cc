@@ -228,11 +228,11 @@ const SymbolIndex& symbol_index(UnwindSession* session, Dwfl_Module* module) {
   auto cached = session->symbol_indexes.find(module);
   if (cached != session->symbol_indexes.end()) return *cached->second;
   std::shared_ptr<const SymbolIndex> index = SymbolIndexCache::run_wide().index_for(module_build_id(module), module);
-  if (!index->refused().empty()) {
-    const char* name = dwfl_module_info(module, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
-    warn(session, "stacks: " + basename_of(name != nullptr ? name : "") + ": " + index->refused() +
-                      "; its frames are left unsymbolized");
-  }
+  const char* name = dwfl_module_info(module, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
+  std::string shown = basename_of(name != nullptr ? name : "");
+  if (!index->refused().empty())
+    warn(session, "stacks: " + shown + ": " + index->refused() + "; its frames are left unsymbolized");
+  if (!index->note().empty()) warn(session, "stacks: " + shown + ": " + index->note());
   return *session->symbol_indexes.emplace(module, std::move(index)).first->second;
 }
 
@@ -307,6 +307,7 @@ struct ThreadWalk {
   ThreadStack* stack;
   std::vector<RawFrame> raw_frames;
   bool truncated = false;
+  std::optional<uint64_t> stack_pointer;  // the innermost frame's (x86-64 DWARF register 7, rsp)
 };
 
 int on_frame(Dwfl_Frame* state, void* arg) {
@@ -322,6 +323,8 @@ int on_frame(Dwfl_Frame* state, void* arg) {
       walk->stack->error = "dwfl_frame_pc: " + dwfl_error_text();
       return DWARF_CB_ABORT;
     }
+    Dwarf_Word stack_pointer = 0;
+    if (walk->raw_frames.empty() && dwfl_frame_reg(state, 7, &stack_pointer) == 0) walk->stack_pointer = stack_pointer;
     // Live threads stay stopped during this callback: loading a large symbol
     // table here (libtorch_cuda.so) would stretch the stop, so only record.
     walk->raw_frames.push_back({pc, is_activation});
@@ -360,6 +363,19 @@ bool thread_has_ended(int pid, int tid) {
   return access(task.c_str(), F_OK) != 0 && errno == ENOENT;
 }
 
+// Why the word at `address` of a live process cannot be read, or "" when it can. libdwfl's
+// /proc reader ends a walk quietly when a stack read fails: this tells such a cut from the
+// outermost frame.
+std::string live_read_failure(int pid, uint64_t address) {
+  int fd = open(("/proc/" + std::to_string(pid) + "/mem").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";  // cannot tell: say nothing rather than guess
+  uint64_t word = 0;
+  ssize_t got = pread(fd, &word, sizeof word, static_cast<off_t>(address));
+  int error = errno;
+  close(fd);
+  return got == static_cast<ssize_t>(sizeof word) ? "" : got < 0 ? std::strerror(error) : "short read";
+}
+
 // Live: libdwfl is told the threads are stopped already (it would PTRACE_ATTACH,
 // a SIGSTOP that outlives us if we die mid-unwind); we seize and interrupt the
 // thread instead, and the stop ends on detach or when ncclscope dies.
@@ -374,6 +390,16 @@ int unwind_stopped_live_thread(int pid, Dwfl_Thread* thread, ThreadWalk* thread_
     }
     int result = dwfl_thread_getframes(thread, on_frame, thread_walk);
     if (result == -1) *error = "dwfl_thread_getframes: " + dwfl_error_text();
+    if (result == 0 && thread_walk->stack_pointer) {
+      std::string unreadable = live_read_failure(pid, *thread_walk->stack_pointer);
+      if (!unreadable.empty()) {
+        std::ostringstream text;
+        text << "stack memory unreadable at its stack pointer 0x" << std::hex << *thread_walk->stack_pointer
+             << std::dec << " (" << unreadable << ")";
+        *error = text.str();
+        result = -1;
+      }
+    }
     return result;
   } catch (const BadInput& refused) {  // already traced (gdb -p), or not ours to trace
     *error = refused.what();
@@ -419,7 +445,7 @@ int on_thread(Dwfl_Thread* thread, void* arg) {
         stack->syscall = syscall_of(noted->second).value_or(-1);
       }
     }
-    ThreadWalk thread_walk{walk->session, stack, {}};
+    ThreadWalk thread_walk{walk->session, stack, {}, false, std::nullopt};
     int result = 0;
     std::string getframes_error;
     if (walk->session->live) {

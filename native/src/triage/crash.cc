@@ -33,7 +33,12 @@ bool is_local(const RankFailure& failure) {
 class CrashAnalyzer {
  public:
   CrashAnalyzer(const Job& job, const std::string& verdict, const json& graph, const json& hang_headline)
-      : job_(job), verdict_(verdict), graph_(graph), hang_headline_(hang_headline) {}
+      : job_(job), verdict_(verdict), graph_(graph), hang_headline_(hang_headline), groups_of_(job.processes.size()) {
+    for (size_t g = 0; g < job.comms.size(); ++g)
+      for (const Member& member : job.comms[g].members)
+        if (member.process >= 0 && static_cast<size_t>(member.process) < groups_of_.size())
+          groups_of_[member.process].push_back({g, member});
+  }
 
   CrashAnalysis run() {
     CrashAnalysis crash;
@@ -54,15 +59,13 @@ class CrashAnalyzer {
   // "pg dp0, tp1": the communicators of process p whose health reads `result`.
   std::string comms_with(int p, const char* result, bool proxy_too) const {
     std::vector<std::string> where;
-    for (size_t g = 0; g < job_.comms.size(); ++g)
-      for (const Member& member : job_.comms[g].members) {
-        if (member.process != p) continue;
-        const HealthView& health = job_.comm_of(member).health;
-        if (health.async_result == result || (proxy_too && health.proxy_async_result == result)) {
-          std::string label = pg_label(job_.comms[g]);
-          where.push_back(label.empty() ? "communicator " + job_.comms[g].hash_text : label);
-        }
+    for (const auto& [g, member] : groups_of_[p]) {
+      const HealthView& health = job_.comm_of(member).health;
+      if (health.async_result == result || (proxy_too && health.proxy_async_result == result)) {
+        std::string label = pg_label(job_.comms[g]);
+        where.push_back(label.empty() ? "communicator " + job_.comms[g].hash_text : label);
       }
+    }
     std::string text;
     for (const std::string& part : where) text += (text.empty() ? "" : ", ") + part;
     return text;
@@ -402,6 +405,8 @@ class CrashAnalyzer {
   const std::string& verdict_;
   const json& graph_;
   const json& hang_headline_;
+  // Per process: the groups it is a member of, in group order (one pass, not one per process).
+  std::vector<std::vector<std::pair<size_t, Member>>> groups_of_;
 };
 
 }  // namespace
