@@ -397,7 +397,21 @@ class DumpReader {
   }
 
   // "[[65536], [2, 3]]": PyTorch's own repr of sizes, built in a reused buffer.
-  uint32_t sizes(const Value* list) {
+  // The text built in buffer_, interned; the same text as this field had in the entry before
+  // (a job repeats its shapes) costs one comparison instead of a hash lookup.
+  struct Recent {
+    std::string text;
+    uint32_t id = kNoValue;
+  };
+  uint32_t intern_buffer(Recent* recent) {
+    if (recent->id == kNoValue || recent->text != buffer_) {
+      recent->text = buffer_;
+      recent->id = out_.intern(buffer_);
+    }
+    return recent->id;
+  }
+
+  uint32_t sizes(const Value* list, Recent* recent) {
     buffer_ = "[";
     if (list != nullptr && list->kind == Kind::kList) {
       bool first_tensor = true;
@@ -419,9 +433,9 @@ class DumpReader {
       }
     }
     buffer_ += "]";
-    return out_.intern(buffer_);
+    return intern_buffer(recent);
   }
-  uint32_t dtypes(const Value* list) {
+  uint32_t dtypes(const Value* list, Recent* recent) {
     buffer_ = "[";
     if (list != nullptr && list->kind == Kind::kList)
       for (uint32_t id : m_.items(*list))
@@ -430,7 +444,7 @@ class DumpReader {
           buffer_.append(m_.value(id).text.data(), m_.value(id).text.size());
         }
     buffer_ += "]";
-    return out_.intern(buffer_);
+    return intern_buffer(recent);
   }
 
   // The keys an entry holds that triage reads, found in one pass over the entry's dict; then
@@ -476,10 +490,10 @@ class DumpReader {
     record.pg_name = text_id(&m_.value(m_.items(*pg)[0]));
     record.pg_desc = text_id(&m_.value(m_.items(*pg)[1]));
     record.profiling_name = text_id(name);
-    record.input_sizes = sizes(field[kInputSizes]);
-    record.output_sizes = sizes(field[kOutputSizes]);
-    record.input_dtypes = dtypes(field[kInputDtypes]);
-    record.output_dtypes = dtypes(field[kOutputDtypes]);
+    record.input_sizes = sizes(field[kInputSizes], &recent_[0]);
+    record.output_sizes = sizes(field[kOutputSizes], &recent_[1]);
+    record.input_dtypes = dtypes(field[kInputDtypes], &recent_[2]);
+    record.output_dtypes = dtypes(field[kOutputDtypes], &recent_[3]);
     const Value* state = field[kState];
     std::string_view state_text = state && state->kind == Kind::kText ? state->text : std::string_view();
     record.state = state_text == "scheduled" ? FrState::kScheduled
@@ -507,6 +521,7 @@ class DumpReader {
   }
 
   std::string buffer_;
+  Recent recent_[4];  // input sizes, output sizes, input dtypes, output dtypes
   std::vector<FrFrame> frames_;
   Machine& m_;
   FrRankRecords out_;

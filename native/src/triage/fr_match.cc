@@ -68,8 +68,8 @@ struct Rank {
 const std::string& op_of(const Rank& rank, const FrRecord& record) { return rank.op_type[record.profiling_name]; }
 
 // A member's records of one collective_seq_id on a group, in issue order: one for a plain
-// collective; PyTorch's coalesced ops (a coalescing manager's broadcasts, all_gather_into_tensor_
-// coalesced's parts) share one id and end in an entry whose op ends in "coalesced".
+// collective; the ops of a coalescing manager share one id and end in an entry whose op ends in
+// "coalesced" (PyTorch 2.7+; torchfrtrace's find_coalesced_group_with_non_p2p).
 struct Span {
   const uint32_t* first = nullptr;
   size_t count = 0;
