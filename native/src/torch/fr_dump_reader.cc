@@ -1,6 +1,7 @@
 #include "torch/fr_dump_reader.h"
 
 #include <cctype>
+#include <charconv>
 #include <cstring>
 
 #include "util/errors.h"
@@ -12,13 +13,21 @@ namespace {
 // item lists, so a dump of 2,000 entries is read in a few milliseconds.
 enum class Kind : uint8_t { kNone, kBool, kInt, kFloat, kText, kList, kTuple, kDict, kMark };
 
+// 32 bytes. The schema pass keeps what it learns of a text in the text's own value (its string
+// id, the dump field it names): a memoized string is one value however often the pickle
+// repeats it, so each key is classified and each string interned once per dump.
+constexpr int8_t kFieldNotLooked = -2;
+
 struct Value {
   Kind kind = Kind::kNone;
   bool flag = false;
-  int64_t integer = 0;
-  double real = 0;
+  int8_t field = kFieldNotLooked;  // a text used as a dict key: the field it names (-1: none)
+  uint32_t items = 0;              // containers: index into Machine::items_ (a dict: key, value, key, ...)
+  union {
+    int64_t integer = 0;  // a text: its string id once interned, -1 before
+    double real;
+  };
   std::string_view text;  // into the file's bytes
-  uint32_t items = 0;     // containers: index into Machine::items_ (a dict: key, value, key, ...)
 };
 
 constexpr uint32_t kNoValue = UINT32_MAX;
@@ -75,8 +84,7 @@ class Machine {
   }
 
   const Value& value(uint32_t id) const { return values_[id]; }
-  size_t index_of(const Value* value) const { return static_cast<size_t>(value - values_.data()); }
-  size_t value_count() const { return values_.size(); }
+  Value& value(uint32_t id) { return values_[id]; }
   const std::vector<uint32_t>& items(const Value& container) const { return items_[container.items]; }
   [[noreturn]] void fail(const std::string& why) const { throw BadInput(name_ + ": " + why); }
 
@@ -186,7 +194,12 @@ class Machine {
     std::memcpy(&v.real, &bits, sizeof bits);
     push(v);
   }
-  void push_text(uint64_t length) { Value v = value_of(Kind::kText); v.text = take(length); push(v); }
+  void push_text(uint64_t length) {
+    Value v = value_of(Kind::kText);
+    v.text = take(length);
+    v.integer = -1;
+    push(v);
+  }
   void push_container(Kind kind) {
     Value v = value_of(kind);
     v.items = arena_.new_items();
@@ -284,7 +297,7 @@ class Machine {
 // The dump's schema over the machine's values: only the keys triage uses, each type-checked.
 class DumpReader {
  public:
-  explicit DumpReader(const Machine& machine) : m_(machine) {}
+  explicit DumpReader(Machine& machine) : m_(machine) {}
 
   FrRankRecords read(uint32_t root) {
     const Value& dump = m_.value(root);
@@ -368,20 +381,37 @@ class DumpReader {
 
   // A string value's id in the rank's table; memoized strings (the same value again) are
   // interned once: PyTorch's pickler memoizes every repeated string.
-  uint32_t text_id(const Value* value) {
+  uint32_t text_id(Value* value) {
     if (value == nullptr || value->kind != Kind::kText) return 0;
-    size_t index = m_.index_of(value);
-    if (index >= string_of_value_.size()) string_of_value_.resize(m_.value_count(), kNoValue);
-    uint32_t& id = string_of_value_[index];
-    if (id == kNoValue) {
+    if (value->integer < 0) {
       buffer_.assign(value->text.data(), value->text.size());
-      id = out_.intern(buffer_);
+      value->integer = out_.intern(buffer_);
     }
-    return id;
+    return static_cast<uint32_t>(value->integer);
+  }
+  // The field a dict key names, looked up once per key value.
+  static int field_of(Value& key) {
+    if (key.kind != Kind::kText) return -1;
+    if (key.field == kFieldNotLooked) key.field = static_cast<int8_t>(field_named(key.text));
+    return key.field;
   }
 
   // "[[65536], [2, 3]]": PyTorch's own repr of sizes, built in a reused buffer.
-  uint32_t sizes(const Value* list) {
+  // The text built in buffer_, interned; the same text as this field had in the entry before
+  // (a job repeats its shapes) costs one comparison instead of a hash lookup.
+  struct Recent {
+    std::string text;
+    uint32_t id = kNoValue;
+  };
+  uint32_t intern_buffer(Recent* recent) {
+    if (recent->id == kNoValue || recent->text != buffer_) {
+      recent->text = buffer_;
+      recent->id = out_.intern(buffer_);
+    }
+    return recent->id;
+  }
+
+  uint32_t sizes(const Value* list, Recent* recent) {
     buffer_ = "[";
     if (list != nullptr && list->kind == Kind::kList) {
       bool first_tensor = true;
@@ -395,15 +425,17 @@ class DumpReader {
             if (m_.value(dim).kind == Kind::kInt) {
               if (!first_dim) buffer_ += ", ";
               first_dim = false;
-              buffer_ += std::to_string(m_.value(dim).integer);
+              char digits[24];
+              auto written = std::to_chars(digits, digits + sizeof digits, m_.value(dim).integer);
+              buffer_.append(digits, written.ptr);
             }
         buffer_ += "]";
       }
     }
     buffer_ += "]";
-    return out_.intern(buffer_);
+    return intern_buffer(recent);
   }
-  uint32_t dtypes(const Value* list) {
+  uint32_t dtypes(const Value* list, Recent* recent) {
     buffer_ = "[";
     if (list != nullptr && list->kind == Kind::kList)
       for (uint32_t id : m_.items(*list))
@@ -412,14 +444,18 @@ class DumpReader {
           buffer_.append(m_.value(id).text.data(), m_.value(id).text.size());
         }
     buffer_ += "]";
-    return out_.intern(buffer_);
+    return intern_buffer(recent);
   }
 
-  // The keys an entry holds that triage reads, found in one pass over the entry's dict.
+  // The keys an entry holds that triage reads, found in one pass over the entry's dict; then
+  // a frame's keys.
   enum Field { kRecordId, kCollectiveSeq, kP2pSeq, kProcessGroup, kProfilingName, kInputSizes, kOutputSizes,
-               kInputDtypes, kOutputDtypes, kState, kIsP2p, kFrames, kFieldCount };
-  static int field_of(std::string_view key) {
+               kInputDtypes, kOutputDtypes, kState, kIsP2p, kFrames, kEntryFieldCount,
+               kFrameName = kEntryFieldCount, kFrameFile, kFrameLine };
+  static int field_named(std::string_view key) {
     switch (key.size()) {
+      case 4: return key == "name" ? kFrameName : key == "line" ? kFrameLine : -1;
+      case 8: return key == "filename" ? kFrameFile : -1;
       case 5: return key == "state" ? kState : -1;
       case 6: return key == "is_p2p" ? kIsP2p : key == "frames" ? kFrames : -1;
       case 9: return key == "record_id" ? kRecordId : -1;
@@ -436,29 +472,28 @@ class DumpReader {
   void read_entry(const Value& entry, size_t index) {
     if (entry.kind != Kind::kDict)
       m_.fail("not a flight-recorder dump: entry " + std::to_string(index) + " is not a dict");
-    const Value* field[kFieldCount] = {};
+    Value* field[kEntryFieldCount] = {};
     const std::vector<uint32_t>& items = m_.items(entry);
     for (size_t i = 0; i + 1 < items.size(); i += 2) {
-      const Value& key = m_.value(items[i]);
-      int f = key.kind == Kind::kText ? field_of(key.text) : -1;
-      if (f >= 0) field[f] = &m_.value(items[i + 1]);
+      int f = field_of(m_.value(items[i]));
+      if (f >= 0 && f < kEntryFieldCount) field[f] = &m_.value(items[i + 1]);
     }
     FrRecord record;
     record.record_id = integer(field[kRecordId]);
     record.collective_seq = integer(field[kCollectiveSeq]);
     record.p2p_seq = integer(field[kP2pSeq]);
     const Value* pg = field[kProcessGroup];
-    const Value* name = field[kProfilingName];
+    Value* name = field[kProfilingName];
     if (pg == nullptr || pg->kind != Kind::kTuple || m_.items(*pg).size() != 2 || name == nullptr ||
         name->kind != Kind::kText)
       m_.fail("not a flight-recorder dump: entry " + std::to_string(index) + " has no process_group or profiling_name");
     record.pg_name = text_id(&m_.value(m_.items(*pg)[0]));
     record.pg_desc = text_id(&m_.value(m_.items(*pg)[1]));
     record.profiling_name = text_id(name);
-    record.input_sizes = sizes(field[kInputSizes]);
-    record.output_sizes = sizes(field[kOutputSizes]);
-    record.input_dtypes = dtypes(field[kInputDtypes]);
-    record.output_dtypes = dtypes(field[kOutputDtypes]);
+    record.input_sizes = sizes(field[kInputSizes], &recent_[0]);
+    record.output_sizes = sizes(field[kOutputSizes], &recent_[1]);
+    record.input_dtypes = dtypes(field[kInputDtypes], &recent_[2]);
+    record.output_dtypes = dtypes(field[kOutputDtypes], &recent_[3]);
     const Value* state = field[kState];
     std::string_view state_text = state && state->kind == Kind::kText ? state->text : std::string_view();
     record.state = state_text == "scheduled" ? FrState::kScheduled
@@ -471,14 +506,13 @@ class DumpReader {
       for (uint32_t id : m_.items(*list)) {
         const Value& frame = m_.value(id);
         if (frame.kind != Kind::kDict) continue;
-        const Value *function = nullptr, *file = nullptr, *line = nullptr;
+        Value *function = nullptr, *file = nullptr, *line = nullptr;
         const std::vector<uint32_t>& keys = m_.items(frame);
         for (size_t i = 0; i + 1 < keys.size(); i += 2) {
-          const Value& key = m_.value(keys[i]);
-          if (key.kind != Kind::kText) continue;
-          if (key.text == "name") function = &m_.value(keys[i + 1]);
-          else if (key.text == "filename") file = &m_.value(keys[i + 1]);
-          else if (key.text == "line") line = &m_.value(keys[i + 1]);
+          int f = field_of(m_.value(keys[i]));
+          if (f == kFrameName) function = &m_.value(keys[i + 1]);
+          else if (f == kFrameFile) file = &m_.value(keys[i + 1]);
+          else if (f == kFrameLine) line = &m_.value(keys[i + 1]);
         }
         frames_.push_back({text_id(function), text_id(file), integer(line)});
       }
@@ -486,10 +520,10 @@ class DumpReader {
     out_.records.push_back(record);
   }
 
-  std::vector<uint32_t> string_of_value_;  // value index -> string id (kNoValue: not yet)
   std::string buffer_;
+  Recent recent_[4];  // input sizes, output sizes, input dtypes, output dtypes
   std::vector<FrFrame> frames_;
-  const Machine& m_;
+  Machine& m_;
   FrRankRecords out_;
 };
 

@@ -67,6 +67,23 @@ struct Rank {
 
 const std::string& op_of(const Rank& rank, const FrRecord& record) { return rank.op_type[record.profiling_name]; }
 
+// A member's records of one collective_seq_id on a group, in issue order: one for a plain
+// collective; the ops of a coalescing manager share one id and end in an entry whose op ends in
+// "coalesced" (PyTorch 2.7+; torchfrtrace's find_coalesced_group_with_non_p2p).
+struct Span {
+  const uint32_t* first = nullptr;
+  size_t count = 0;
+  uint32_t operator[](size_t k) const { return first[k]; }
+};
+
+bool ends_coalesced(const std::string& op) {
+  static const std::string kSuffix = "coalesced";
+  return op.size() >= kSuffix.size() && op.compare(op.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0;
+}
+
+// Hashes of a coalesced group's entries, folded in order (a plain collective keeps its own).
+uint64_t fold(uint64_t so_far, uint64_t next, bool first) { return first ? next : so_far * 0x9e3779b97f4a7c15ull ^ next; }
+
 // What a member issued at one sequence id, as the majority test compares it: op type, input
 // sizes and dtypes (by their texts' hashes), or nothing.
 struct IssuedKey {
@@ -296,7 +313,7 @@ class Matcher {
     auto [pairs, unmatched] = check_p2p(g, members);
     return {{"pg", group.name}, {"desc", group.desc}, {"ranks", group.ranks}, {"ranks_with_records", with_records},
             {"collectives_checked", seqs.size()}, {"fully_matched", matched}, {"not_matched", mismatched},
-            {"p2p_pairs_checked", pairs}, {"p2p_unmatched", unmatched}};
+            {"p2p_pairs_checked", pairs}, {"p2p_unmatched", unmatched}, {"p2p_partners_lost", p2p_lost_[g]}};
   }
 
   // One collective across the members: missing ranks, then each member against the majority
@@ -306,25 +323,38 @@ class Matcher {
     std::vector<size_t> at;
   };
 
-  // The member's record of collective `seq` (seqs asked in ascending order), or -1.
-  static int advance(const Rank& rank, Cursors* cursors, size_t m, int64_t seq) {
+  // The member's records of collective `seq` (seqs asked in ascending order); empty when none.
+  static Span advance(const Rank& rank, Cursors* cursors, size_t m, int64_t seq) {
     const std::vector<uint32_t>* list = cursors->lists[m];
-    if (list == nullptr) return -1;
+    if (list == nullptr) return {};
     size_t& at = cursors->at[m];
     while (at < list->size() && rank.seq_at((*list)[at]) < seq) ++at;
-    return at < list->size() && rank.seq_at((*list)[at]) == seq ? static_cast<int>((*list)[at]) : -1;
+    size_t end = at;
+    while (end < list->size() && rank.seq_at((*list)[end]) == seq) ++end;
+    return {list->data() + at, end - at};
+  }
+
+  // A wrapped ring's oldest record ending a coalesced group: the group's first ops may be gone.
+  static bool head_may_be_lost(const Rank& rank, Span span) {
+    return rank.evicted && span[0] == 0 && ends_coalesced(op_of(rank, rank.record(span[span.count - 1])));
   }
 
   bool check_collective(int g, const std::vector<const Rank*>& members, int64_t seq, Cursors* cursors,
                         std::vector<bool>* diverged) {
     const Group& group = groups_[g];
-    std::vector<int> index(members.size(), -1);
+    std::vector<int> index(members.size(), -1);  // each member's first record of the collective
+    std::vector<Span> spans(members.size());
     std::vector<int> missing, no_input, evicted;
     std::map<IssuedKey, std::vector<size_t>> by_value;
     std::map<uint64_t, std::vector<size_t>> by_type;
     for (size_t m = 0; m < members.size(); ++m) {
       if (members[m] == nullptr) { no_input.push_back(group.ranks[m]); continue; }
-      index[m] = advance(*members[m], cursors, m, seq);
+      spans[m] = advance(*members[m], cursors, m, seq);
+      if (spans[m].count > 0 && head_may_be_lost(*members[m], spans[m])) {
+        evicted.push_back(group.ranks[m]);
+        continue;
+      }
+      index[m] = spans[m].count > 0 ? static_cast<int>(spans[m][0]) : -1;
       if (index[m] < 0) {
         const std::vector<uint32_t>* list = cursors->lists[m];
         int64_t last = list == nullptr || list->empty() ? 0 : members[m]->seq_at(list->back());
@@ -339,11 +369,9 @@ class Matcher {
         }
         continue;
       }
-      const FrRecord& record = members[m]->record(index[m]);
-      const Rank& member = *members[m];
-      uint64_t type = member.op_hash[record.profiling_name];
-      by_type[type].push_back(m);
-      by_value[IssuedKey{false, type, member.hash[record.input_sizes], member.hash[record.input_dtypes]}].push_back(m);
+      IssuedKey key = issued_key(*members[m], spans[m]);
+      by_type[key.type].push_back(m);
+      by_value[key].push_back(m);
     }
     find_divergence(g, members, index, seq, by_value, diverged);
     size_t reference = reference_member(by_type, index);
@@ -352,7 +380,8 @@ class Matcher {
     std::set<std::string> states;
     for (size_t m = 0; m < members.size(); ++m)
       if (index[m] >= 0 && m != reference)
-        if (std::string what = compare(*members[reference], index[reference], *members[m], index[m], group); !what.empty()) {
+        if (std::string what = compare_spans(*members[reference], spans[reference], *members[m], spans[m], group);
+            !what.empty()) {
           differing.push_back({{"rank", group.ranks[m]}, {"match_state", what.substr(0, what.find(':'))},
                                {"why", what.substr(what.find(':') + 2)}});
           states.insert(what.substr(0, what.find(':')));
@@ -387,6 +416,7 @@ class Matcher {
                          {"evicted_ranks", evicted}, {"differing", differing},
                          {"reference", record_json(*members[reference], index[reference])},
                          {"reference_rank", group.ranks[reference]}});
+      if (spans[reference].count > 1) checks_.back()["coalesced_ops"] = spans[reference].count;
       if (!missing_known && !missing.empty())
         checks_.back()["note"] = "ranks without input: torchfrtrace would not decide (it needs a dump from every rank)";
     } else {
@@ -394,6 +424,35 @@ class Matcher {
     }
     add_mismatch_finding(g, members, index, seq, by_value);
     return false;
+  }
+
+  // What a member issued at one collective_seq_id, its coalesced group's entries folded in order.
+  static IssuedKey issued_key(const Rank& member, Span span) {
+    IssuedKey key;
+    for (size_t k = 0; k < span.count; ++k) {
+      const FrRecord& record = member.record(span[k]);
+      key.type = fold(key.type, member.op_hash[record.profiling_name], k == 0);
+      key.sizes = fold(key.sizes, member.hash[record.input_sizes], k == 0);
+      key.dtypes = fold(key.dtypes, member.hash[record.input_dtypes], k == 0);
+    }
+    return key;
+  }
+
+  // Two members' coalesced groups, op by op as torchfrtrace matches them (each op against the
+  // op at the same place), then their lengths; "" when they match.
+  static std::string compare_spans(const Rank& a, Span x, const Rank& b, Span y, const Group& group) {
+    size_t common = std::min(x.count, y.count);
+    for (size_t k = 0; k < common; ++k) {
+      std::string what = compare(a, x[k], b, y[k], group);
+      if (what.empty()) continue;
+      if (x.count == 1 && y.count == 1) return what;
+      size_t colon = what.find(": ");  // "STATE: why" -> "STATE: op k of the coalesced group: why"
+      return what.substr(0, colon + 2) + "op " + std::to_string(k + 1) + " of the coalesced group: " +
+             what.substr(colon + 2);
+    }
+    if (x.count == y.count) return "";
+    return "COLLECTIVE_TYPE_MISMATCH: a coalesced group of " + std::to_string(y.count) +
+           " op(s) where the others issued " + std::to_string(x.count);
   }
 
   // The member whose entry most members share (op type first): the one others are held to.
@@ -519,6 +578,42 @@ class Matcher {
     }
   }
 
+  // How one pair's sends (on the sender) and receives (on the receiver) line up: send i with
+  // receive i - offset. With both rings whole, from their starts: every operation is there.
+  // After a wrap either ring may have lost its oldest ones, how many is not recorded: the lists
+  // are aligned at each side's first operation not completed (NCCL completes a send with its
+  // receive, so in a hang both sides completed the same ones), and the older operations whose
+  // partner a wrapped ring no longer holds are counted, not paired.
+  struct P2pAlignment {
+    long offset = 0;
+    bool wrapped = false;
+    size_t partners_lost = 0;   // operations older than what the other (wrapped) ring holds
+    size_t without_partner = 0; // operations the other side never issued, by this alignment
+  };
+
+  static long first_not_completed(const Rank& rank, const std::vector<uint32_t>& list) {
+    for (size_t i = 0; i < list.size(); ++i) {
+      FrState state = rank.record(list[i]).state;
+      if (state == FrState::kScheduled || state == FrState::kStarted) return static_cast<long>(i);
+    }
+    return static_cast<long>(list.size());
+  }
+
+  static P2pAlignment align_p2p(const Rank& sender, const std::vector<uint32_t>& sends, const Rank& receiver,
+                                const std::vector<uint32_t>& recvs) {
+    P2pAlignment a;
+    a.wrapped = sender.evicted || receiver.evicted;
+    long send_count = static_cast<long>(sends.size()), recv_count = static_cast<long>(recvs.size());
+    if (a.wrapped) a.offset = first_not_completed(sender, sends) - first_not_completed(receiver, recvs);
+    // Older unpaired operations: lost with the other side's wrapped ring, else never matched.
+    size_t older = static_cast<size_t>(a.offset > 0 ? a.offset : -a.offset);
+    bool other_wrapped = a.offset > 0 ? receiver.evicted : sender.evicted;
+    (other_wrapped ? a.partners_lost : a.without_partner) += older;
+    // Newer unpaired operations: the other side has not issued them.
+    a.without_partner += static_cast<size_t>(std::labs(send_count - a.offset - recv_count));
+    return a;
+  }
+
   // Sends and receives of each ordered pair, matched in issue order (torchfrtrace's rule 3:
   // sends to one peer and receives from it keep their order).
   std::pair<size_t, size_t> check_p2p(int g, const std::vector<const Rank*>& members) {
@@ -530,28 +625,38 @@ class Matcher {
         if (auto found = side->find(g); found != side->end())
           for (const auto& [key, list] : found->second) pairs.insert(key);
     }
-    size_t unmatched = 0;
+    size_t unmatched = 0, lost = 0, aligned_after_wrap = 0;
     for (uint64_t key : pairs) {
       int src = static_cast<int>(key >> 32), dst = static_cast<int>(key & 0xffffffffu);
       const Rank *sender = rank_of(src), *receiver = rank_of(dst);
-      if (sender == nullptr || receiver == nullptr || sender->evicted || receiver->evicted) continue;
+      if (sender == nullptr || receiver == nullptr) continue;
       const std::vector<uint32_t>& sends = list_of(sender->sends, g, key);
       const std::vector<uint32_t>& recvs = list_of(receiver->recvs, g, key);
-      size_t common = std::min(sends.size(), recvs.size());
+      P2pAlignment a = align_p2p(*sender, sends, *receiver, recvs);
+      lost += a.partners_lost;
+      aligned_after_wrap += a.wrapped;
       json differing = json::array();
-      for (size_t k = 0; k < common; ++k) {
+      long first = std::max(0L, a.offset), end = std::min<long>(static_cast<long>(sends.size()), static_cast<long>(recvs.size()) + a.offset);
+      for (long k = first; k < end; ++k) {
         const std::string& sent = sender->records->text(sender->record(sends[k]).input_sizes);
-        const std::string& received = receiver->records->text(receiver->record(recvs[k]).output_sizes);
+        const std::string& received = receiver->records->text(receiver->record(recvs[k - a.offset]).output_sizes);
         if (sent != received)
           differing.push_back({{"index", k}, {"why", "send input sizes " + sent + " vs recv output sizes " + received}});
       }
-      if (sends.size() == recvs.size() && differing.empty()) continue;
+      if (a.without_partner == 0 && differing.empty()) continue;
       ++unmatched;
       if (checks_.size() >= kMaxChecksListed) { ++checks_left_out_; continue; }
       checks_.push_back({{"pg", group.name}, {"desc", group.desc}, {"op", "send/recv"}, {"src", src}, {"dst", dst},
                          {"match_state", differing.empty() ? "MISSING_RANKS" : "SIZE_OR_SYNTAX_MISMATCH"},
-                         {"sends", sends.size()}, {"recvs", recvs.size()}, {"differing", differing}});
+                         {"sends", sends.size()}, {"recvs", recvs.size()}, {"differing", differing},
+                         {"aligned", a.wrapped ? "at each side's first operation not completed (a ring wrapped)" : "from the start"},
+                         {"partners_lost", a.partners_lost}});
     }
+    if (aligned_after_wrap)
+      notes_.push_back("pg " + pg_text(group) + ": " + std::to_string(aligned_after_wrap) + " send/recv pair(s) of wrapped rings "
+                       "paired at each side's first operation not completed; " + std::to_string(lost) +
+                       " older operation(s) have their partner only in records the rings no longer hold");
+    p2p_lost_[g] = lost;
     return {pairs.size(), unmatched};
   }
 
@@ -619,16 +724,14 @@ class Matcher {
     int peer = send ? group.ranks[dst] : group.ranks[src];
     const Rank* other = rank_of(peer);
     if (other == nullptr) { absent->push_back(peer); return; }
-    if (other->evicted || rank.evicted) {
-      notes_.push_back("rank " + std::to_string(rank.world_rank) + " waits in " + op_of(rank, record) + " with rank " +
-                       std::to_string(peer) + ": records evicted, the matching operation cannot be paired");
-      return;
-    }
     const std::vector<uint32_t>& mine = list_of(send ? rank.sends : rank.recvs, g, key);
     const std::vector<uint32_t>& theirs = list_of(send ? other->recvs : other->sends, g, key);
-    size_t k = std::find(mine.begin(), mine.end(), static_cast<uint32_t>(rank.current)) - mine.begin();
-    if (k >= theirs.size()) never->push_back(peer);
-    else if (other->current >= 0 && other->current < static_cast<int>(theirs[k])) queued->push_back(peer);
+    P2pAlignment a = send ? align_p2p(rank, mine, *other, theirs) : align_p2p(*other, theirs, rank, mine);
+    long k = std::find(mine.begin(), mine.end(), static_cast<uint32_t>(rank.current)) - mine.begin();
+    long partner = send ? k - a.offset : k + a.offset;
+    if (partner < 0) return;  // its partner is older than what the peer's wrapped ring holds
+    if (partner >= static_cast<long>(theirs.size())) never->push_back(peer);
+    else if (other->current >= 0 && other->current < static_cast<int>(theirs[partner])) queued->push_back(peer);
   }
 
   void wait(const std::string& kind, int g, const std::string& op, int64_t seq, std::vector<int> targets, const Rank& rank) {
@@ -716,6 +819,7 @@ class Matcher {
   size_t checks_left_out_ = 0;
   std::map<int, json> divergence_;
   std::set<int> mismatch_reported_;
+  std::map<int, size_t> p2p_lost_;  // per group: operations whose partner a wrapped ring lost
   std::map<WaitKey, std::pair<std::vector<int>, std::string>> waits_;
   std::vector<std::string> notes_;
   FrMatch out_;

@@ -91,7 +91,9 @@ std::unique_ptr<ProcessView> load_fr_dump(const WorkItem& item) {
   process->kind = "fr-dump";
   process->launcher_rank = rank;
   process->launcher_rank_from = "file name";
-  process->fr_records = std::make_shared<torch::FrRankRecords>(torch::read_fr_dump(read_file(item.path), item.name));
+  thread_local std::vector<char> bytes;  // one buffer per loading thread, reused for every dump
+  std::string_view content = read_regular_file_reusing(item.path, item.path, &bytes);
+  process->fr_records = std::make_shared<torch::FrRankRecords>(torch::read_fr_dump(content, item.name));
   return process;
 }
 

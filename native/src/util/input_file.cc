@@ -113,6 +113,32 @@ std::string read_regular_file(const std::string& path, const std::string& contex
   return content;
 }
 
+std::string_view read_regular_file_reusing(const std::string& path, const std::string& context,
+                                           std::vector<char>* storage, uint64_t max_bytes) {
+  InputFile file = open_regular_file(path, context);
+  if (file.size() > max_bytes)
+    throw BadInput(context + ": too large (" + std::to_string(file.size()) + " bytes; the limit is " +
+                   std::to_string(max_bytes) + ")");
+  if (file.size() == 0) {  // a /proc file (or an empty one): read to the cap
+    std::string content = read_regular_file(path, context, max_bytes);
+    storage->assign(content.begin(), content.end());
+    return {storage->data(), storage->size()};
+  }
+  size_t size = static_cast<size_t>(file.size());
+  if (storage->size() < size) storage->resize(size);
+  size_t done = 0;
+  while (done < size) {
+    ssize_t got = ::read(file.fd(), storage->data() + done, size - done);
+    if (got == 0) break;  // the file shrank since fstat: what is there
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      throw BadInput(context + ": read error: " + std::strerror(errno));
+    }
+    done += static_cast<size_t>(got);
+  }
+  return {storage->data(), done};
+}
+
 std::string read_file_head(const std::string& path, const std::string& context, size_t count) {
   InputFile file = open_regular_file(path, context);
   std::string head;

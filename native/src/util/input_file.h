@@ -6,6 +6,8 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace nsc {
 
@@ -44,6 +46,11 @@ InputFile open_regular_file(const std::string& path, const std::string& context)
 // files); throws nsc::BadInput "<context>: ..." when unreadable or larger than max_bytes.
 std::string read_regular_file(const std::string& path, const std::string& context,
                               uint64_t max_bytes = kMaxInputTextBytes);
+// The same into *storage, reused from one call to the next (grown, never shrunk): reading many
+// files costs one copy each and no fresh pages. Valid until the next call with that storage.
+// (Not mmap: a file truncated while mapped would kill the process with SIGBUS.)
+std::string_view read_regular_file_reusing(const std::string& path, const std::string& context,
+                                           std::vector<char>* storage, uint64_t max_bytes = kMaxInputTextBytes);
 // Up to `count` first bytes ("" when the file is empty); throws as read_regular_file.
 std::string read_file_head(const std::string& path, const std::string& context, size_t count);
 
