@@ -141,3 +141,29 @@ BOOST_AUTO_TEST_CASE(files_load_numerics_documents) {
   BOOST_REQUIRE(second.failures.size() == 1u);
   BOOST_TEST(second.failures[0].error.find(broken + ": corrupt") == 0);
 }
+
+// Issue 36: NaN in rank 1's send buffer only; after the reduction every receive buffer holds it.
+// The NaN entered through rank 1. The host-memory readings of the same device buffers (not
+// readable) are superseded by cuda-gdb's documents, not counted as unreadable.
+BOOST_AUTO_TEST_CASE(nan_entry_point_is_the_one_dirty_send_buffer) {
+  std::vector<json> documents = missing_collective(3, 2);
+  json rank0 = numerics_document({buffer(kWorldHash, 0, "send", stats(4096, 0, 0, 0)),
+                                  buffer(kWorldHash, 0, "recv", stats(4096, 64, 0, 0))});
+  json rank1 = numerics_document({buffer(kWorldHash, 1, "send", stats(4096, 64, 0, 0)),
+                                  buffer(kWorldHash, 1, "recv", stats(4096, 64, 0, 0))});
+  json host = numerics_document({buffer(kWorldHash, 0, "send", nullptr), buffer(kWorldHash, 1, "send", nullptr),
+                                 buffer(kWorldHash, 2, "send", nullptr)});
+  json report = nsc::triage_documents(with_numerics(documents, {rank0, rank1, host}), {});
+  const json& section = report["numerics"];
+  BOOST_TEST(section["read"] == 4);
+  BOOST_TEST(section["unreadable"] == 1);  // rank 2's: nobody read it
+  BOOST_TEST(section["entered_through"].size() == 1u);
+  BOOST_TEST(section["entered_through"][0] ==
+             "NaN/Inf entered AllGather #1 through rank 1's send buffer (rank 0's send buffer clean): receive buffers "
+             "holding them got them through the reduction");
+  BOOST_TEST(nsc::render_triage_text(report).find("  NaN/Inf entered AllGather #1 through rank 1's") != std::string::npos);
+  // Every send buffer dirty: no entry point to name.
+  json both = numerics_document({buffer(kWorldHash, 0, "send", stats(4096, 1, 0, 0))});
+  json again = nsc::triage_documents(with_numerics(documents, {both, rank1}), {});
+  BOOST_TEST(again["numerics"]["entered_through"].empty());
+}

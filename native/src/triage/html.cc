@@ -678,6 +678,7 @@ void render_numerics(const json& section, std::ostringstream& page) {
   page << "<ul>\n";
   for (const json& buffer : json_member(section, "buffers"))
     if (json_member(buffer, "text").is_string()) page << "<li>" << html_of(buffer["text"]) << "</li>\n";
+  for (const json& sentence : json_member(section, "entered_through")) page << "<li>" << html_of(sentence) << "</li>\n";
   page << "</ul>\n<p>" << html(json_member(section, "read").dump()) << " buffers read, " << html(json_member(section, "unreadable").dump())
        << " not readable here (device memory: nccl-numerics under cuda-gdb)</p>\n";
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "snapshot/numerics_text.h"
@@ -105,6 +106,55 @@ bool shown_before(const json& a, const json& b) {
   return key(a) < key(b);
 }
 
+// One buffer of one collective on one rank, whoever read it.
+std::string buffer_key(const json& buffer) {
+  return buffer["comm_hash"].dump() + buffer["rank"].dump() + buffer["seq"].dump() + buffer["role"].dump() +
+         buffer["address"].dump();
+}
+
+// A buffer that another input read (cuda-gdb's nccl-numerics for device memory) is not "not
+// readable": only the reading is kept.
+std::vector<json> without_superseded(std::vector<json> buffers) {
+  std::set<std::string> read;
+  for (const json& buffer : buffers)
+    if (buffer["stats"].is_object()) read.insert(buffer_key(buffer));
+  buffers.erase(std::remove_if(buffers.begin(), buffers.end(),
+                               [&](const json& buffer) {
+                                 return !buffer["stats"].is_object() && read.count(buffer_key(buffer)) > 0;
+                               }),
+                buffers.end());
+  return buffers;
+}
+
+std::string listed(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& name : names) out += (out.empty() ? "" : ", ") + name;
+  return out;
+}
+
+// Where NaN/Inf entered a collective: among its send buffers read (two or more, on one comm and
+// sequence number), the ones that hold them while the others are clean. The receive buffers
+// holding NaN/Inf then got them through the reduction.
+json entry_points(const std::vector<json>& buffers) {
+  std::map<std::string, std::vector<const json*>> sends;  // comm hash + seq -> send buffers read
+  for (const json& buffer : buffers)
+    if (buffer["role"] == "send" && buffer["stats"].is_object() && buffer["joined"].get<bool>())
+      sends[buffer["comm_hash"].dump() + "#" + buffer["seq"].dump()].push_back(&buffer);
+  json sentences = json::array();
+  for (const auto& item : sends) {
+    std::vector<std::string> dirty, clean;
+    for (const json* buffer : item.second) (holds_bad_values(*buffer) ? dirty : clean).push_back((*buffer)["who"]);
+    if (dirty.empty() || clean.empty()) continue;
+    const json& first = *item.second.front();
+    std::string op = (first["collective"].is_string() ? first["collective"].get<std::string>() : "P2P") +
+                     (first["seq"].is_null() ? "" : " #" + first["seq"].dump());
+    sentences.push_back("NaN/Inf entered " + op + " through " + listed(dirty) + "'s send buffer (" +
+                        listed(clean) + "'s send buffer clean): receive buffers holding them got them through the "
+                        "reduction");
+  }
+  return sentences;
+}
+
 }  // namespace
 
 bool is_numerics_document(const json& document) {
@@ -132,23 +182,28 @@ void join_numerics(Job* job, std::vector<NumericsView> views) {
     for (const json& buffer : view.buffers) any_read |= buffer["stats"].is_object();
   }
   if (!any_read && !any_given) return;  // cores whose buffers are all in device memory: no section
-  json section = {{"inputs", json::array()}, {"buffers", json::array()}};
-  size_t read = 0, bad = 0, underflowed = 0, unreadable = 0;
+  json section = {{"inputs", json::array()}};
+  std::vector<json> entries;
   for (const NumericsView& view : views) {
     size_t joined = 0;
     for (const json& buffer : view.buffers) {
-      json entry = joined_buffer(*job, view, buffer);
-      joined += entry["joined"].get<bool>();
-      read += entry["stats"].is_object();
-      unreadable += !entry["stats"].is_object();
-      bad += holds_bad_values(entry);
-      underflowed += !holds_bad_values(entry) && !underflow_sentence(entry).empty();
-      section["buffers"].push_back(std::move(entry));
+      entries.push_back(joined_buffer(*job, view, buffer));
+      joined += entries.back()["joined"].get<bool>();
     }
     section["inputs"].push_back({{"input", view.input_name}, {"source", view.source},
                                  {"buffers", view.buffers.size()}, {"joined", joined}});
   }
-  std::stable_sort(section["buffers"].begin(), section["buffers"].end(), shown_before);
+  entries = without_superseded(std::move(entries));
+  std::stable_sort(entries.begin(), entries.end(), shown_before);
+  size_t read = 0, bad = 0, underflowed = 0, unreadable = 0;
+  for (const json& entry : entries) {
+    read += entry["stats"].is_object();
+    unreadable += !entry["stats"].is_object();
+    bad += holds_bad_values(entry);
+    underflowed += !holds_bad_values(entry) && !underflow_sentence(entry).empty();
+  }
+  section["entered_through"] = entry_points(entries);
+  section["buffers"] = std::move(entries);
   section["read"] = read;
   section["unreadable"] = unreadable;
   section["with_nan_or_inf"] = bad;

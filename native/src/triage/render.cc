@@ -152,6 +152,7 @@ void render_numerics(const json& section, std::vector<std::string>* lines) {
   for (const json& buffer : section["buffers"])
     if (buffer.contains("text") && shown++ < kShown) lines->push_back("  " + json_text(buffer["text"]));
   if (shown > kShown) lines->push_back("  ... and " + std::to_string(shown - kShown) + " more (--json: numerics.buffers)");
+  for (const json& sentence : json_member(section, "entered_through")) lines->push_back("  " + json_text(sentence));
   if (shown == 0 && section["read"].get<size_t>() > 0)
     lines->push_back("  no buffer read holds NaN or Inf, none is mostly underflowed");
   if (section["unreadable"].get<size_t>() > 0)
