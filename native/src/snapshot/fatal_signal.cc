@@ -4,6 +4,7 @@
 #include <string_view>
 #include <vector>
 
+#include "stacks/cxx_exception.h"
 #include "stacks/thread_stacks.h"
 #include "util/json_access.h"
 #include "util/strings.h"
@@ -235,6 +236,12 @@ json fatal_signal_json(const std::optional<SignalInfo>& signal, int own_pid, con
   out["python_site"] = located && thread ? python_site(*thread) : json(nullptr);
   out["text"] = describe(out, *signal);
   return out;
+}
+
+void attach_in_flight_exception(const json& exception, json* fatal_signal) {
+  if (!exception.is_object() || !fatal_signal->is_object() || !(*fatal_signal)["via"].is_string()) return;
+  (*fatal_signal)["exception"] = exception;
+  (*fatal_signal)["text"] = in_flight_exception_text(exception) + "; " + (*fatal_signal)["text"].get<std::string>();
 }
 
 }  // namespace nsc

@@ -16,6 +16,10 @@ namespace nsc {
 // `threads`: the document's "threads" (frames innermost first); `own_pid`: the process's pid.
 nlohmann::json fatal_signal_json(const std::optional<SignalInfo>& signal, int own_pid, const nlohmann::json& threads);
 
+// Adds the C++ exception the signal's thread died of (stacks/cxx_exception.h: "exception") to a
+// fatal_signal object whose thread went through std::terminate, its sentence first in "text".
+void attach_in_flight_exception(const nlohmann::json& exception, nlohmann::json* fatal_signal);
+
 // "SIGSEGV", "SIGABRT", ...; "signal 42" for one without a name here.
 std::string signal_name(int signo);
 // "SEGV_MAPERR", "SI_USER", "SI_TKILL", ...; "code N" otherwise.

@@ -17,6 +17,7 @@
 #include "nccl/comm_scanner.h"
 #include "nccl/connection_decoder.h"
 #include "snapshot/fatal_signal.h"
+#include "stacks/cxx_exception.h"
 #include "snapshot/launcher_section.h"
 #include "python/python_stacks.h"
 #include "torch/flight_recorder.h"
@@ -519,9 +520,15 @@ void add_torch(Target& target, const PythonStacks& python, const StateRequest& r
 
 // "fatal_signal": the signal that ended a core's process (snapshot/fatal_signal.h), after the
 // threads (its thread's frames say whether it was a failure or a signal sent from outside).
-void add_fatal_signal(const Target& target, json* document) {
+void add_fatal_signal(Target& target, json* document) {
   std::optional<SignalInfo> signal = target.fatal_signal();
-  (*document)["fatal_signal"] = fatal_signal_json(signal, target.pid(), (*document)["threads"]);
+  json fatal_signal = fatal_signal_json(signal, target.pid(), (*document)["threads"]);
+  if (fatal_signal.is_object() && fatal_signal["via"].is_string())  // std::terminate: read what it was thrown
+    for (const ThreadInfo& thread : target.threads())
+      if (thread.tid == signal->tid)
+        if (std::optional<InFlightException> exception = find_in_flight_exception(target, thread))
+          attach_in_flight_exception(in_flight_exception_json(*exception), &fatal_signal);
+  (*document)["fatal_signal"] = fatal_signal;
   if (!signal) (*document)["fatal_signal_unavailable"] = target.fatal_signal_unavailable();
 }
 
