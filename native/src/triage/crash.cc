@@ -5,7 +5,8 @@
 // error NCCL recorded); else the ranks without input that the remote errors point to (a rank
 // that died leaves no core); else, when PyTorch's watchdog
 // aborted ranks after a timeout, the rank the hang analysis blames for never issuing the
-// collective that timed out; else the ranks the watchdog aborted not after a peer's error.
+// collective that timed out; else, as suspects only, the ranks the watchdog aborted not after a
+// peer's error (a timeout is a reaction to the rank waited on; a CUDA error is not recorded).
 // A rank without input is the origin only on its peers' evidence: the one rank without input
 // of a communicator where others report ncclRemoteError (findings.cc: remote-error).
 #include <algorithm>
@@ -102,13 +103,14 @@ class CrashAnalyzer {
     if (signal.origin == "abort" && signal.torch_watchdog) {
       failure->kind = remote ? "watchdog-abort" : !cuda.empty() ? "cuda-error" : "watchdog-abort";
       failure->reaction = remote;
+      std::string exception = signal.exception.empty() ? "" : signal.exception + "; ";  // what the watchdog rethrew, first
       if (!failure->health_known) {  // its communicators were aborted and freed: no health to read
-        failure->text = "aborted by PyTorch's watchdog; it holds no communicator (aborted), so whether after a "
+        failure->text = exception + "aborted by PyTorch's watchdog; it holds no communicator (aborted), so whether after a "
                         "peer's error is not told" + pending_work(process);
         failure->brief = "aborted by PyTorch's watchdog (communicators gone)";
         return;
       }
-      failure->text = "aborted by PyTorch's watchdog" +
+      failure->text = exception + "aborted by PyTorch's watchdog" +
                       (remote ? " after ncclRemoteError on " + failure->pgs
                               : !cuda.empty() ? " after a CUDA error (" + std::string(kCudaError) + " on " + cuda + ")"
                                               : ", not after a peer's error (a timeout or a CUDA error" + pending_work(process) + ")");
@@ -261,8 +263,10 @@ class CrashAnalyzer {
                  return f.kind == "watchdog-abort" && !f.reaction && f.health_known;
                });
                !first.empty()) {
+      // A timeout (then the rank it waited on is the origin) or a CUDA error NCCL did not
+      // record: a watchdog abort is a reaction to a timeout, so these are suspects only.
       crash->rule = "watchdog-first";
-      crash->culprit_nodes = first;
+      crash->suspect_nodes = first;
     } else {
       // Only reactions: the origin is among the hang analysis's chain ends (ranks without
       // input, typically), else among the failed ranks that did not react to a peer.
@@ -333,6 +337,10 @@ class CrashAnalyzer {
     } else if (crash.rule == "no-input") {
       lines.push_back("CRASH: " + who + " gone (no input) while its peers report ncclRemoteError.");
       lines.push_back("Culprit: " + who + ": its peers saw its connections fail; no core (SIGKILL, OOM or an exit).");
+    } else if (crash.rule == "watchdog-first") {
+      lines.push_back("CRASH: PyTorch's watchdog aborted " + who + " first, not after a peer's error.");
+      lines.push_back("Suspect: " + who + ": a timeout (the rank it waited on is the origin) or an unrecorded CUDA "
+                      "error; the waited-on rank's input would decide.");
     } else if (crash.rule == "undecided") {
       lines.push_back("CRASH: which rank failed first is not in the memory read.");
       lines.push_back("Undecided between " + (who.empty() ? std::string("no rank") : who) + ": " +
@@ -395,7 +403,7 @@ class CrashAnalyzer {
         {"local-failure", "the origin is the failure of its own that no other rank's explains"},
         {"no-input", "the origin is the rank without input that the others' ncclRemoteError points to (their errors are the evidence, not its absence)"},
         {"timeout", "PyTorch's watchdog aborted ranks after a timeout: the origin is the rank that never issued the collective that timed out"},
-        {"watchdog-first", "the origin is the rank the watchdog aborted not after a peer's error"},
+        {"watchdog-first", "the watchdog aborted these ranks not after a peer's error: after a timeout (a reaction to the rank it waited on) or a CUDA error NCCL did not record, so they are suspects"},
         {"undecided", "no failure is local and nothing in memory orders them"}};
     return "Crash. " + grouped(crash, all) + ". Origin: " + kRule.at(crash.rule) + "." +
            time_order(crash.culprit_nodes.empty() ? crash.suspect_nodes : crash.culprit_nodes);

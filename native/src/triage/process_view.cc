@@ -4,6 +4,7 @@
 #include <cctype>
 #include <climits>
 
+#include "stacks/cxx_exception.h"
 #include "triage/summary_helpers.h"
 #include "util/errors.h"
 #include "util/json_access.h"
@@ -295,6 +296,7 @@ Maybe<FatalSignalView> summarize_fatal_signal(const nlohmann::json& section) {
   if (section.contains("site") && section["site"].is_object() && section["site"].contains("in") && section["site"]["in"].is_string())
     view.site_in = section["site"]["in"].get<std::string>();
   view.text = text("text");
+  if (section.contains("exception")) view.exception = in_flight_exception_text(section["exception"]);
   if (section.contains("tid") && section["tid"].is_number_integer()) view.tid = section["tid"].get<int64_t>();
   return view;
 }

@@ -121,6 +121,7 @@ struct FatalSignalView {
   bool during_exit = false;   // the process was already ending (exit handlers, Py_FinalizeEx)
   std::string site_in;        // "user code", "NCCL", "CUDA", "PyTorch", ... ("" unknown)
   std::string text;           // the snapshot's sentence
+  std::string exception;      // "terminate: T: \"message\" (...)": the C++ exception it died of ("" none)
   Maybe<int64_t> tid;
 };
 
