@@ -74,6 +74,8 @@ std::string stuck_before_launch(const Job& job, size_t g, const Finding& finding
 
 std::string failed_rank(const Job& job, size_t g, const Finding& finding) {
   Phrases p = phrases_of(job, g, finding);
+  if (finding.culprits.empty() && !finding.evidence.empty())  // aborts that react to a peer's failure
+    return p.where + ", " + finding.evidence.front() + (finding.evidence.size() > 1 ? " (and more)." : ".");
   return p.where + ", " + p.far + (finding.kind == "aborted-rank" ? " aborted" : " failed") +
          (finding.evidence.empty() ? "" : " (" + finding.evidence.front() + ")") +
          (finding.waiting.empty() ? "." : "; " + p.waiting + " " + waits(finding.waiting) + " on it.");

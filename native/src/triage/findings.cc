@@ -139,16 +139,20 @@ class CommAnalyzer {
   // --- aborted / errored ranks -------------------------------------------
   void find_health() {
     Finding aborted{"aborted-rank"}, errored{"errored-rank"};
+    std::vector<std::string> reactions;  // aborts that react to another rank's failure: never blamed
     for (size_t m = 0; m < group_.members.size(); ++m) {
       const HealthView& health = comm_at(m).health;
       int rank = rank_at(m);
-      if (health.abort_flag.value_or(false)) {
+      std::string reaction = abort_reaction(m);
+      for (const auto& [set, what] : {std::pair{health.abort_flag.value_or(false), "abort flag is set"},
+                                      std::pair{health.revoked.value_or(false), "communicator revoked"}}) {
+        if (!set) continue;
+        if (!reaction.empty()) {
+          reactions.push_back(member_phrase(rank) + ": " + what + ", " + reaction + ": a reaction, not blamed");
+          continue;
+        }
         aborted.culprits.push_back(rank);
-        aborted.evidence.push_back(member_phrase(rank) + ": abort flag is set");
-      }
-      if (health.revoked.value_or(false)) {
-        aborted.culprits.push_back(rank);
-        aborted.evidence.push_back(member_phrase(rank) + ": communicator revoked");
+        aborted.evidence.push_back(member_phrase(rank) + ": " + what);
       }
       for (const auto* field : {&health.async_result, &health.init_state}) {
         if (!*field || **field == "ncclSuccess" || **field == "ncclInProgress") continue;
@@ -159,6 +163,8 @@ class CommAnalyzer {
                                    " is " + **field);
       }
     }
+    aborted.evidence.insert(aborted.evidence.end(), reactions.begin(), reactions.end());
+    if (aborted.culprits.empty() && !reactions.empty()) findings_.push_back(aborted);  // said; explains nothing
     for (Finding* finding : {&aborted, &errored}) {
       if (finding->culprits.empty()) continue;
       normalize_ranks(&finding->culprits);
@@ -170,6 +176,23 @@ class CommAnalyzer {
       add_doing_evidence(finding);
       findings_.push_back(std::move(*finding));
     }
+  }
+
+  // Why member m's abort reacts to another rank's failure, "" when nothing says so (an abort
+  // of its own, e.g. ncclCommAbort or abort() in user code, may be blamed): NCCL saw a peer
+  // fail on one of its process's communicators, or PyTorch aborted it (its watchdog's abort(),
+  // ProcessGroupNCCL's abort on a stack: after a peer's error or a timeout).
+  std::string abort_reaction(size_t m) const {
+    const ProcessView& process = job_.processes[process_at(m)];
+    for (const CommView& comm : process.comms)
+      if (comm.health.async_result == kRemoteError || comm.health.proxy_async_result == kRemoteError)
+        return "after ncclRemoteError (a peer failed)";
+    if (process.fatal_signal && process.fatal_signal->torch_watchdog) return "aborted by PyTorch's watchdog";
+    for (const ThreadView& thread : process.threads)
+      for (const FrameView& frame : thread.frames)
+        if (frame.label.find("ProcessGroupNCCL") != std::string::npos && frame.label.find("abort") != std::string::npos)
+          return "aborted by PyTorch (ProcessGroupNCCL's abort on a stack)";
+    return "";
   }
 
   // --- a peer's failure seen: ncclRemoteError --------------------------------
