@@ -395,7 +395,25 @@ class Headline {
       for (size_t p = 0; p < job_.processes.size(); ++p)
         if (!std::count(suspects_.begin(), suspects_.end(), static_cast<int>(p))) ids.push_back(static_cast<int>(p));
     if (ids.empty()) return;
-    lines->push_back(label + ": " + grouped_sites(ids, 3) + ".");
+    std::vector<int> remote = remote_error_ranks(ids);
+    std::string reacting = remote.empty() ? "" : compact_ranks(remote) + " saw ncclRemoteError (a peer's connection failed); ";
+    lines->push_back(label + ": " + reacting + grouped_sites(ids, 3) + ".");  // first: fit() cuts the last "; " parts
+  }
+
+  // The world ranks among process nodes `ids` that saw ncclRemoteError (remote-error findings'
+  // waiting side): they react to a peer's failure.
+  std::vector<int> remote_error_ranks(const std::vector<int>& ids) const {
+    std::vector<int> ranks;
+    for (size_t g = 0; g < job_.comms.size(); ++g)
+      for (const Finding& finding : job_.findings[g]) {
+        if (finding.kind != "remote-error") continue;
+        for (const Member& member : job_.comms[g].members)
+          if (std::count(finding.waiting.begin(), finding.waiting.end(), member.rank) &&
+              std::count(ids.begin(), ids.end(), member.process) && job_.world_rank[member.process])
+            ranks.push_back(*job_.world_rank[member.process]);
+      }
+    normalize_ranks(&ranks);
+    return ranks;
   }
 
   // --- mismatch and incomplete ---------------------------------------------------------
