@@ -371,3 +371,71 @@ BOOST_AUTO_TEST_CASE(recorders_name_the_rank_that_never_issued) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(crash_reactions)
+
+// An in-flight exception (stacks/cxx_exception.h) leads the signal's sentence, and a watchdog
+// abort's failure in the crash verdict: the exception it rethrew, first.
+BOOST_AUTO_TEST_CASE(exception_leads_the_failure) {
+  json exception = {{"type", "c10::DistBackendError"}, {"type_name", "N3c1015DistBackendErrorE"}, {"object", "0x10"},
+                    {"rethrown", true}, {"found_at", "0x20"},
+                    {"message", {{"text", "[Rank 0] Watchdog caught collective operation timeout\nmore"}, {"offset", 8},
+                                 {"truncated", false}, {"found_by", "pattern"}}}};
+  const std::string sentence =
+      "terminate: c10::DistBackendError: \"[Rank 0] Watchdog caught collective operation timeout...\" (message found by pattern)";
+  std::vector<json> docs;
+  for (int rank : {0, 1}) {
+    json doc = crashed_rank(rank, 2, {0, 0, 0, 0, 4}, waiting_thread(0), abort_signal(), false, watchdog_abort_thread(0));
+    if (rank == 0) nsc::attach_in_flight_exception(exception, &doc["fatal_signal"]);
+    docs.push_back(doc);
+  }
+  BOOST_TEST(docs[0]["fatal_signal"]["text"].get<std::string>().rfind(sentence + "; abort() via std::terminate", 0) == 0);
+  BOOST_TEST(nsc::failure_lines(docs[0])[0].rfind("FATAL SIGNAL " + sentence, 0) == 0);
+  json report = triage(docs);
+  BOOST_TEST(report["verdict"] == "crash");
+  BOOST_TEST(report["crash"]["ranks"][0]["text"].get<std::string>().rfind(sentence + "; aborted by PyTorch's watchdog", 0) == 0);
+  BOOST_TEST(report["crash"]["ranks"][1]["text"].get<std::string>().rfind("aborted by PyTorch's watchdog", 0) == 0);
+  // Both aborted by the watchdog, not after a peer's error, nothing else decides: a timeout
+  // is a reaction to the rank waited on, so both are suspects, never culprits.
+  BOOST_TEST(report["crash"]["rule"] == "watchdog-first");
+  BOOST_TEST(ints(report["culprit_ranks"]).empty());
+  BOOST_TEST(ints(report["suspect_ranks"]) == std::vector<int>({0, 1}));
+  BOOST_TEST(report["headline"]["lines"][1].get<std::string>().rfind("Suspect: ranks 0,1", 0) == 0);
+}
+
+// A rank whose abort flag is set after its process saw ncclRemoteError reacts: the
+// aborted-rank finding names it as evidence, blames nobody; an abort nothing explains is blamed.
+BOOST_AUTO_TEST_CASE(reaction_abort_is_never_blamed) {
+  std::vector<json> docs;
+  for (int rank : {0, 1, 2}) docs.push_back(crashed_rank(rank, 3, {0, 0, 0, 0, 4}, waiting_thread(0), std::nullopt, rank == 0));
+  docs[0]["communicators"][0]["health"]["abort_flag"] = true;
+  json report = triage(docs);
+  const json* aborted = finding_of(report, "aborted-rank");
+  BOOST_REQUIRE(aborted);
+  BOOST_TEST(ints((*aborted)["culprit_ranks"]).empty());
+  BOOST_TEST(ints((*aborted)["waited_on_ranks"]).empty());
+  BOOST_TEST((*aborted)["explains_hang"] == false);
+  BOOST_TEST((*aborted)["evidence"][0] == "rank 0: abort flag is set, after ncclRemoteError (a peer failed): a reaction, not blamed");
+  BOOST_TEST(!std::count(report["culprit_ranks"].begin(), report["culprit_ranks"].end(), 0));
+
+  docs[0]["communicators"][0]["health"]["proxy_async_result"] = "ncclSuccess";  // an abort of its own
+  json own = triage(docs);
+  const json* blamed = finding_of(own, "aborted-rank");
+  BOOST_REQUIRE(blamed);
+  BOOST_TEST(ints((*blamed)["waited_on_ranks"]) == std::vector<int>({0}));
+  BOOST_TEST((*blamed)["explains_hang"] == true);
+}
+
+// Survivors that saw ncclRemoteError while no process failed by itself: the headline's third
+// line says so, not only the remote-error finding.
+BOOST_AUTO_TEST_CASE(others_line_says_remote_error) {
+  std::vector<json> docs;
+  for (int rank : {0, 1}) docs.push_back(crashed_rank(rank, 3, {0, 0, 0, 0, 4}, waiting_thread(0), std::nullopt, rank == 1));
+  json report = triage(docs);
+  BOOST_TEST(report["verdict"] == "incomplete");
+  BOOST_REQUIRE(report["headline"]["lines"].size() == 3u);
+  BOOST_TEST(report["headline"]["lines"][2].get<std::string>().rfind("Others: rank 1 saw ncclRemoteError (a peer's connection failed); ", 0) == 0,
+             report["headline"]["lines"][2]);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
