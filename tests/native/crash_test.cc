@@ -365,6 +365,10 @@ BOOST_AUTO_TEST_CASE(recorders_name_the_rank_that_never_issued) {
   BOOST_TEST(first.find("CRASH after a watchdog timeout") == 0, first);
   BOOST_TEST(first.find("dp1") != std::string::npos, first);
   BOOST_TEST(first.find("all_reduce #4 never issued by rank 1") != std::string::npos, first);
+  // The entry that timed out on rank 0, with its own times (created at 1,004 ns, 15 s timeout).
+  std::string rank0 = report["crash"]["ranks"][0]["text"].get<std::string>();
+  BOOST_TEST(rank0.find("oldest unfinished: all_reduce #4 on pg dp1, timeout 15000 ms (started), created 00:00:00.000 UTC: "
+                        "with that timeout, timed out at 00:00:15.000 UTC or later") != std::string::npos, rank0);
   // Rank 1's recorder left out: nothing decides, and nobody is blamed for what is missing.
   json alone = triage({docs[0]});
   BOOST_TEST(ints(alone["culprit_ranks"]).empty());

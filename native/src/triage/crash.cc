@@ -10,6 +10,8 @@
 // A rank without input is the origin only on its peers' evidence: the one rank without input
 // of a communicator where others report ncclRemoteError (findings.cc: remote-error).
 #include <algorithm>
+#include <cstdio>
+#include <ctime>
 #include <map>
 #include <optional>
 #include <set>
@@ -163,7 +165,31 @@ class CrashAnalyzer {
 
   static std::string pending_work(const ProcessView& process) {
     const json* entry = oldest_unfinished(process);
-    return entry ? "; oldest unfinished: " + entry_text(*entry) : "";
+    return entry ? "; oldest unfinished: " + entry_text(*entry) + entry_timing(*entry) : "";
+  }
+
+  // "13:02:11.123 UTC" of a system-clock time in ns (the recorder's c10::getTime()).
+  static std::string utc_time(uint64_t ns) {
+    time_t seconds = static_cast<time_t>(ns / 1000000000u);
+    struct tm parts {};
+    char text[32];
+    if (gmtime_r(&seconds, &parts) == nullptr || std::strftime(text, sizeof text, "%H:%M:%S", &parts) == 0) return "";
+    char millis[8];
+    std::snprintf(millis, sizeof millis, ".%03u", static_cast<unsigned>(ns / 1000000u % 1000u));
+    return std::string(text) + millis + " UTC";
+  }
+
+  // ", created 13:02:11.123 UTC: with timeout 15000 ms, timed out at 13:02:26.123 UTC or later":
+  // the entry's own times (PyTorch measures a work's timeout from its creation); "" without them.
+  static std::string entry_timing(const json& entry) {
+    const json& created = json_member(entry, "time_created_ns");
+    if (!created.is_number_unsigned() || created.get<uint64_t>() == 0) return "";
+    uint64_t at = created.get<uint64_t>();
+    std::string text = ", created " + utc_time(at);
+    const json& timeout = json_member(entry, "timeout_ms");
+    if (timeout.is_number_unsigned() && timeout.get<uint64_t>() > 0 && timeout.get<uint64_t>() < (1ull << 40))
+      text += ": with that timeout, timed out at " + utc_time(at + timeout.get<uint64_t>() * 1000000u) + " or later";
+    return text;
   }
 
   // Without counters (the watchdog aborted the communicators: ncclCommAbort frees them), the
