@@ -77,7 +77,7 @@ void put_exception(FlatTarget* memory, const std::string& mangled, uint64_t stac
   memory->word(kSp + 0x40, stack_word);
 }
 
-std::optional<InFlightException> find(FlatTarget* memory) { return nsc::find_in_flight_exception(*memory, thread_at(kSp)); }
+std::optional<InFlightException> find(FlatTarget* memory) { return nsc::find_in_flight_exception(*memory, thread_at(kSp), {}); }
 
 }  // namespace
 
@@ -157,7 +157,7 @@ BOOST_AUTO_TEST_CASE(what_is_not_an_exception) {
   BOOST_REQUIRE(find(&memory));
   BOOST_TEST(!find(&memory)->message);
   nsc::ThreadInfo no_registers;
-  BOOST_TEST(!nsc::find_in_flight_exception(memory, no_registers));
+  BOOST_TEST(!nsc::find_in_flight_exception(memory, no_registers, {}));
   BOOST_TEST(nsc::in_flight_exception_text(nlohmann::json("hostile")).empty());
   BOOST_TEST(nsc::in_flight_exception_text(nlohmann::json{{"type", 5}, {"message", "x"}}).empty());
 }

@@ -520,13 +520,13 @@ void add_torch(Target& target, const PythonStacks& python, const StateRequest& r
 
 // "fatal_signal": the signal that ended a core's process (snapshot/fatal_signal.h), after the
 // threads (its thread's frames say whether it was a failure or a signal sent from outside).
-void add_fatal_signal(Target& target, json* document) {
+void add_fatal_signal(Target& target, const LibrarySearch& search, json* document) {
   std::optional<SignalInfo> signal = target.fatal_signal();
   json fatal_signal = fatal_signal_json(signal, target.pid(), (*document)["threads"]);
   if (fatal_signal.is_object() && fatal_signal["via"].is_string())  // std::terminate: read what it was thrown
     for (const ThreadInfo& thread : target.threads())
       if (thread.tid == signal->tid)
-        if (std::optional<InFlightException> exception = find_in_flight_exception(target, thread))
+        if (std::optional<InFlightException> exception = find_in_flight_exception(target, thread, search))
           attach_in_flight_exception(in_flight_exception_json(*exception), &fatal_signal);
   (*document)["fatal_signal"] = fatal_signal;
   if (!signal) (*document)["fatal_signal_unavailable"] = target.fatal_signal_unavailable();
@@ -571,7 +571,7 @@ json build_state_document(const StateRequest& request) {
     add_torch(*target, python, request, search, &document, &errors);
     add_threads(*target, request, &document);
     add_python(python, &document, &errors);
-    add_fatal_signal(*target, &document);
+    add_fatal_signal(*target, search, &document);
     document["errors"] = errors;
     return document;
   }
@@ -599,7 +599,7 @@ json build_state_document(const StateRequest& request) {
 
   add_threads(*target, request, &document, std::move(warnings));
   add_python(python, &document, &errors);
-  add_fatal_signal(*target, &document);
+  add_fatal_signal(*target, search, &document);
   document["errors"] = errors;
   return document;
 }

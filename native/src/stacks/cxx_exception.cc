@@ -1,6 +1,8 @@
 #include "stacks/cxx_exception.h"
 
 #include <cxxabi.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "target/core_notes.h"
+#include "util/errors.h"
 #include "util/json_access.h"
 #include "util/strings.h"
 
@@ -111,13 +114,41 @@ void find_message(Target& target, InFlightException* exception) {
   }
 }
 
+// A NUL-terminated string at `address` in a file-backed mapping the core did not save, read
+// from the local copy of that file (`file` gets its path); nullopt when there is none or the
+// build-ids differ.
+std::optional<std::string> read_c_string_from_file(Target& target, uint64_t address, const LibrarySearch& search,
+                                                   std::string* file) {
+  for (const MappedFile& mapping : target.mapped_files()) {
+    if (address < mapping.start || address >= mapping.end || mapping.path.empty() || mapping.path[0] != '/') continue;
+    LibrarySearch checked = search;
+    checked.mismatch_leaves_no_file = true;  // never a name from another build
+    std::string local;
+    try {
+      local = resolve_mapped_library(target, mapping.path, checked).local_path;
+    } catch (const BadInput&) {
+      return std::nullopt;
+    }
+    int fd = local.empty() ? -1 : open(local.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return std::nullopt;
+    std::string bytes(kMaxTypeName, '\0');
+    ssize_t got = pread(fd, bytes.data(), bytes.size(), static_cast<off_t>(mapping.file_offset + (address - mapping.start)));
+    close(fd);
+    size_t end = got > 0 ? bytes.find('\0') : std::string::npos;
+    if (end == std::string::npos || static_cast<ssize_t>(end) >= got) return std::nullopt;
+    *file = local;
+    return bytes.substr(0, end);
+  }
+  return std::nullopt;
+}
+
 // The exception whose _Unwind_Exception is at `header`, when the header is a valid one.
-std::optional<InFlightException> decode_header(Target& target, uint64_t header, int depth = 0) {
+std::optional<InFlightException> decode_header(Target& target, uint64_t header, const LibrarySearch& search, int depth = 0) {
   auto exception_class = read_word(target, header);
   auto type_word = read_word(target, header - kTypeBeforeHeader);
   if (!exception_class || !type_word) return std::nullopt;
   if (*exception_class == kGnuCxxDependentClass && depth == 0) {
-    std::optional<InFlightException> primary = decode_header(target, *type_word - kObjectAfterHeader, 1);
+    std::optional<InFlightException> primary = decode_header(target, *type_word - kObjectAfterHeader, search, 1);
     if (primary) primary->rethrown = true;
     return primary;
   }
@@ -126,8 +157,11 @@ std::optional<InFlightException> decode_header(Target& target, uint64_t header, 
   if (!name_pointer) return std::nullopt;
   ReadError error;
   std::optional<std::string> name = read_c_string(target, *name_pointer, kMaxTypeName, &error);
+  std::string name_file;
+  if (!name && error.reason == ReadFailure::kNotSavedInCore) name = read_c_string_from_file(target, *name_pointer, search, &name_file);
   if (!name || !is_type_name(*name)) return std::nullopt;
   InFlightException exception;
+  exception.type_name_file = name_file;
   exception.unwind_header = header;
   exception.object = header + kObjectAfterHeader;
   exception.type_name = *name;
@@ -159,7 +193,8 @@ std::vector<uint64_t> stack_words(Target& target, uint64_t sp) {
 
 }  // namespace
 
-std::optional<InFlightException> find_in_flight_exception(Target& target, const ThreadInfo& thread) {
+std::optional<InFlightException> find_in_flight_exception(Target& target, const ThreadInfo& thread,
+                                                          const LibrarySearch& search) {
   std::optional<uint64_t> sp = stack_pointer_of(thread);
   if (!sp) return std::nullopt;
   std::vector<uint64_t> words = stack_words(target, *sp);
@@ -169,7 +204,7 @@ std::optional<InFlightException> find_in_flight_exception(Target& target, const 
     // A pointer to the _Unwind_Exception itself, or to the thrown object after it.
     for (uint64_t header : {pointer, pointer - kObjectAfterHeader}) {
       if (!is_readable(target, header)) continue;
-      std::optional<InFlightException> exception = decode_header(target, header);
+      std::optional<InFlightException> exception = decode_header(target, header, search);
       if (!exception) continue;
       exception->stack_address = (*sp & ~uint64_t(7)) + i * 8;
       return exception;
@@ -187,6 +222,8 @@ nlohmann::json in_flight_exception_json(const InFlightException& exception) {
                {"found_by", "pattern"}};
   return {{"type", exception.type.empty() ? nlohmann::json(nullptr) : nlohmann::json(exception.type)},
           {"type_name", valid_utf8(exception.type_name)},
+          {"type_name_from", exception.type_name_file.empty() ? nlohmann::json("memory")
+                                                               : nlohmann::json(valid_utf8(exception.type_name_file))},
           {"object", hex(exception.object)},
           {"rethrown", exception.rethrown},
           {"found_at", hex(exception.stack_address)},

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "target/library_resolver.h"
 #include "target/target.h"
 
 namespace nsc {
@@ -25,6 +26,7 @@ struct InFlightException {
   bool rethrown = false;           // reached through std::rethrow_exception's dependent header
   std::string type_name;           // std::type_info::name() as stored: "N3c1015DistBackendErrorE"
   std::string type;                // demangled: "c10::DistBackendError" ("" when it does not demangle)
+  std::string type_name_file;      // the local file the name was read from ("" the target's memory)
   std::optional<std::string> message;  // found by pattern; nullopt when no string matched
   uint64_t message_offset = 0;     // of the string (or COW pointer) within the object
   bool message_truncated = false;  // longer than kMaxMessage bytes
@@ -35,8 +37,11 @@ constexpr size_t kStackScanBytes = 64 * 1024;
 constexpr size_t kMaxMessage = 4096;
 
 // The exception in flight on `thread` (scanned from its stack pointer up, kStackScanBytes at
-// most), or nullopt when no valid header is found.
-std::optional<InFlightException> find_in_flight_exception(Target& target, const ThreadInfo& thread);
+// most), or nullopt when no valid header is found. A type name the core did not save (it lies
+// in a library's .rodata, which coredump_filter 0x33 leaves out) is read from the local copy
+// of that library, found and build-id checked by `search` as gdb would.
+std::optional<InFlightException> find_in_flight_exception(Target& target, const ThreadInfo& thread,
+                                                          const LibrarySearch& search);
 
 // The "exception" object of docs/schema-state.md's fatal_signal.
 nlohmann::json in_flight_exception_json(const InFlightException& exception);
