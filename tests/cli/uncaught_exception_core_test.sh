@@ -5,8 +5,9 @@
 # message (COW string), c10::DistBackendError laid out as c10::Error (std::string msg_ after the
 # vptr), and the same rethrown with std::rethrow_exception as PyTorch's watchdog does. Checked:
 # `state --json` (type, message, object), gdb on the same core (`info symbol` of the object's
-# vptr and of the type_info pointer 112 bytes before it), the `state` text and triage's
-# per-rank failure (the crash verdict's culprit line) lead with "terminate: TYPE: MESSAGE".
+# vptr and of the type_info pointer 112 bytes before it), the `state` text, gdb `nccl-state` (library
+# and callback memory) and triage's per-rank failure (the crash verdict's culprit line) lead with
+# "terminate: TYPE: MESSAGE".
 set -uo pipefail
 build=${NCCLSCOPE_BUILD:?} src=${NCCLSCOPE_SRC:?}
 cli=$build/bin/ncclscope
@@ -72,8 +73,17 @@ PY
   fi
   first_line=${message%%$'\n'*}
   want="terminate: $type: \"$first_line\" (message found by pattern)"
-  [ "$kind" = long ] && want="terminate: $type: \"$first_line\" (message found by pattern)"
   head -n 5 "$dir/state.txt" | grep -qF "FATAL SIGNAL $want" || fail "$kind: state text does not lead with '$want': $(head -n 5 "$dir/state.txt")"
+  # gdb's nccl-state, the library opening the core and reading gdb's memory: the same line first.
+  if command -v gdb >/dev/null && [ -f "$build/lib/libncclscope.so" ]; then
+    for mode in library callback; do
+      NCCLSCOPE_LIB=$build/lib/libncclscope.so timeout 120 gdb -nx -batch -iex "source $src/gdbext/ncclscope-gdb.py" \
+        -ex "set ncclscope profile-path $work/profiles" -ex "set ncclscope memory $mode" -ex "file $fixture" \
+        -ex "core-file $core" -ex "echo @@BEGIN\n" -ex nccl-state > "$dir/gdb-$mode.txt" 2>&1
+      sed -n '/^@@BEGIN/,$p' "$dir/gdb-$mode.txt" | sed -n 2,6p | grep -qF "FATAL SIGNAL $want" ||
+        fail "$kind: gdb nccl-state ($mode) does not lead with '$want': $(sed -n '/^@@BEGIN/,$p' "$dir/gdb-$mode.txt" | head -n 3)"
+    done
+  fi
   "$cli" triage "$core" --profile-path "$work/profiles" > "$dir/triage.txt" 2>&1
   sed -n 2p "$dir/triage.txt" | grep -qF "Culprit: rank 1: $want" || fail "$kind: triage's culprit line does not name the exception: $(head -n 3 "$dir/triage.txt")"
 done
