@@ -23,7 +23,7 @@ for needed in "$fixture" "$fake_lib" "$profile"; do
   [ -e "$needed" ] || { echo "SKIP: no $needed"; exit 77; }
 done
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+trap '[ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 python3 "$src/tests/cli/fake_profile.py" "$profile" "$fake_lib" "$work/profiles" > /dev/null
@@ -73,7 +73,7 @@ PY
   fi
   first_line=${message%%$'\n'*}
   want="terminate: $type: \"$first_line\" (message found by pattern)"
-  head -n 5 "$dir/state.txt" | grep -qF "FATAL SIGNAL $want" || fail "$kind: state text does not lead with '$want': $(head -n 5 "$dir/state.txt")"
+  sed -n "1,/^communicator /p" "$dir/state.txt" | grep -qF "FATAL SIGNAL $want" || fail "$kind: no '$want' before the communicators: $(head -n 8 "$dir/state.txt")"
   # gdb's nccl-state, the library opening the core and reading gdb's memory: the same line first.
   if command -v gdb >/dev/null && [ -f "$build/lib/libncclscope.so" ]; then
     for mode in library callback; do
