@@ -381,7 +381,7 @@ BOOST_AUTO_TEST_SUITE(crash_reactions)
 // An in-flight exception (stacks/cxx_exception.h) leads the signal's sentence, and a watchdog
 // abort's failure in the crash verdict: the exception it rethrew, first.
 BOOST_AUTO_TEST_CASE(exception_leads_the_failure) {
-  json exception = {{"type", "c10::DistBackendError"}, {"type_name", "N3c1015DistBackendErrorE"}, {"object", "0x10"},
+  json exception = {{"type", "c10::DistBackendError"}, {"type_name", "N3c1016DistBackendErrorE"}, {"object", "0x10"},
                     {"rethrown", true}, {"found_at", "0x20"},
                     {"message", {{"text", "[Rank 0] Watchdog caught collective operation timeout\nmore"}, {"offset", 8},
                                  {"truncated", false}, {"found_by", "pattern"}}}};

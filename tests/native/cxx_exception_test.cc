@@ -103,7 +103,7 @@ BOOST_AUTO_TEST_CASE(runtime_error_cow_message) {
 
 BOOST_AUTO_TEST_CASE(std_string_short_and_long_from_a_pointer_to_the_object) {
   FlatTarget memory;
-  put_exception(&memory, "N3c1015DistBackendErrorE", kObject);  // the stack holds the object's address
+  put_exception(&memory, "N3c1016DistBackendErrorE", kObject);  // the stack holds the object's address
   memory.word(kObject + 8, kObject + 24);  // short string: its own buffer
   memory.word(kObject + 16, 5);
   memory.text(kObject + 24, "short");
@@ -125,7 +125,7 @@ BOOST_AUTO_TEST_CASE(std_string_short_and_long_from_a_pointer_to_the_object) {
 
 BOOST_AUTO_TEST_CASE(rethrown_through_a_dependent_header) {
   FlatTarget memory;
-  put_exception(&memory, "N3c1015DistBackendErrorE", kHeap + 0x5000);
+  put_exception(&memory, "N3c1016DistBackendErrorE", kHeap + 0x5000);
   memory.word(kHeap + 0x5000, kClass | 1);       // the dependent header ...
   memory.word(kHeap + 0x5000 - 80, kObject);     // ... points to the primary object
   auto exception = find(&memory);

@@ -24,7 +24,7 @@ struct InFlightException {
   uint64_t unwind_header = 0;      // the primary exception's _Unwind_Exception
   uint64_t object = 0;             // the thrown object
   bool rethrown = false;           // reached through std::rethrow_exception's dependent header
-  std::string type_name;           // std::type_info::name() as stored: "N3c1015DistBackendErrorE"
+  std::string type_name;           // std::type_info::name() as stored: "N3c1016DistBackendErrorE"
   std::string type;                // demangled: "c10::DistBackendError" ("" when it does not demangle)
   std::string type_name_file;      // the local file the name was read from ("" the target's memory)
   std::optional<std::string> message;  // found by pattern; nullopt when no string matched
