@@ -79,6 +79,10 @@ if "errored-rank" in kinds:
 remote = [f for c in report["communicators"] for f in c["findings"] if f["kind"] == "remote-error"]
 if not remote or not any(0 in f["waiting_ranks"] for f in remote):
     problems.append("no remote-error finding naming rank 0")
+# The headline's third line says it too (ranks 0 and 3 read ncclRemoteError; rank 1 does not).
+others = report["headline"]["lines"][2]
+if not others.startswith("Others: ranks 0,3 saw ncclRemoteError (a peer's connection failed); ranks 0,1,3 in "):
+    problems.append("headline's third line does not say ranks 0,3 saw ncclRemoteError: %r" % others)
 for problem in problems:
     print(problem)
 sys.exit(1 if problems else 0)
