@@ -102,23 +102,26 @@ class CrashAnalyzer {
 
   void classify_failed(const ProcessView& process, const FatalSignalView& signal, bool remote, RankFailure* failure) const {
     std::string cuda = comms_with(failure->node, kCudaError, false);
-    if (signal.origin == "abort" && signal.torch_watchdog) {
+    // PyTorch aborted it: its watchdog thread, or abort() called from libtorch itself (its
+    // heartbeat monitor or watchdog after a timeout, frames unsymbolized): a reaction or a timeout.
+    if (signal.origin == "abort" && (signal.torch_watchdog || signal.site_in == "PyTorch")) {
       failure->kind = remote ? "watchdog-abort" : !cuda.empty() ? "cuda-error" : "watchdog-abort";
       failure->reaction = remote;
+      std::string by = signal.torch_watchdog ? "PyTorch's watchdog" : "PyTorch (abort() in libtorch)";
       std::string exception = signal.exception.empty() ? "" : signal.exception + "; ";  // what the watchdog rethrew, first
       if (!failure->health_known) {  // its communicators were aborted and freed: no health to read
-        failure->text = exception + "aborted by PyTorch's watchdog; it holds no communicator (aborted), so whether after a "
+        failure->text = exception + "aborted by " + by + "; it holds no communicator (aborted), so whether after a "
                         "peer's error is not told" + pending_work(process);
-        failure->brief = "aborted by PyTorch's watchdog (communicators gone)";
+        failure->brief = "aborted by " + by + " (communicators gone)";
         return;
       }
-      failure->text = exception + "aborted by PyTorch's watchdog" +
+      failure->text = exception + "aborted by " + by +
                       (remote ? " after ncclRemoteError on " + failure->pgs
                               : !cuda.empty() ? " after a CUDA error (" + std::string(kCudaError) + " on " + cuda + ")"
                                               : ", not after a peer's error (a timeout or a CUDA error" + pending_work(process) + ")");
-      failure->brief = remote ? "aborted by PyTorch's watchdog after ncclRemoteError"
+      failure->brief = remote ? "aborted by " + by + " after ncclRemoteError"
                               : !cuda.empty() ? "a CUDA error, then PyTorch's watchdog aborted it"
-                                              : "aborted by PyTorch's watchdog, not after a peer's error";
+                                              : "aborted by " + by + ", not after a peer's error";
       return;
     }
     if (signal.during_exit && remote) {

@@ -187,7 +187,9 @@ class CommAnalyzer {
     for (const CommView& comm : process.comms)
       if (comm.health.async_result == kRemoteError || comm.health.proxy_async_result == kRemoteError)
         return "after ncclRemoteError (a peer failed)";
-    if (process.fatal_signal && process.fatal_signal->torch_watchdog) return "aborted by PyTorch's watchdog";
+    const Maybe<FatalSignalView>& signal = process.fatal_signal;
+    if (signal && signal->origin == "abort" && (signal->torch_watchdog || signal->site_in == "PyTorch"))
+      return "aborted by PyTorch (its watchdog, or abort() in libtorch)";
     for (const ThreadView& thread : process.threads)
       for (const FrameView& frame : thread.frames)
         if (frame.label.find("ProcessGroupNCCL") != std::string::npos && frame.label.find("abort") != std::string::npos)
