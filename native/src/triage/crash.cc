@@ -294,8 +294,13 @@ class CrashAnalyzer {
                !first.empty()) {
       // A timeout (then the rank it waited on is the origin) or a CUDA error NCCL did not
       // record: a watchdog abort is a reaction to a timeout, so these are suspects only.
+      // One such rank whose peers all failed after ncclRemoteError (its connections closing)
+      // failed first: the origin. Otherwise which rank a timeout waited on is not told.
       crash->rule = "watchdog-first";
-      crash->suspect_nodes = first;
+      bool peers_reacted = std::all_of(crash->ranks.begin(), crash->ranks.end(), [&](const RankFailure& f) {
+        return f.node == first.front() || !f.failed || f.reaction;
+      }) && std::any_of(crash->ranks.begin(), crash->ranks.end(), [](const RankFailure& f) { return f.reaction; });
+      (first.size() == 1 && peers_reacted ? crash->culprit_nodes : crash->suspect_nodes) = first;
     } else {
       // Only reactions: the origin is among the hang analysis's chain ends (ranks without
       // input, typically), else among the failed ranks that did not react to a peer.
@@ -366,6 +371,9 @@ class CrashAnalyzer {
     } else if (crash.rule == "no-input") {
       lines.push_back("CRASH: " + who + " gone (no input) while its peers report ncclRemoteError.");
       lines.push_back("Culprit: " + who + ": its peers saw its connections fail; no core (SIGKILL, OOM or an exit).");
+    } else if (crash.rule == "watchdog-first" && !crash.culprit_nodes.empty()) {
+      lines.push_back("CRASH: PyTorch aborted " + who + " first, not after a peer's error; the others reacted to it.");
+      lines.push_back("Culprit: " + grouped(crash, origin) + ".");
     } else if (crash.rule == "watchdog-first") {
       lines.push_back("CRASH: PyTorch's watchdog aborted " + who + " first, not after a peer's error.");
       lines.push_back("Suspect: " + who + ": a timeout (the rank it waited on is the origin) or an unrecorded CUDA "
@@ -432,7 +440,7 @@ class CrashAnalyzer {
         {"local-failure", "the origin is the failure of its own that no other rank's explains"},
         {"no-input", "the origin is the rank without input that the others' ncclRemoteError points to (their errors are the evidence, not its absence)"},
         {"timeout", "PyTorch's watchdog aborted ranks after a timeout: the origin is the rank that never issued the collective that timed out"},
-        {"watchdog-first", "the watchdog aborted these ranks not after a peer's error: after a timeout (a reaction to the rank it waited on) or a CUDA error NCCL did not record, so they are suspects"},
+        {"watchdog-first", "PyTorch aborted these ranks not after a peer's error: the origin when every other failure reacted to it (ncclRemoteError), else suspects (a timeout reacts to the rank it waited on)"},
         {"undecided", "no failure is local and nothing in memory orders them"}};
     return "Crash. " + grouped(crash, all) + ". Origin: " + kRule.at(crash.rule) + "." +
            time_order(crash.culprit_nodes.empty() ? crash.suspect_nodes : crash.culprit_nodes);
