@@ -42,6 +42,7 @@ class CommAnalyzer {
     find_health();
     find_remote_errors();
     bool counters_differ = find_counter_differences();
+    find_split_vs_collective();
     find_p2p_waits();
     if (!counters_differ) find_stuck_before_launch();
     find_queued_waits();
@@ -205,6 +206,42 @@ class CommAnalyzer {
     }
     remote.edge_kind = "error";
     findings_.push_back(std::move(remote));
+  }
+
+  // --- a split the others never entered ------------------------------------
+  // Ranks that "never launched" a collective because they sit in a call creating a
+  // communicator from this one (ncclCommSplit: PyTorch's new_group) wait for the ranks that
+  // launched the collective instead: those skipped the split (issue 33).
+  bool creating_communicator(int rank) const {
+    const Member* member = group_.find(rank);
+    const ThreadView* thread = member ? job_.processes[member->process].principal() : nullptr;
+    return thread != nullptr && in_communicator_creation(*thread);
+  }
+
+  void find_split_vs_collective() {
+    std::vector<Finding> found;
+    for (const Finding& missing : findings_) {
+      if (missing.kind != "missing-collective" || missing.culprits_absent || missing.culprits.empty()) continue;
+      auto creating = [&](int rank) { return creating_communicator(rank); };
+      if (!std::all_of(missing.culprits.begin(), missing.culprits.end(), creating) ||
+          std::any_of(missing.waiting.begin(), missing.waiting.end(), creating))
+        continue;
+      Finding finding{"split-vs-collective", missing.collective};
+      finding.seq = missing.seq;
+      finding.waiting = missing.culprits;
+      finding.culprits = missing.waiting;
+      finding.explains_hang = !missing.waiting.empty();
+      finding.edge_kind = "host-call";
+      finding.evidence.push_back(members_phrase(finding.waiting) + " " + verb_for(finding.waiting, "sits", "sit") +
+                                 " in a call that creates a communicator from this one and needs every rank of it: " +
+                                 doing_phrase(finding.waiting));
+      finding.evidence.push_back(members_phrase(finding.culprits) + " launched " + missing.collective +
+                                 (missing.seq ? " #" + std::to_string(*missing.seq) : "") +
+                                 " on this communicator instead and " + verb_for(finding.culprits, "is", "are") +
+                                 " not in that call: " + doing_phrase(finding.culprits));
+      found.push_back(std::move(finding));
+    }
+    for (Finding& finding : found) findings_.push_back(std::move(finding));
   }
 
   // --- launched counters ---------------------------------------------------
