@@ -159,7 +159,12 @@ std::vector<int> ints(const json& list) {
 
 json triage(const std::vector<json>& documents) { return nsc::triage_documents(as_inputs(documents), {}); }
 
-std::string headline(const json& report) { return report["headline"]["text"].get<std::string>(); }
+// The headline, also shown with --log_level=message (docs/triage.md quotes it).
+std::string headline(const json& report) {
+  std::string text = report["headline"]["text"].get<std::string>();
+  BOOST_TEST_MESSAGE(text);
+  return text;
+}
 
 const json* first_finding(const json& report, const std::string& kind) { return finding_of(report, kind); }
 

@@ -331,11 +331,11 @@ class Headline {
     return json_text(edge["label"]);
   }
 
-  // The user's line a node waits at ("torch_crash_order.py:261"), else its call site.
+  // " at torch_crash_order.py:261" (the user's line a node waits at), else " (its call site)".
   std::string line_of(int id) const {
     const ThreadView* thread = is_process(id) ? job_.processes[id].principal() : nullptr;
     CallSite site = thread ? user_call_site(*thread) : CallSite{};
-    return site.location.empty() ? site_of(id) : site.location;
+    return site.location.empty() ? " (" + site_of(id) + ")" : " at " + site.location;
   }
 
   // "DEADLOCK in pg grad_a0, grad_b0: ranks 0 and 1 issued grad_a0 and grad_b0 in opposite
@@ -356,8 +356,8 @@ class Headline {
     else
       lines->push_back("DEADLOCK" + cycle_where() + ": " + pair + " issued " + waited_in(*first) + " and " +
                        waited_in(*second) + " in opposite orders (lock-order inversion).");
-    lines->push_back("No culprit: " + a + " waits in " + waited_in(*first) + " at " + line_of(ids[0]) + ", " + b + " in " + waited_in(*second) + " at " + line_of(ids[1]) +
-                     "; nobody skipped.");
+    lines->push_back("No culprit: " + a + " waits in " + waited_in(*first) + line_of(ids[0]) + ", " + b + " in " +
+                     waited_in(*second) + line_of(ids[1]) + "; nobody skipped.");
     return true;
   }
 
