@@ -283,7 +283,7 @@ void check_split_vs_collective(const json& report, const std::string& operation)
   const json* missing = first_finding(report, "missing-collective");
   BOOST_REQUIRE(missing != nullptr);
   BOOST_TEST((*missing)["culprit_ranks"].empty());
-  BOOST_TEST(text.find("ranks 0-2 wait in new_group for rank 3, which launched " + operation + " on the parent instead") !=
+  BOOST_TEST(text.find("ranks 0-2 wait in new_group for rank 3, which issued " + operation + " on the parent instead") !=
                  std::string::npos,
              text);
   BOOST_TEST(text.find("Culprit: rank 3, in cudaStreamSynchronize at torch_crash_order.py:212") != std::string::npos, text);
@@ -298,6 +298,33 @@ BOOST_AUTO_TEST_CASE(split_vs_collective_blames_the_rank_that_skipped_the_split)
 
 BOOST_AUTO_TEST_CASE(split_vs_collective_with_the_flight_recorder) {
   check_split_vs_collective(triage(split_vs_collective(true)), "all_reduce #4");
+}
+
+BOOST_AUTO_TEST_CASE(split_vs_collective_when_the_collective_is_stuck_before_launch) {
+  // As captured on the GPU machine: rank 3's host thread sits inside its world all_reduce #4
+  // (ncclGroupEnd, AllReduce planned, not launched), so every counter agrees.
+  std::vector<json> documents = split_vs_collective(false);
+  json& world = documents[3]["communicators"][0];
+  world["seq_launched"]["AllReduce"] = 3;
+  world["coll_op_count"] = 3;
+  world["proxy_ops"] = json::array();
+  world["planned"]["n_tasks_coll"] = 1;
+  world["planned"]["colls"].push_back({{"collective", "AllReduce"}, {"count", 65536}, {"datatype", "ncclFloat32"},
+                                       {"op", "ncclSum"}, {"root", 0}});
+  documents[3]["threads"][0] = python_thread("nccl-group-end",
+                                             {native("poll", "libc.so.6"), native("ncclGroupEnd", "libnccl.so.2")},
+                                             {python("all_reduce", kTorch + "distributed/distributed_c10d.py", 3068),
+                                              python("run_split_vs_collective", kScript, 209)});
+  documents[3]["threads"][0]["tid"] = 2003;
+  json report = triage(documents);
+  std::string text = headline(report);
+  BOOST_TEST(report["verdict"] == "hang", text);
+  BOOST_TEST(ints(report["culprit_ranks"]) == std::vector<int>({3}), text);
+  const json* split = first_finding(report, "split-vs-collective");
+  BOOST_REQUIRE(split != nullptr);
+  BOOST_TEST(ints((*split)["waiting_ranks"]) == std::vector<int>({0, 1, 2}));
+  BOOST_TEST(text.find("ranks 0-2 wait in new_group for rank 3, which issued AllReduce #4 (NCCL launch count) on the "
+                       "parent instead") != std::string::npos, text);
 }
 
 BOOST_AUTO_TEST_CASE(a_split_everyone_entered_is_no_split_vs_collective) {

@@ -42,9 +42,9 @@ class CommAnalyzer {
     find_health();
     find_remote_errors();
     bool counters_differ = find_counter_differences();
-    find_split_vs_collective();
     find_p2p_waits();
     if (!counters_differ) find_stuck_before_launch();
+    find_split_vs_collective();
     find_queued_waits();
     find_absent_ranks();
     if (std::none_of(findings_.begin(), findings_.end(),
@@ -218,25 +218,42 @@ class CommAnalyzer {
     return thread != nullptr && in_communicator_creation(*thread);
   }
 
+  // The ranks of `ranks` that sit in a communicator-creating call, and the others.
+  void split_by_creation(const std::vector<int>& ranks, std::vector<int>* creating, std::vector<int>* others) const {
+    for (int rank : ranks) (creating_communicator(rank) ? creating : others)->push_back(rank);
+  }
+
+  // Two shapes: the others launched the collective (missing-collective: the ranks in the split
+  // never did), or they sit inside the collective's NCCL call with it planned (stuck-before-
+  // launch with every rank inside a call: counters agree).
   void find_split_vs_collective() {
     std::vector<Finding> found;
-    for (const Finding& missing : findings_) {
-      if (missing.kind != "missing-collective" || missing.culprits_absent || missing.culprits.empty()) continue;
-      auto creating = [&](int rank) { return creating_communicator(rank); };
-      if (!std::all_of(missing.culprits.begin(), missing.culprits.end(), creating) ||
-          std::any_of(missing.waiting.begin(), missing.waiting.end(), creating))
+    for (const Finding& source : findings_) {
+      std::vector<int> creating, others;
+      if (source.kind == "missing-collective" && !source.culprits_absent) {
+        split_by_creation(source.culprits, &creating, &others);
+        if (!others.empty() || std::any_of(source.waiting.begin(), source.waiting.end(),
+                                           [&](int rank) { return creating_communicator(rank); }))
+          continue;
+        others = source.waiting;
+      } else if (source.kind == "stuck-before-launch" && source.culprits.empty() && !source.collective.empty()) {
+        split_by_creation(source.waiting, &creating, &others);
+      } else {
         continue;
-      Finding finding{"split-vs-collective", missing.collective};
-      finding.seq = missing.seq;
-      finding.waiting = missing.culprits;
-      finding.culprits = missing.waiting;
-      finding.explains_hang = !missing.waiting.empty();
+      }
+      if (creating.empty() || others.empty()) continue;
+      Finding finding{"split-vs-collective", source.collective};
+      finding.seq = source.seq;
+      finding.waiting = creating;
+      finding.culprits = others;
+      finding.explains_hang = true;
       finding.edge_kind = "host-call";
       finding.evidence.push_back(members_phrase(finding.waiting) + " " + verb_for(finding.waiting, "sits", "sit") +
                                  " in a call that creates a communicator from this one and needs every rank of it: " +
                                  doing_phrase(finding.waiting));
-      finding.evidence.push_back(members_phrase(finding.culprits) + " launched " + missing.collective +
-                                 (missing.seq ? " #" + std::to_string(*missing.seq) : "") +
+      finding.evidence.push_back(members_phrase(finding.culprits) + " " +
+                                 (source.kind == "missing-collective" ? "launched " : "sit inside the NCCL call of ") +
+                                 source.collective + (source.seq ? " #" + std::to_string(*source.seq) : "") +
                                  " on this communicator instead and " + verb_for(finding.culprits, "is", "are") +
                                  " not in that call: " + doing_phrase(finding.culprits));
       found.push_back(std::move(finding));

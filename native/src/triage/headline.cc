@@ -220,7 +220,7 @@ class Headline {
              " never started";
     if (kind == "split-vs-collective")
       return waiting + " " + verb_for(f.waiting, "waits", "wait") + " in " + creating_call(located) + " for " + far +
-             ", which launched " + operation(f) + " on the parent instead";
+             ", which issued " + operation(f) + " on the parent instead";
     return operation(f) + " issued with different arguments";
   }
 
