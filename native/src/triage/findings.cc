@@ -236,7 +236,11 @@ class CommAnalyzer {
                                            [&](int rank) { return creating_communicator(rank); }))
           continue;
         others = source.waiting;
-      } else if (source.kind == "stuck-before-launch" && source.culprits.empty() && !source.collective.empty()) {
+      } else if (source.kind == "stuck-before-launch" && !source.collective.empty() && !source.culprits_absent) {
+        // Ranks in the split whose thread the call's class missed (unnamed libnccl frames) are its far side.
+        std::vector<int> far_side_in_call;
+        split_by_creation(source.culprits, &creating, &far_side_in_call);
+        if (!far_side_in_call.empty()) continue;
         split_by_creation(source.waiting, &creating, &others);
       } else {
         continue;
