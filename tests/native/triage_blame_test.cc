@@ -113,3 +113,32 @@ BOOST_AUTO_TEST_CASE(large_graph_with_one_skipper_is_fast_and_right) {
   BlameResult blame = assign_blame(n, edges);
   BOOST_TEST(blame.culprits == v({0}));
 }
+
+BOOST_AUTO_TEST_CASE(two_ranks_waiting_in_what_they_issued_are_an_order_inversion) {
+  // order-lock-inversion: 0 waits on 1 in grad_a, 1 on 0 in grad_b, both in torch.cuda.synchronize();
+  // 2 and 3 wait on both in the world all_reduce. Nobody skipped.
+  BlameResult blame = assign_blame(4, {skip({0}, {1}), skip({1}, {0}), skip({2, 3}, {0, 1})}, {}, {true, true, true, true});
+  BOOST_TEST(blame.culprits.empty());
+  BOOST_TEST(blame.suspects.empty());
+  BOOST_REQUIRE_EQUAL(blame.reasons.size(), 1u);
+  BOOST_TEST(blame.reasons[0].kind == "order-inversion");
+  BOOST_TEST(blame.reasons[0].nodes == v({0, 1}));
+}
+
+BOOST_AUTO_TEST_CASE(a_rank_whose_thread_does_not_wait_keeps_the_cycle_undecided) {
+  // Rank 1 sits in user code: it may yet issue what rank 0 waits for.
+  BlameResult blame = assign_blame(2, {skip({0}, {1}), skip({1}, {0})}, {}, {true, false});
+  BOOST_TEST(blame.suspects == v({0, 1}));
+  BOOST_TEST(blame.reasons[0].kind == "cycle-undecided");
+}
+
+BOOST_AUTO_TEST_CASE(a_pair_that_also_waits_on_others_is_no_order_inversion) {
+  // order-p2p-skip with receivers whose hosts block in their recv: 2 waits on 1's send, 3 on
+  // 2's, 0 on 3 in embed, 1 on 0,2,3 in the world all_reduce they never issued: 1 or 2 alone
+  // would explain it, but 1 also waits on 0 and 3: no pair waits on each other alone.
+  BlameResult blame = assign_blame(4, {skip({2}, {1}), skip({3}, {2}), skip({0}, {3}), skip({1}, {0, 2, 3})}, {},
+                                   {true, true, true, true});
+  BOOST_TEST(blame.culprits.empty());
+  BOOST_TEST(blame.suspects == v({1, 2}));
+  BOOST_TEST(blame.reasons[0].kind == "cycle-undecided");
+}

@@ -190,7 +190,30 @@ std::vector<std::set<int>> smallest_cycle_breakers(const WaitGraph& graph, const
   return found;
 }
 
-void decide_cycle(const WaitGraph& graph, const Component& component, BlameResult* result) {
+// `from` waits on `to` through a blaming edge, and on nobody else.
+bool waits_only_on(const WaitGraph& graph, int from, int to) {
+  bool blamed = false;
+  for (int e : graph.out_edges(from)) {
+    const std::vector<int>& targets = graph.edge(e).to;
+    if (std::any_of(targets.begin(), targets.end(), [to](int n) { return n != to; })) return false;
+    blamed = blamed || graph.edge(e).blames_target;
+  }
+  return blamed;
+}
+
+// Two ranks, each alone a cycle breaker, waiting on each other only, each owing the other what
+// the other waits in, both waiting in what they issued themselves: each issued its operation
+// before the one it owes. A third rank in either's wait could be the one that skipped.
+bool opposite_orders(const WaitGraph& graph, const std::vector<std::set<int>>& breakers,
+                     const std::vector<bool>& waits_itself) {
+  if (breakers.size() != 2 || breakers[0].size() != 1 || breakers[1].size() != 1) return false;
+  int a = *breakers[0].begin(), b = *breakers[1].begin();
+  auto waits = [&](int n) { return static_cast<size_t>(n) < waits_itself.size() && waits_itself[n]; };
+  return waits(a) && waits(b) && waits_only_on(graph, a, b) && waits_only_on(graph, b, a);
+}
+
+void decide_cycle(const WaitGraph& graph, const Component& component, const std::vector<bool>& waits_itself,
+                  BlameResult* result) {
   std::vector<int> candidates = blamed_members(graph, component);
   if (!graph.has_blaming_cycle(component.members, {})) {
     // Queued waits only (each waits for data another has not sent): nobody visibly skipped.
@@ -202,6 +225,10 @@ void decide_cycle(const WaitGraph& graph, const Component& component, BlameResul
   if (breakers.size() == 1) {
     result->culprits.insert(result->culprits.end(), breakers[0].begin(), breakers[0].end());
     result->reasons.push_back({{breakers[0].begin(), breakers[0].end()}, "skipped-in-cycle"});
+    return;
+  }
+  if (opposite_orders(graph, breakers, waits_itself)) {  // a deadlock by order: no culprit, no suspect
+    result->reasons.push_back({{*breakers[0].begin(), *breakers[1].begin()}, "order-inversion"});
     return;
   }
   std::set<int> suspects;
@@ -223,7 +250,8 @@ std::vector<std::vector<int>> find_wait_cycles(int node_count, const std::vector
   return cycles;
 }
 
-BlameResult assign_blame(int node_count, const std::vector<WaitEdge>& edges, const std::vector<bool>& no_input) {
+BlameResult assign_blame(int node_count, const std::vector<WaitEdge>& edges, const std::vector<bool>& no_input,
+                         const std::vector<bool>& waits_itself) {
   WaitGraph graph(node_count, edges);
   BlameResult result;
   InEdges in = in_edges_of(graph);
@@ -235,7 +263,7 @@ BlameResult assign_blame(int node_count, const std::vector<WaitEdge>& edges, con
       for (int n : component.members)
         if (static_cast<size_t>(n) < no_input.size() && no_input[n]) unknown.push_back(n);
       if (unknown.empty()) {
-        decide_cycle(graph, component, &result);
+        decide_cycle(graph, component, waits_itself, &result);
       } else {
         result.suspects.insert(result.suspects.end(), unknown.begin(), unknown.end());
         result.reasons.push_back({unknown, "no-input"});

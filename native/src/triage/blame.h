@@ -23,7 +23,8 @@ struct BlameResult {
   // Per culprit or suspect group, one sentence: why (node ids are written as "#N").
   struct Reason {
     std::vector<int> nodes;
-    std::string kind;  // "skipped", "skipped-in-cycle", "cycle-undecided", "not-reached", "no-input"
+    // "skipped", "skipped-in-cycle", "order-inversion", "cycle-undecided", "not-reached", "no-input"
+    std::string kind;
   };
   std::vector<Reason> reasons;
 };
@@ -36,7 +37,11 @@ std::vector<std::vector<int>> find_wait_cycles(int node_count, const std::vector
 // cycle skipped (their waits are the consequence); several such sets: suspects.
 // `no_input[n]`: node n has no usable input (absent, unreadable): what it does is unknown, so
 // it is never a culprit, only a suspect ("no-input") whose input would decide.
+// `waits_itself[n]`: node n's host thread waits in an operation it issued (on the GPU, inside
+// an NCCL call): in its program order, what it has not issued comes after that wait. Two ranks
+// of a cycle that each owe the other what the other waits in, and both wait so, issued the two
+// operations in opposite orders: an "order-inversion", nobody skipped (docs/triage.md).
 BlameResult assign_blame(int node_count, const std::vector<WaitEdge>& edges,
-                         const std::vector<bool>& no_input = {});
+                         const std::vector<bool>& no_input = {}, const std::vector<bool>& waits_itself = {});
 
 }  // namespace nsc::triage

@@ -72,6 +72,13 @@ std::string stuck_before_launch(const Job& job, size_t g, const Finding& finding
          ", waiting for " + p.far + ", which never made that call.";
 }
 
+std::string split_vs_collective(const Job& job, size_t g, const Finding& finding) {
+  Phrases p = phrases_of(job, g, finding);
+  return p.where + ", " + p.waiting + " " + verb_for(finding.waiting, "sits", "sit") +
+         " in a call that creates a communicator from it (ncclCommSplit, ncclCommInitRank, PyTorch new_group) and " +
+         waits(finding.waiting) + " for " + p.far + ", which issued " + p.op + " on it instead.";
+}
+
 std::string failed_rank(const Job& job, size_t g, const Finding& finding) {
   Phrases p = phrases_of(job, g, finding);
   if (finding.culprits.empty() && !finding.evidence.empty())  // aborts that react to a peer's failure
@@ -226,6 +233,8 @@ const std::vector<FindingKind>& finding_kinds() {
       {"remote-error", VE::kNone, true, "no input holds it (its peers saw its connection fail)", remote_error},
       {"p2p-unmatched", VE::kNone, true, "never posted the matching operation", p2p_unmatched},
       {"stuck-before-launch", VE::kIncomplete, true, "never made that call", stuck_before_launch},
+      {"split-vs-collective", VE::kNone, true, "issued a collective on it instead of entering the split",
+       split_vs_collective},
       {"data-wait", VE::kNone, false, "issued it, its GPU has not reached it", data_wait},
       {"queued-behind", VE::kIncomplete, false, "", evidence_sentence},
       {"kernel-wait", VE::kNone, true, "waited on by a kernel", kernel_wait},

@@ -44,6 +44,7 @@ class CommAnalyzer {
     bool counters_differ = find_counter_differences();
     find_p2p_waits();
     if (!counters_differ) find_stuck_before_launch();
+    find_split_vs_collective();
     find_queued_waits();
     find_absent_ranks();
     if (std::none_of(findings_.begin(), findings_.end(),
@@ -230,6 +231,63 @@ class CommAnalyzer {
     }
     remote.edge_kind = "error";
     findings_.push_back(std::move(remote));
+  }
+
+  // --- a split the others never entered ------------------------------------
+  // Ranks that "never launched" a collective because they sit in a call creating a
+  // communicator from this one (ncclCommSplit: PyTorch's new_group) wait for the ranks that
+  // launched the collective instead: those skipped the split (issue 33).
+  bool creating_communicator(int rank) const {
+    const Member* member = group_.find(rank);
+    const ThreadView* thread = member ? job_.processes[member->process].principal() : nullptr;
+    return thread != nullptr && in_communicator_creation(*thread);
+  }
+
+  // The ranks of `ranks` that sit in a communicator-creating call, and the others.
+  void split_by_creation(const std::vector<int>& ranks, std::vector<int>* creating, std::vector<int>* others) const {
+    for (int rank : ranks) (creating_communicator(rank) ? creating : others)->push_back(rank);
+  }
+
+  // Two shapes: the others launched the collective (missing-collective: the ranks in the split
+  // never did), or they sit inside the collective's NCCL call with it planned (stuck-before-
+  // launch with every rank inside a call: counters agree).
+  void find_split_vs_collective() {
+    std::vector<Finding> found;
+    for (const Finding& source : findings_) {
+      std::vector<int> creating, others;
+      if (source.kind == "missing-collective" && !source.culprits_absent) {
+        split_by_creation(source.culprits, &creating, &others);
+        if (!others.empty() || std::any_of(source.waiting.begin(), source.waiting.end(),
+                                           [&](int rank) { return creating_communicator(rank); }))
+          continue;
+        others = source.waiting;
+      } else if (source.kind == "stuck-before-launch" && !source.collective.empty() && !source.culprits_absent) {
+        // Ranks in the split whose thread the call's class missed (unnamed libnccl frames) are its far side.
+        std::vector<int> far_side_in_call;
+        split_by_creation(source.culprits, &creating, &far_side_in_call);
+        if (!far_side_in_call.empty()) continue;
+        split_by_creation(source.waiting, &creating, &others);
+      } else {
+        continue;
+      }
+      if (creating.empty() || others.empty()) continue;
+      Finding finding{"split-vs-collective", source.collective};
+      finding.seq = source.seq;
+      finding.waiting = creating;
+      finding.culprits = others;
+      finding.explains_hang = true;
+      finding.edge_kind = "host-call";
+      finding.evidence.push_back(members_phrase(finding.waiting) + " " + verb_for(finding.waiting, "sits", "sit") +
+                                 " in a call that creates a communicator from this one and needs every rank of it: " +
+                                 doing_phrase(finding.waiting));
+      finding.evidence.push_back(members_phrase(finding.culprits) + " " +
+                                 (source.kind == "missing-collective" ? "launched " : "sit inside the NCCL call of ") +
+                                 source.collective + (source.seq ? " #" + std::to_string(*source.seq) : "") +
+                                 " on this communicator instead and " + verb_for(finding.culprits, "is", "are") +
+                                 " not in that call: " + doing_phrase(finding.culprits));
+      found.push_back(std::move(finding));
+    }
+    for (Finding& finding : found) findings_.push_back(std::move(finding));
   }
 
   // --- launched counters ---------------------------------------------------

@@ -218,7 +218,18 @@ class Headline {
     if (kind == "gpu-busy")
       return far + "'s GPU runs " + f.extra.value("kernel", std::string("another kernel")) + "; its " + operation(f) +
              " never started";
+    if (kind == "split-vs-collective")
+      return waiting + " " + verb_for(f.waiting, "waits", "wait") + " in " + creating_call(located) + " for " + far +
+             ", which issued " + operation(f) + " on the parent instead";
     return operation(f) + " issued with different arguments";
+  }
+
+  // What the waiting side of a split-vs-collective called: "new_group", else "ncclCommSplit".
+  std::string creating_call(const Located& located) const {
+    const Member* member = located.finding->waiting.empty() ? nullptr : job_.comms[located.comm].find(located.finding->waiting.front());
+    const ThreadView* thread = member ? job_.processes[member->process].principal() : nullptr;
+    CallSite site = thread ? user_call_site(*thread) : CallSite{};
+    return site.call.empty() || site.call == "ncclCommInitRank" ? "ncclCommSplit" : site.call;
   }
 
   std::string startup_event() const {
@@ -285,12 +296,69 @@ class Headline {
     return nullptr;
   }
 
-  // Deadlock: a cycle that no single skip explains (blame: cycle-undecided), nobody blamed.
+  // Deadlock: a cycle that no single skip explains (blame: cycle-undecided, order-inversion), nobody blamed.
   bool undecided_cycle() const {
     if (!culprits_.empty()) return false;
     for (const json& reason : graph_["blame"])
-      if (reason["kind"] == "cycle-undecided") return true;
+      if (reason["kind"] == "cycle-undecided" || reason["kind"] == "order-inversion") return true;
     return false;
+  }
+
+  // The two ranks blame found waiting on each other in opposite orders, else none.
+  std::vector<int> inverted_nodes() const {
+    std::vector<int> ids;
+    for (const json& reason : graph_["blame"])
+      if (reason["kind"] == "order-inversion")
+        for (const json& id : reason["nodes"]) ids.push_back(id.get<int>());
+    return ids;
+  }
+
+  // The first edge on which `from` waits on `to`.
+  const json* edge_between(int from, int to) const {
+    for (const json& edge : graph_["edges"])
+      if (std::count(edge["from"].begin(), edge["from"].end(), from) && std::count(edge["to"].begin(), edge["to"].end(), to))
+        return &edge;
+    return nullptr;
+  }
+
+  // What an edge waits in: its process group ("grad_a0"), else "AllReduce #4 on 0x..".
+  std::string waited_in(const json& edge) const {
+    if (!edge["process_group"].is_null()) return json_text(edge["process_group"]);
+    for (const CommGroup& comm : job_.comms)
+      if (edge["comm_hash"] == comm.hash_text)
+        return comm.pg_name.empty() ? json_text(edge["label"]) + " on " + comm.hash_text
+                                    : (comm.pg_desc.empty() ? comm.pg_name : comm.pg_desc);
+    return json_text(edge["label"]);
+  }
+
+  // " at torch_crash_order.py:261" (the user's line a node waits at), else " (its call site)".
+  std::string line_of(int id) const {
+    const ThreadView* thread = is_process(id) ? job_.processes[id].principal() : nullptr;
+    CallSite site = thread ? user_call_site(*thread) : CallSite{};
+    return site.location.empty() ? " (" + site_of(id) + ")" : " at " + site.location;
+  }
+
+  // "DEADLOCK in pg grad_a0, grad_b0: ranks 0 and 1 issued grad_a0 and grad_b0 in opposite
+  // orders (lock-order inversion)." then each rank's wait; nobody skipped.
+  bool inversion_lines(std::vector<std::string>* lines) const {
+    std::vector<int> ids = inverted_nodes();
+    if (ids.size() != 2) return false;
+    const json* first = edge_between(ids[0], ids[1]);
+    const json* second = edge_between(ids[1], ids[0]);
+    if (first == nullptr || second == nullptr) return false;
+    std::string a = nodes_ranks({ids[0]}), b = nodes_ranks({ids[1]});
+    std::string pair = nodes_ranks(ids);  // "ranks 0,1"
+    if (node(ids[0])["world_rank"].is_number_integer() && node(ids[1])["world_rank"].is_number_integer())
+      pair = "ranks " + node(ids[0])["world_rank"].dump() + " and " + node(ids[1])["world_rank"].dump();
+    if ((*first)["kind"] == "p2p" && (*second)["kind"] == "p2p")
+      lines->push_back("DEADLOCK" + cycle_where() + ": " + pair + " each wait in a " + json_text((*first)["collective"]) +
+                       " to the other before posting the matching one (lock-order inversion).");
+    else
+      lines->push_back("DEADLOCK" + cycle_where() + ": " + pair + " issued " + waited_in(*first) + " and " +
+                       waited_in(*second) + " in opposite orders (lock-order inversion).");
+    lines->push_back("No culprit: " + a + " waits in " + waited_in(*first) + line_of(ids[0]) + ", " + b + " in " +
+                     waited_in(*second) + line_of(ids[1]) + "; nobody skipped.");
+    return true;
   }
 
   std::string hang_lines(std::vector<std::string>* lines) {
@@ -300,6 +368,12 @@ class Headline {
     if (std::string startup = startup_event(); !startup.empty() && (!primary || job_.comms.empty())) {
       lines->push_back(startup);
       what = "start-up";
+    } else if (what == "deadlock" && inversion_lines(lines)) {
+      std::vector<int> others = role_nodes("waiting"), pair = inverted_nodes();
+      others.erase(std::remove_if(others.begin(), others.end(), [&](int id) { return std::count(pair.begin(), pair.end(), id) > 0; }),
+                   others.end());
+      add_others_line("Waiting", others, lines);
+      return what;
     } else if (what == "deadlock") {
       lines->push_back("DEADLOCK" + cycle_where() + ": " + nodes_ranks(cycle_nodes()) + " wait on each other in a cycle" +
                        (primary ? " (" + primary->finding->collective + ")" : "") + ".");

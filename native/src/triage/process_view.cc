@@ -221,6 +221,15 @@ bool is_nccl_host_call(const std::string& blocked_in) {
          blocked_in == "nccl-bootstrap";
 }
 
+bool in_communicator_creation(const ThreadView& thread) {
+  if (thread.blocked_in == "ncclCommInitRank") return true;  // ncclCommInitRank*, ncclCommInitAll, ncclCommSplit
+  for (const FrameView& frame : thread.frames)
+    if (frame.python && (frame.label.rfind("new_group (", 0) == 0 || frame.label.rfind("new_subgroups (", 0) == 0 ||
+                         frame.label.rfind("_new_process_group_helper (", 0) == 0))
+      return true;
+  return false;
+}
+
 bool is_gpu_wait(const std::string& blocked_in) {
   return blocked_in == "cudaStreamSynchronize" || blocked_in == "cudaEventSynchronize" ||
          blocked_in == "cudaDeviceSynchronize";

@@ -205,6 +205,9 @@ std::string damage_suffix(const ProcessView& process);
 bool host_thread_known(const ProcessView& process);
 // Host-side blocking classes that mean "inside an NCCL call, not launched yet".
 bool is_nccl_host_call(const std::string& blocked_in);
+// Inside a call that creates a communicator from others (ncclCommSplit, ncclCommInitRank*,
+// PyTorch's new_group / new_subgroups): it needs every rank of the parent to enter it too.
+bool in_communicator_creation(const ThreadView& thread);
 // Classes that mean "waiting for GPU work to finish".
 bool is_gpu_wait(const std::string& blocked_in);
 // A thread of unknown class whose innermost frames are in libcuda or libnccl without names

@@ -322,19 +322,23 @@ class TorchJoin {
 
   // PyTorch's words for the operation the far side owes: the first entry a waiting rank
   // recorded beyond the far side's last one on this group. Unknown when a far rank has no recorder.
+  // A split-vs-collective is the other way round: the far side launched it, the waiting side did not.
   void name_torch_operation(const CommGroup& group, bool p2p, Finding* finding) const {
-    uint64_t far_last = 0;
-    for (int rank : finding->culprits) {
+    bool launched_by_far_side = finding->kind == "split-vs-collective";
+    const std::vector<int>& behind = launched_by_far_side ? finding->waiting : finding->culprits;
+    const std::vector<int>& ahead = launched_by_far_side ? finding->culprits : finding->waiting;
+    uint64_t behind_last = 0;
+    for (int rank : behind) {
       const Member* member = group.find(rank);
       if (member == nullptr || !job_.processes[member->process].torch.is_object()) return;
       auto entries = entries_on(job_, *member, group.pg_name, p2p);
-      if (!entries.empty()) far_last = std::max(far_last, entries.rbegin()->first);
+      if (!entries.empty()) behind_last = std::max(behind_last, entries.rbegin()->first);
     }
-    for (int rank : finding->waiting) {
+    for (int rank : ahead) {
       const Member* member = group.find(rank);
       if (member == nullptr) continue;
       auto entries = entries_on(job_, *member, group.pg_name, p2p);
-      auto next = entries.upper_bound(far_last);
+      auto next = entries.upper_bound(behind_last);
       if (next == entries.end()) continue;
       finding->torch_op = op_name(*next->second);
       finding->torch_seq = static_cast<int64_t>(next->first);

@@ -255,6 +255,9 @@ std::string blame_sentences(const json& graph) {
       text += " Deadlock: " + node_ranks_phrase(graph, cycle_holding(reason["nodes"])) +
               " wait on each other in a cycle, and any one of " + who +
               " alone would explain it; the inputs do not say which skipped.";
+    else if (kind == "order-inversion")
+      text += " Deadlock: " + who + " wait on each other in a cycle, each in an operation it issued and owing the "
+              "one the other waits in: they issued the two in opposite orders; nobody skipped.";
     else if (kind == "not-reached")
       text += " " + who + (one ? " is" : " are") + " waited on for an operation " + (one ? "it" : "they") +
               " issued but " + (one ? "its" : "their") + " GPU has not reached; what " + (one ? "it waits" : "they wait") +

@@ -36,7 +36,7 @@ class GraphBuilder {
     compute_adjacency();
     std::vector<WaitEdge> wait_edges;
     for (const Edge& edge : edges_) wait_edges.push_back({edge.from, edge.to, finding_kind(edge.finding->kind).may_blame});
-    blame_ = assign_blame(node_count_, wait_edges, no_input_nodes());
+    blame_ = assign_blame(node_count_, wait_edges, no_input_nodes(), nodes_waiting_themselves());
     json graph;
     graph["nodes"] = nodes_json();
     graph["edges"] = edges_json();
@@ -145,6 +145,20 @@ class GraphBuilder {
     return no_input;
   }
 
+  // Nodes whose host thread waits in an operation the process issued (GPU wait, NCCL call), or,
+  // for a dump, whose records end in an operation not completed: what it has not issued comes
+  // later in its program order (blame.h, order-inversion).
+  std::vector<bool> nodes_waiting_themselves() const {
+    std::vector<bool> waits(node_count_, false);
+    for (size_t p = 0; p < job_.processes.size(); ++p) {
+      const ThreadView* thread = job_.processes[p].principal();
+      waits[p] = thread != nullptr ? is_gpu_wait(thread->blocked_in) || is_nccl_host_call(thread->blocked_in) ||
+                                         guessed_gpu_wait(*thread)
+                                   : records_tell_waits(p);
+    }
+    return waits;
+  }
+
   // A dump file has no host thread, but its records say what the rank waits in (or that
   // every operation it issued completed): as good as a thread for "waits on nobody".
   bool records_tell_waits(size_t p) const {
@@ -211,6 +225,9 @@ class GraphBuilder {
                         "what it waits on is not visible"},
         {"skipped-in-cycle", "the ranks wait on each other in a cycle; these alone, taken as having "
                              "skipped, explain every wait (their own waits follow from the skip)"},
+        {"order-inversion", "the two ranks wait on each other in a cycle, each in an operation it issued and "
+                            "owing the one the other waits in: they issued the two in opposite orders; nobody "
+                            "skipped (a deadlock, no culprit)"},
         {"cycle-undecided", "the ranks wait on each other in a cycle and more than one rank alone would "
                             "explain every wait: the inputs do not say which skipped"},
         {"no-input", "waited on, but no usable input holds it: whether it skipped or waits like the others "

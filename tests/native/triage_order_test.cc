@@ -1,0 +1,427 @@
+// Program order across process groups (issue 33 items 1-3), on synthetic snapshots that mirror
+// tests/scenarios/torch_crash_order.py's order-* scenarios (4 ranks, PyTorch over NCCL's socket
+// transport, the deviation in step 4): what each rank launched on each communicator, where its
+// host thread sits, its proxy operations in flight and, with the flight recorder on, its records.
+//  - order-p2p-skip: pp4; rank 1 skips its send of micro-batch 1 to rank 2 and goes on to the
+//    world all_reduce; the hosts go on to loss.item() (dist.recv does not block the host).
+//  - order-p2p-skip, host-blocking receives: the same skip where each receiver's host waits in
+//    its recv (as with blocking waits), so rank 2 never launches the world all_reduce.
+//  - order-split-vs-collective: ranks 0-2 sit in ncclCommSplit (dist.new_group), rank 3
+//    launched world all_reduce #4 instead.
+//  - order-lock-inversion: pairs; rank 0 issues grad_a then grad_b, rank 1 grad_b then grad_a,
+//    a host synchronize between: a deadlock nobody skipped.
+#define BOOST_TEST_MODULE triage_order
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "triage/triage.h"
+#include "triage_synthetic.h"
+
+using nlohmann::json;
+using namespace synthetic;
+
+namespace {
+
+const std::string kScript = "/job/tests/scenarios/torch_crash_order.py";
+const std::string kTorch = "/venv/lib/python3.12/site-packages/torch/";
+
+json native(const std::string& function, const std::string& module) {
+  return {{"kind", "native"}, {"function", function}, {"module", module}, {"pc", "0x401000"}};
+}
+
+json python(const std::string& function, const std::string& file, int line) {
+  return {{"kind", "python"}, {"function", function}, {"file", file}, {"line", line}};
+}
+
+// The application thread of a rank: native frames innermost first, then the Python ones.
+json python_thread(const std::string& blocked_in, std::vector<json> natives, std::vector<json> pythons) {
+  json frames = json::array(), merged = json::array();
+  for (const json& frame : natives) {
+    frames.push_back(frame);
+    merged.push_back(frame);
+  }
+  for (const json& frame : pythons) merged.push_back(frame);
+  json main_frame = native("main", "/usr/bin/python3.12");
+  frames.push_back(main_frame);
+  merged.push_back(main_frame);
+  return {{"tid", 0}, {"name", "python3"}, {"state", "S"}, {"blocked_in", blocked_in},
+          {"frames", frames}, {"merged_frames", merged}};
+}
+
+// loss.item(): a device-to-host copy that waits for the stream.
+json item_thread(const std::string& function, int line) {
+  return python_thread("cudaStreamSynchronize",
+                       {native("ioctl", "libc.so.6"), native("cuStreamSynchronize", "libcuda.so.1"),
+                        native("cudaStreamSynchronize", "libcudart.so.13")},
+                       {python(function, kScript, line)});
+}
+
+// torch.cuda.synchronize() between grad_a and grad_b (run_pairs).
+json synchronize_thread() {
+  return python_thread("cudaDeviceSynchronize",
+                       {native("ioctl", "libc.so.6"), native("cuCtxSynchronize", "libcuda.so.1"),
+                        native("cudaDeviceSynchronize", "libcudart.so.13")},
+                       {python("synchronize", kTorch + "cuda/__init__.py", 1040), python("run_pairs", kScript, 261)});
+}
+
+// dist.new_group: eager init splits the world communicator; the split's allgather waits.
+json new_group_thread() {
+  return python_thread("ncclCommInitRank",
+                       {native("poll", "libc.so.6"), native("bootstrapAllGather", "libnccl.so.2"),
+                        native("ncclCommSplit", "libnccl.so.2")},
+                       {python("new_group", kTorch + "distributed/distributed_c10d.py", 5120),
+                        python("new_groups", "/job/tests/scenarios/torch_multigroup.py", 98),
+                        python("run_split_vs_collective", kScript, 216)});
+}
+
+// One communicator of a rank, at its own address (the recorder joins groups by address).
+json comm_at(uint64_t hash, int rank, int nranks, int64_t all_reduces, int address) {
+  json c = comm(hash, rank, nranks, {0, 0, 0, 0, all_reduces});
+  c["address"] = nsc::hex(0x7f0000100000ull + 0x10000ull * address);
+  return c;
+}
+
+// One connection of a proxy operation in flight: `moved` steps received (recv) or sent (send).
+json sub(int peer, bool send, int64_t moved) {
+  return {{"channel", 0}, {"peer", peer}, {"nsteps", 8}, {"posted", 8}, {"received", send ? 0 : moved},
+          {"transmitted", send ? moved : 0}, {"done", 0}, {"send", send}};
+}
+
+json proxy(const std::string& collective, const std::string& pattern, json subs) {
+  json op = proxy_op(collective, pattern, -1);
+  op["subs"] = std::move(subs);
+  return op;
+}
+
+// A ring collective in flight: nothing received from `prev`; sent to `next` once the GPU runs it.
+json ring_op(int prev, int next, bool gpu_in_it) {
+  return proxy("AllReduce", "ncclPatternRing", json::array({sub(prev, false, 0), sub(next, true, gpu_in_it ? 2 : 0)}));
+}
+json send_op(int peer, bool gpu_in_it) { return proxy("Send", "ncclPatternSend", json::array({sub(peer, true, gpu_in_it ? 2 : 0)})); }
+json recv_op(int peer) { return proxy("Recv", "ncclPatternRecv", json::array({sub(peer, false, 0)})); }
+
+json rank_doc(int rank, json comms, json main_thread) {
+  int pid = 2000 + rank;
+  main_thread["tid"] = pid;
+  json doc = document(pid, std::move(comms), json::array({main_thread, proxy_thread(pid + 1)}));
+  doc["target"]["executable"] = "/usr/bin/python3.12";
+  doc["environment"] = {{"RANK", std::to_string(rank)}, {"WORLD_SIZE", "4"}};
+  return doc;
+}
+
+// --- the flight recorder (PyTorch's records, one id sequence per process) -----------------
+
+struct Group {
+  std::string name, desc;
+  std::vector<int> ranks;
+  int address;  // comm_at's address index
+};
+
+struct Record {
+  const Group* group;
+  std::string op;  // "all_reduce", "send 1->2" (group ranks), ...
+  int64_t seq;     // collective_seq_id, or p2p_seq_id
+  std::string state;
+  int line;
+};
+
+json records_section(int rank, const std::vector<const Group*>& groups, const std::vector<Record>& records) {
+  json pgs = json::array(), entries = json::array();
+  for (const Group* group : groups) {
+    int comm_rank = static_cast<int>(std::find(group->ranks.begin(), group->ranks.end(), rank) - group->ranks.begin());
+    pgs.push_back({{"name", group->name}, {"desc", group->desc}, {"ranks", group->ranks}, {"pg_id", std::stoi(group->name)},
+                   {"comm_rank", comm_rank}, {"communicator", nsc::hex(0x7f0000100000ull + 0x10000ull * group->address)},
+                   {"match", "unique"}});
+  }
+  for (size_t id = 0; id < records.size(); ++id) {
+    const Record& r = records[id];
+    bool p2p = r.op.rfind("send", 0) == 0 || r.op.rfind("recv", 0) == 0;
+    entries.push_back({{"record_id", id}, {"pg_id", std::stoi(r.group->name)},
+                       {"process_group", {r.group->name, r.group->desc}},
+                       {"collective_seq_id", p2p ? 0 : r.seq}, {"p2p_seq_id", p2p ? r.seq : 0},
+                       {"profiling_name", "nccl:" + r.op}, {"input_sizes", {{65536}}}, {"input_dtypes", {"Float"}},
+                       {"output_sizes", {{65536}}}, {"output_dtypes", {"Float"}}, {"state", r.state}, {"is_p2p", p2p},
+                       {"frames", {{{"name", "all_reduce"}, {"filename", kTorch + "distributed/distributed_c10d.py"}, {"line", 3068}},
+                                   {{"name", "run"}, {"filename", kScript}, {"line", r.line}}}}});
+  }
+  return {{"process_groups", pgs}, {"entries", entries}};
+}
+
+std::vector<int> ints(const json& list) {
+  std::vector<int> out;
+  for (const json& value : list) out.push_back(value.get<int>());
+  return out;
+}
+
+json triage(const std::vector<json>& documents) { return nsc::triage_documents(as_inputs(documents), {}); }
+
+// The headline, also shown with --log_level=message (docs/triage.md quotes it).
+std::string headline(const json& report) {
+  std::string text = report["headline"]["text"].get<std::string>();
+  BOOST_TEST_MESSAGE(text);
+  return text;
+}
+
+const json* first_finding(const json& report, const std::string& kind) { return finding_of(report, kind); }
+
+// --- order-lock-inversion ----------------------------------------------------------------
+
+constexpr uint64_t kGradA0 = 0xa0a0a0a0a0a0a001ull, kGradA1 = 0xa1a1a1a1a1a1a102ull, kGradB0 = 0xb0b0b0b0b0b0b003ull,
+                   kGradB1 = 0xb1b1b1b1b1b1b104ull, kWorld = 0x3bb8d93518dc3f2full;
+const Group kWorldPg{"0", "default_pg", {0, 1, 2, 3}, 0};
+const Group kA0{"1", "grad_a0", {0, 1}, 1}, kA1{"2", "grad_a1", {2, 3}, 2}, kB0{"3", "grad_b0", {0, 1}, 3},
+    kB1{"4", "grad_b1", {2, 3}, 4};
+
+// Step 4: rank 0 launched grad_a #4, rank 1 grad_b #4, each then waits in torch.cuda.synchronize();
+// ranks 2 and 3 issued both and the world all_reduce #4, and wait in loss.item().
+std::vector<json> lock_inversion(bool recorder) {
+  std::vector<json> documents;
+  for (int rank = 0; rank < 4; ++rank) {
+    bool low = rank < 2;
+    int64_t a = rank == 1 ? 3 : 4, b = rank == 0 ? 3 : 4, world = low ? 3 : 4;
+    const Group& ga = low ? kA0 : kA1;
+    const Group& gb = low ? kB0 : kB1;
+    int local = rank % 2, peer = 1 - local;
+    json world_comm = comm_at(kWorld, rank, 4, world, 0);
+    json comm_a = comm_at(low ? kGradA0 : kGradA1, local, 2, a, ga.address);
+    json comm_b = comm_at(low ? kGradB0 : kGradB1, local, 2, b, gb.address);
+    if (rank == 0) comm_a["proxy_ops"].push_back(ring_op(peer, peer, true));
+    if (rank == 1) comm_b["proxy_ops"].push_back(ring_op(peer, peer, true));
+    if (!low) world_comm["proxy_ops"].push_back(ring_op((rank + 3) % 4, (rank + 1) % 4, true));
+    json doc = rank_doc(rank, json::array({world_comm, comm_a, comm_b}), low ? synchronize_thread() : item_thread("run_pairs", 267));
+    if (recorder) {
+      std::vector<Record> records;
+      for (int64_t step = 1; step <= 3; ++step) {
+        records.push_back({&ga, "all_reduce", step, "completed", 256});
+        records.push_back({&gb, "all_reduce", step, "completed", 256});
+        records.push_back({&kWorldPg, "all_reduce", step, "completed", 263});
+      }
+      if (rank == 0) records.push_back({&ga, "all_reduce", 4, "started", 256});
+      if (rank == 1) records.push_back({&gb, "all_reduce", 4, "started", 256});
+      if (!low) {
+        records.push_back({&ga, "all_reduce", 4, "completed", 256});
+        records.push_back({&gb, "all_reduce", 4, "completed", 256});
+        records.push_back({&kWorldPg, "all_reduce", 4, "started", 263});
+      }
+      doc["torch"] = records_section(rank, {&kWorldPg, &ga, &gb}, records);
+    }
+    documents.push_back(doc);
+  }
+  return documents;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(lock_inversion_is_a_deadlock_nobody_skipped) {
+  json report = triage(lock_inversion(false));
+  std::string text = headline(report);
+  BOOST_TEST(report["verdict"] == "hang", text);
+  BOOST_TEST(report["headline"]["what"] == "deadlock", text);
+  BOOST_TEST(report["culprit_ranks"].empty(), text);
+  BOOST_TEST(report["suspect_ranks"].empty(), text);
+  BOOST_TEST(text.find("ranks 0 and 1 issued") != std::string::npos, text);
+  BOOST_TEST(text.find("in opposite orders") != std::string::npos, text);
+  BOOST_TEST(text.find("rank 0 waits in AllReduce #4 on 0xa0a0a0a0a0a0a001 at torch_crash_order.py:261, rank 1 in "
+                       "AllReduce #4 on 0xb0b0b0b0b0b0b003 at torch_crash_order.py:261; nobody skipped") != std::string::npos,
+             text);
+  BOOST_TEST(text.find("Waiting: ranks 2,3 in cudaStreamSynchronize at torch_crash_order.py:267.") != std::string::npos, text);
+  BOOST_TEST(text.find("ranks 0,1 in") == std::string::npos, text);  // named above, not again as waiting
+}
+
+BOOST_AUTO_TEST_CASE(lock_inversion_with_the_flight_recorder_names_the_groups) {
+  json report = triage(lock_inversion(true));
+  std::string text = headline(report);
+  BOOST_TEST(report["verdict"] == "hang", text);
+  BOOST_TEST(report["headline"]["what"] == "deadlock", text);
+  BOOST_TEST(report["culprit_ranks"].empty(), text);
+  BOOST_TEST(report["suspect_ranks"].empty(), text);
+  BOOST_TEST(text.find("ranks 0 and 1 issued grad_a0 and grad_b0 in opposite orders") != std::string::npos, text);
+  BOOST_TEST(text.find("rank 0 waits in grad_a0 at torch_crash_order.py:261, rank 1 in grad_b0 at torch_crash_order.py:261") !=
+                 std::string::npos,
+             text);
+}
+
+// --- order-split-vs-collective -----------------------------------------------------------
+
+namespace {
+
+// World all_reduce for 3 steps; ranks 0-2 then sit in dist.new_group (ncclCommSplit of the
+// world communicator), rank 3 skipped it and launched world all_reduce #4, waiting in loss.item().
+std::vector<json> split_vs_collective(bool recorder) {
+  std::vector<json> documents;
+  for (int rank = 0; rank < 4; ++rank) {
+    bool skipper = rank == 3;
+    json world = comm_at(kWorld, rank, 4, skipper ? 4 : 3, 0);
+    if (skipper) world["proxy_ops"].push_back(ring_op(2, 0, true));
+    json doc = rank_doc(rank, json::array({world}), skipper ? item_thread("run_split_vs_collective", 212) : new_group_thread());
+    if (recorder) {
+      std::vector<Record> records;
+      for (int64_t step = 1; step <= 3; ++step) records.push_back({&kWorldPg, "all_reduce", step, "completed", 204});
+      if (skipper) records.push_back({&kWorldPg, "all_reduce", 4, "started", 209});
+      doc["torch"] = records_section(rank, {&kWorldPg}, records);
+    }
+    documents.push_back(doc);
+  }
+  return documents;
+}
+
+void check_split_vs_collective(const json& report, const std::string& operation) {
+  std::string text = headline(report);
+  BOOST_TEST(report["verdict"] == "hang", text);
+  BOOST_TEST(ints(report["culprit_ranks"]) == std::vector<int>({3}), text);
+  BOOST_TEST(report["suspect_ranks"].empty(), text);
+  const json* split = first_finding(report, "split-vs-collective");
+  BOOST_REQUIRE(split != nullptr);
+  BOOST_TEST(ints((*split)["waiting_ranks"]) == std::vector<int>({0, 1, 2}));
+  BOOST_TEST(ints((*split)["culprit_ranks"]) == std::vector<int>({3}));
+  BOOST_TEST((*split)["explains_hang"] == true);
+  // The ranks in the split are not blamed for the collective they never launched.
+  const json* missing = first_finding(report, "missing-collective");
+  BOOST_REQUIRE(missing != nullptr);
+  BOOST_TEST((*missing)["culprit_ranks"].empty());
+  BOOST_TEST(text.find("ranks 0-2 wait in new_group for rank 3, which issued " + operation + " on the parent instead") !=
+                 std::string::npos,
+             text);
+  BOOST_TEST(text.find("Culprit: rank 3, in cudaStreamSynchronize at torch_crash_order.py:212") != std::string::npos, text);
+  BOOST_TEST(text.find("Waiting: ranks 0-2 in new_group at torch_multigroup.py:98") != std::string::npos, text);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(split_vs_collective_blames_the_rank_that_skipped_the_split) {
+  check_split_vs_collective(triage(split_vs_collective(false)), "AllReduce #4 (NCCL launch count)");
+}
+
+BOOST_AUTO_TEST_CASE(split_vs_collective_with_the_flight_recorder) {
+  check_split_vs_collective(triage(split_vs_collective(true)), "all_reduce #4");
+}
+
+BOOST_AUTO_TEST_CASE(split_vs_collective_when_the_collective_is_stuck_before_launch) {
+  // As captured on the GPU machine: rank 3's host thread sits inside its world all_reduce #4
+  // (ncclGroupEnd, AllReduce planned, not launched), so every counter agrees.
+  std::vector<json> documents = split_vs_collective(false);
+  json& world = documents[3]["communicators"][0];
+  world["seq_launched"]["AllReduce"] = 3;
+  world["coll_op_count"] = 3;
+  world["proxy_ops"] = json::array();
+  world["planned"]["n_tasks_coll"] = 1;
+  world["planned"]["colls"].push_back({{"collective", "AllReduce"}, {"count", 65536}, {"datatype", "ncclFloat32"},
+                                       {"op", "ncclSum"}, {"root", 0}});
+  documents[3]["threads"][0] = python_thread("nccl-group-end",
+                                             {native("poll", "libc.so.6"), native("ncclGroupEnd", "libnccl.so.2")},
+                                             {python("all_reduce", kTorch + "distributed/distributed_c10d.py", 3068),
+                                              python("run_split_vs_collective", kScript, 209)});
+  documents[3]["threads"][0]["tid"] = 2003;
+  json report = triage(documents);
+  std::string text = headline(report);
+  BOOST_TEST(report["verdict"] == "hang", text);
+  BOOST_TEST(ints(report["culprit_ranks"]) == std::vector<int>({3}), text);
+  const json* split = first_finding(report, "split-vs-collective");
+  BOOST_REQUIRE(split != nullptr);
+  BOOST_TEST(ints((*split)["waiting_ranks"]) == std::vector<int>({0, 1, 2}));
+  BOOST_TEST(text.find("ranks 0-2 wait in new_group for rank 3, which issued AllReduce #4 (NCCL launch count) on the "
+                       "parent instead") != std::string::npos, text);
+}
+
+BOOST_AUTO_TEST_CASE(a_split_everyone_entered_is_no_split_vs_collective) {
+  // Rank 3 sits in the split too, having launched the world all_reduce before it: no rank
+  // "launched instead"; missing-collective stands as before.
+  std::vector<json> documents = split_vs_collective(false);
+  documents[3]["threads"][0] = new_group_thread();
+  documents[3]["threads"][0]["tid"] = 2003;
+  json report = triage(documents);
+  BOOST_TEST(first_finding(report, "split-vs-collective") == nullptr);
+}
+
+// --- order-p2p-skip ----------------------------------------------------------------------
+
+namespace {
+
+constexpr uint64_t kEmbed = 0xe0e0e0e0e0e0e005ull, kPair01 = 0x0101010101010106ull, kPair12 = 0x1212121212121207ull,
+                   kPair23 = 0x2323232323232308ull;
+const Group kEmbedPg{"1", "embed0", {0, 3}, 5};
+
+// pp4 in step 4: rank 1 skipped its send of micro-batch 1 to rank 2 and launched the world
+// all_reduce #4; every host went on to loss.item(). GPUs: rank 1 in the world all_reduce (waits
+// for data from rank 0), rank 2 in its recv from rank 1 (send to 3 and world #4 queued behind),
+// rank 3 in its recv from rank 2 (embed #4, world #4 queued), rank 0 in embed #4 (waits on 3).
+std::vector<json> p2p_skip(bool recorder) {
+  std::vector<json> documents;
+  const uint64_t pair_hash[3] = {kPair01, kPair12, kPair23};
+  for (int rank = 0; rank < 4; ++rank) {
+    json world = comm_at(kWorld, rank, 4, 4, 0);
+    world["proxy_ops"].push_back(ring_op((rank + 3) % 4, (rank + 1) % 4, rank == 1));
+    json comms = json::array({world});
+    if (rank == 0 || rank == 3) {
+      json embed = comm_at(kEmbed, rank == 0 ? 0 : 1, 2, 4, kEmbedPg.address);
+      embed["proxy_ops"].push_back(ring_op(rank == 0 ? 1 : 0, rank == 0 ? 1 : 0, rank == 0));
+      comms.push_back(embed);
+    }
+    for (int pair = 0; pair < 3; ++pair) {
+      if (rank != pair && rank != pair + 1) continue;
+      json c = comm_at(pair_hash[pair], rank - pair, 2, 0, 6 + pair);
+      if (pair == 1 && rank == 2) c["proxy_ops"].push_back(recv_op(0));    // mb 1 from rank 1: never sent
+      if (pair == 2 && rank == 2) c["proxy_ops"].push_back(send_op(1, false));  // mb 1 to rank 3: queued
+      if (pair == 2 && rank == 3) c["proxy_ops"].push_back(recv_op(0));
+      comms.push_back(c);
+    }
+    json doc = rank_doc(rank, comms, item_thread("run_pp4", 244));
+    if (recorder) {
+      std::vector<Record> records;
+      std::vector<const Group*> groups = {&kWorldPg};
+      if (rank == 0 || rank == 3) groups.push_back(&kEmbedPg);
+      int64_t recvs = 0, sends = 0;
+      for (int64_t step = 1; step <= 4; ++step) {
+        bool last = step == 4;
+        for (int mb = 0; mb < 2; ++mb) {
+          if (rank > 0) {
+            bool never = last && mb == 1 && rank >= 2;  // its sender never sent (rank 2) or is behind (rank 3)
+            records.push_back({&kWorldPg, "recv " + std::to_string(rank) + "<-" + std::to_string(rank - 1), ++recvs,
+                               never ? "started" : "completed", 230});
+          }
+          bool skip = last && mb == 1 && rank == 1;
+          if (rank < 3 && !skip)
+            records.push_back({&kWorldPg, "send " + std::to_string(rank) + "->" + std::to_string(rank + 1), ++sends,
+                               last && mb == 1 && rank == 2 ? "scheduled" : "completed", 234});
+        }
+        if (rank == 0 || rank == 3)
+          records.push_back({&kEmbedPg, "all_reduce", step, last ? (rank == 0 ? "started" : "scheduled") : "completed", 236});
+        records.push_back({&kWorldPg, "all_reduce", step, last ? (rank == 1 ? "started" : "scheduled") : "completed", 238});
+      }
+      doc["torch"] = records_section(rank, groups, records);
+    }
+    documents.push_back(doc);
+  }
+  return documents;
+}
+
+void check_p2p_skip(const json& report) {
+  std::string text = headline(report);
+  BOOST_TEST(report["verdict"] == "hang", text);
+  BOOST_TEST(ints(report["culprit_ranks"]) == std::vector<int>({1}), text);
+  BOOST_TEST(report["suspect_ranks"].empty(), text);
+  const json* unmatched = first_finding(report, "p2p-unmatched");
+  BOOST_REQUIRE(unmatched != nullptr);
+  BOOST_TEST(ints((*unmatched)["waiting_ranks"]) == std::vector<int>({2}));
+  BOOST_TEST(ints((*unmatched)["culprit_ranks"]) == std::vector<int>({1}));
+  BOOST_TEST(text.find("never posted") != std::string::npos, text);
+  BOOST_TEST(text.find("HANG in communicator 0x1212121212121207 (2 ranks): rank 2 waits in Recv for a Send rank 1 never "
+                       "posted.") != std::string::npos, text);
+  BOOST_TEST(text.find("Culprit: rank 1, in cudaStreamSynchronize at torch_crash_order.py:244; its own wait follows") !=
+                 std::string::npos, text);
+  BOOST_TEST(text.find("Waiting: ranks 0,2,3 in cudaStreamSynchronize at torch_crash_order.py:244.") != std::string::npos, text);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(p2p_skip_blames_the_sender_not_the_end_of_the_chain) {
+  check_p2p_skip(triage(p2p_skip(false)));
+}
+
+BOOST_AUTO_TEST_CASE(p2p_skip_with_the_flight_recorder) {
+  check_p2p_skip(triage(p2p_skip(true)));
+}
