@@ -67,7 +67,7 @@ expected = {
     "mismatched-collective": ("hang", [1], "collective-mismatch", "AllReduce", 4),
     "abort": ("hang", [1], "absent-ranks", None, None),
     "p2p-cycle": ("hang", [], "p2p-unmatched", "Send", None),
-    "p2p-cycle-net": ("hang", [], "p2p-unmatched", "Send", None),
+    "p2p-cycle-net": ("deadlock", [], "p2p-unmatched", "Send", None),
     "skip-collective-net": ("hang", [1], "missing-collective", "AllReduce", 4),
     "torch-allreduce": ("hang", [1], "missing-collective", "AllReduce", None),
     # Both ranks printed COLLECTIVE_COMPLETED: the half-count AllReduce completed silently.

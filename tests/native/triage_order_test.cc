@@ -219,7 +219,7 @@ std::vector<json> lock_inversion(bool recorder) {
 BOOST_AUTO_TEST_CASE(lock_inversion_is_a_deadlock_nobody_skipped) {
   json report = triage(lock_inversion(false));
   std::string text = headline(report);
-  BOOST_TEST(report["verdict"] == "hang", text);
+  BOOST_TEST(report["verdict"] == "deadlock", text);
   BOOST_TEST(report["headline"]["what"] == "deadlock", text);
   BOOST_TEST(report["culprit_ranks"].empty(), text);
   BOOST_TEST(report["suspect_ranks"].empty(), text);
@@ -235,7 +235,7 @@ BOOST_AUTO_TEST_CASE(lock_inversion_is_a_deadlock_nobody_skipped) {
 BOOST_AUTO_TEST_CASE(lock_inversion_with_the_flight_recorder_names_the_groups) {
   json report = triage(lock_inversion(true));
   std::string text = headline(report);
-  BOOST_TEST(report["verdict"] == "hang", text);
+  BOOST_TEST(report["verdict"] == "deadlock", text);
   BOOST_TEST(report["headline"]["what"] == "deadlock", text);
   BOOST_TEST(report["culprit_ranks"].empty(), text);
   BOOST_TEST(report["suspect_ranks"].empty(), text);

@@ -66,11 +66,19 @@ bool is_machinery(const Frame& frame) {
 }
 
 // The library a module belongs to, as a person names it.
+// PyTorch's own libraries by name: a user's libtorch_something.so is user code.
+bool is_torch_library(const std::string& module) {
+  for (const char* name : {"libtorch.so", "libtorch_cpu.so", "libtorch_cuda.so", "libtorch_cuda_linalg.so",
+                           "libtorch_python.so", "libtorch_global_deps.so", "libtorch_nvshmem.so"})
+    if (starts_with(module, name)) return true;
+  return starts_with(module, "libc10");
+}
+
 std::string code_owner(const std::string& module) {
   if (module.empty()) return "unknown code";
   if (contains(module, "libnccl")) return "NCCL";
   if (starts_with(module, "libcuda") || contains(module, "libcudart")) return "CUDA";
-  if (starts_with(module, "libtorch") || starts_with(module, "libc10")) return "PyTorch";
+  if (is_torch_library(module)) return "PyTorch";
   if (starts_with(module, "libpython") || starts_with(module, "python")) return "the Python interpreter";
   if (starts_with(module, "libc.so") || starts_with(module, "libc-") || starts_with(module, "ld-linux") ||
       starts_with(module, "libstdc++") || starts_with(module, "libgcc_s") || starts_with(module, "libm.so"))
@@ -146,8 +154,8 @@ std::string site_text(const json& site, const json& python) {
   if (python.is_object()) {
     std::string file = python["file"].get<std::string>();
     file = file.substr(file.find_last_of('/') + 1);
-    text += std::string(text.empty() ? "" : ", ") + "Python " + json_text(python["function"]) + " at " + file + ":" +
-            json_text(python["line"]);
+    text += std::string(text.empty() ? "" : ", ") + "Python " + json_text(python["function"]) + " at " + file +
+            (python["line"].is_number_integer() ? ":" + python["line"].dump() : " (line unavailable)");
   }
   return text;
 }

@@ -272,14 +272,23 @@ class CrashAnalyzer {
         if (predicate(failure)) nodes.push_back(failure.node);
       return nodes;
     };
+    auto aborted_first = nodes_where([](const RankFailure& f) {
+      return f.kind == "watchdog-abort" && !f.reaction && f.health_known;
+    });
     if (auto local = nodes_where(is_local); !local.empty()) {
       crash->rule = "local-failure";
       crash->culprit_nodes = local;
     } else if (auto gone = nodes_where([](const RankFailure& f) { return f.kind == "gone"; }); !gone.empty()) {
       // The evidence is its peers' errors, not its absence. Several gone: a survivor that died of
-      // its own reaction looks the same to its peers, so which was first is not told.
+      // its own reaction looks the same to its peers, so which was first is not told. Neither is
+      // it beside a rank with input that PyTorch aborted not after a peer's error.
       crash->rule = "no-input";
-      (gone.size() == 1 ? crash->culprit_nodes : crash->suspect_nodes) = gone;
+      if (gone.size() == 1 && aborted_first.empty()) {
+        crash->culprit_nodes = gone;
+      } else {
+        crash->suspect_nodes = aborted_first;
+        crash->suspect_nodes.insert(crash->suspect_nodes.end(), gone.begin(), gone.end());
+      }
     } else if (verdict_ == "hang" && job_.startup.empty() && !graph_["root_culprits"].empty()) {
       // The hang the watchdog timed out on, from the communicators (a start-up analysis, which
       // no communicator anywhere also triggers after aborts freed them all, is not that).
@@ -288,10 +297,7 @@ class CrashAnalyzer {
     } else if (auto skipped = never_issued(*crash, &crash->timed_out); !skipped.empty()) {
       crash->rule = "timeout";
       crash->culprit_nodes = skipped;
-    } else if (auto first = nodes_where([](const RankFailure& f) {
-                 return f.kind == "watchdog-abort" && !f.reaction && f.health_known;
-               });
-               !first.empty()) {
+    } else if (const std::vector<int>& first = aborted_first; !first.empty()) {
       // A timeout (then the rank it waited on is the origin) or a CUDA error NCCL did not
       // record: a watchdog abort is a reaction to a timeout, so these are suspects only.
       // One such rank whose peers all failed after ncclRemoteError (its connections closing)

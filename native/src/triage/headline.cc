@@ -60,7 +60,7 @@ class Headline {
       lines.push_back("ERROR: " + (job_.errors.empty() ? std::string("nothing to triage") : job_.errors.front()) + ".");
     } else if (verdict_ == "crash") {
       lines = job_.crash.headline;
-    } else if (verdict_ == "hang") {
+    } else if (verdict_ == "hang" || verdict_ == "deadlock") {
       what = hang_lines(&lines);
     } else if (verdict_ == "mismatch") {
       mismatch_lines(&lines);

@@ -274,8 +274,8 @@ std::string verdict_summary(const Job& job, const std::string& verdict, const js
     return text;
   }
   std::string text;
-  if (verdict == "hang") {
-    text = "Hang.";
+  if (verdict == "hang" || verdict == "deadlock") {
+    text = verdict == "hang" ? "Hang." : "Deadlock.";
     text += blame_sentences(graph);
     for (const Finding& finding : job.startup)
       if (finding.explains_hang) text += " " + finding_sentence(job, 0, finding);
@@ -381,6 +381,12 @@ void blame_crash_origin(const triage::CrashAnalysis& crash, json* graph) {
   }
 }
 
+bool has_order_inversion(const json& graph) {
+  for (const json& reason : graph["blame"])
+    if (reason["kind"] == "order-inversion") return true;
+  return false;
+}
+
 std::string decide_verdict(const Job& job) {
   if (job.unrelated_jobs || job.processes.empty()) return "error";
   bool incomplete = false, mismatch = false;
@@ -483,6 +489,9 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
       blame_crash_origin(job.crash, &graph);
     }
   }
+  // Two ranks each wait in an operation the other issued later, nobody skipped (blame.cc):
+  // a lock-order inversion is its own verdict, with no culprit.
+  if (verdict == "hang" && graph["root_culprits"].empty() && has_order_inversion(graph)) verdict = "deadlock";
   // Only a hang or a crash names culprits: elsewhere the chain ends are suspects, in the graph too.
   if (verdict != "hang" && verdict != "crash")
     for (json& node : graph["nodes"])
@@ -506,6 +515,8 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
     if (node["world_rank"].is_number_integer()) suspect_ranks.push_back(node["world_rank"]);
   }
   if (!hang) suspect_ranks.insert(suspect_ranks.begin(), culprit_ranks.begin(), culprit_ranks.end());
+  // By rank, whatever the input order (a crash's suspects keep their order: earliest failure first).
+  if (verdict != "crash") std::sort(suspect_ranks.begin(), suspect_ranks.end());
   report["suspect_ranks"] = suspect_ranks;
   report["world_comm"] = job.world_comm >= 0 ? json(job.comms[job.world_comm].hash_text) : json(nullptr);
   json communicators = json::array();
