@@ -106,7 +106,7 @@ if kind:
     matching = [f for f in findings(kind) if (collective is None or f["collective"] == collective)
                 and (seq is None or f["seq"] == seq)]
     if not matching: problems.append("no %s finding with %s #%s" % (kind, collective, seq))
-if scenario.startswith("p2p-cycle") and verdict == "hang" and r["graph"]["cycles"] != [[0, 1]]:
+if scenario.startswith("p2p-cycle") and verdict in ("hang", "deadlock") and r["graph"]["cycles"] != [[0, 1]]:
     problems.append("cycles %s, want [[0, 1]]" % r["graph"]["cycles"])
 if scenario == "mismatched-collective-rank0-only" and r["suspect_ranks"] != [1]:
     problems.append("suspect_ranks %s, want [1]" % r["suspect_ranks"])
