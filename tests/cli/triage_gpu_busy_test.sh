@@ -6,12 +6,7 @@
 # rank 2's kernel view (cuda-gdb: no NCCL kernel, PyTorch's spin_kernel resident) makes it the
 # culprit, its GPU never started the collective. Checks the verdict, the findings, the headline
 # form (<= 3 lines, <= 60 words, one blame) and that a kernel on another device blames nobody.
-set -u
-BUILD=${NCCLSCOPE_BUILD:?}
-SRC=${NCCLSCOPE_SRC:?}
-NSC=$BUILD/bin/ncclscope
-[ -x "$NSC" ] || { echo "SKIP: $NSC not built"; exit 77; }
-command -v python3 >/dev/null || { echo "SKIP: python3 missing"; exit 77; }
+source "$(dirname "$0")/corpus_prelude.sh"
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
