@@ -77,7 +77,7 @@ PY
   # gdb's nccl-state, the library opening the core and reading gdb's memory: the same line first.
   if command -v gdb >/dev/null && [ -f "$build/lib/libncclscope.so" ]; then
     for mode in library callback; do
-      NCCLSCOPE_LIB=$build/lib/libncclscope.so timeout 120 gdb -nx -batch -iex "source $src/gdbext/ncclscope-gdb.py" \
+      NCCLSCOPE_LIB=$build/lib/libncclscope.so timeout 120 ${NCCLSCOPE_TEST_GDB:-gdb} -nx -batch -iex "source $src/gdbext/ncclscope-gdb.py" \
         -ex "set ncclscope profile-path $work/profiles" -ex "set ncclscope memory $mode" -ex "file $fixture" \
         -ex "core-file $core" -ex "echo @@BEGIN\n" -ex nccl-state > "$dir/gdb-$mode.txt" 2>&1
       sed -n '/^@@BEGIN/,$p' "$dir/gdb-$mode.txt" | sed -n 2,6p | grep -qF "FATAL SIGNAL $want" ||

@@ -191,6 +191,21 @@ std::vector<uint64_t> stack_words(Target& target, uint64_t sp) {
   return words;
 }
 
+// Whether a dependent exception (std::rethrow_exception's) referring to `primary` is among
+// `words`: the stack may hold a pointer to the primary before the dependent one (clang's code).
+bool rethrown_further_up(Target& target, const std::vector<uint64_t>& words, size_t from,
+                         const InFlightException& primary, const LibrarySearch& search) {
+  for (size_t i = from; i < words.size(); ++i) {
+    uint64_t pointer = words[i];
+    if (pointer < 4096 || pointer % 8 != 0 || !is_readable(target, pointer)) continue;
+    auto exception_class = read_word(target, pointer);
+    if (!exception_class || *exception_class != kGnuCxxDependentClass) continue;
+    std::optional<InFlightException> dependent = decode_header(target, pointer, search);
+    if (dependent && dependent->object == primary.object) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::optional<InFlightException> find_in_flight_exception(Target& target, const ThreadInfo& thread,
@@ -207,6 +222,7 @@ std::optional<InFlightException> find_in_flight_exception(Target& target, const 
       std::optional<InFlightException> exception = decode_header(target, header, search);
       if (!exception) continue;
       exception->stack_address = (*sp & ~uint64_t(7)) + i * 8;
+      if (!exception->rethrown) exception->rethrown = rethrown_further_up(target, words, i + 1, *exception, search);
       return exception;
     }
   }
