@@ -18,6 +18,15 @@
 //   register-unaligned  both ranks ncclCommRegister a buffer 100 bytes into a cudaMalloc block;
 //                       rank 1 then skips an AllReduce -> no registration finding: NCCL itself
 //                       rounds the range out to whole pages (the GROUND_TRUTH line says where)
+//   abort-stuck         rank 1 queues a kernel that never ends, then its AllReduce behind it on
+//                       the same stream, then calls ncclCommAbort: the abort flag cannot stop a
+//                       kernel that has not started, and commDestroySync waits for the stream, so
+//                       the aborted comm is never finalized or freed -> abort-not-reclaimed
+//                       (warning) on rank 1 (init.cc ncclCommAbort -> commReclaim -> commDestroySync)
+//   register-leak       rank 1 ncclCommRegister's its receive buffer, never deregisters it, and
+//                       destroys the comm while its AllReduce (rank 0 never joins) is stuck: the
+//                       comm being destroyed still holds the registration (NCCL frees it only in
+//                       commFree) -> destroyed-comm-holds-cuda-work, the registration listed
 //
 // Each rank prints "GROUND_TRUTH {json}" (what it did, what the audit should say), then
 // "HANG_POINT_REACHED" where the capture should find it, and blocks there.
@@ -61,7 +70,7 @@ bool parse_options(int argc, char** argv, Options* opts) {
     else return false;
   }
   bool known = opts->mode == "revoke-no-destroy" || opts->mode == "destroy-stuck" || opts->mode == "peer-exit" ||
-               opts->mode == "register-unaligned";
+               opts->mode == "register-unaligned" || opts->mode == "abort-stuck" || opts->mode == "register-leak";
   return known && opts->rank >= 0 && opts->rank < opts->nranks && opts->nranks == 2 && !opts->id_file.empty();
 }
 
@@ -183,13 +192,59 @@ void run_register_unaligned(Job& job) {
   park(job, "pause (skipped the AllReduce)");
 }
 
+// One thread spinning until the process dies: a compute kernel that never finishes. The flag
+// is never set; __nanosleep keeps the spin light on a GPU other ranks share.
+__global__ void spin_forever(volatile int* flag) {
+  while (*flag == 0) __nanosleep(100000);
+}
+
+void run_abort_stuck(Job& job) {
+  if (job.opts.rank == 0) wait_in_all_reduce(job, "waiter");
+  int* flag = nullptr;
+  CUDA_CHECK(cudaMalloc(&flag, sizeof(int)));
+  CUDA_CHECK(cudaMemset(flag, 0, sizeof(int)));
+  CUDA_CHECK(cudaDeviceSynchronize());
+  spin_forever<<<1, 1, 0, job.stream>>>(flag);
+  CUDA_CHECK(cudaGetLastError());
+  all_reduce(job);  // launched on the host, queued on the GPU behind the spinning kernel
+  sleep(1);
+  ground_truth(job, "abort-not-reclaimed");
+  printf("HANG_POINT_REACHED rank=%d where=ncclCommAbort\n", job.opts.rank);
+  fflush(stdout);
+  ncclCommAbort(job.comm);  // waits in commDestroySync for the stream that never drains
+  park(job, "pause after ncclCommAbort returned");
+}
+
+void run_register_leak(Job& job) {
+  if (job.opts.rank == 0) {
+    ground_truth(job, "waiter");
+    park(job, "pause (never joins rank 1's AllReduce)");
+  }
+  void* handle = nullptr;
+  size_t bytes = job.opts.count * sizeof(float);
+  NCCL_CHECK(ncclCommRegister(job.comm, job.recv, bytes, &handle));
+  long page = sysconf(_SC_PAGESIZE);
+  uintptr_t begin = reinterpret_cast<uintptr_t>(job.recv) & -static_cast<uintptr_t>(page);
+  uintptr_t end = (reinterpret_cast<uintptr_t>(job.recv) + bytes + page - 1) & -static_cast<uintptr_t>(page);
+  char extra[200];
+  snprintf(extra, sizeof extra, ",\"registered\":\"%p\",\"handle\":\"%p\",\"bytes\":%zu,\"expected_begin\":\"0x%zx\","
+           "\"expected_end\":\"0x%zx\"", (void*)job.recv, handle, bytes, (size_t)begin, (size_t)end);
+  all_reduce(job);  // on the registered buffer; rank 0 never joins
+  sleep(1);
+  ground_truth(job, "destroyed comm still holds the registration", extra);
+  printf("HANG_POINT_REACHED rank=%d where=ncclCommDestroy (registration never deregistered)\n", job.opts.rank);
+  fflush(stdout);
+  ncclCommDestroy(job.comm);  // never returns: the AllReduce kernel waits for rank 0
+  park(job, "pause after ncclCommDestroy returned");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   Job job;
   if (!parse_options(argc, argv, &job.opts)) {
     fprintf(stderr, "usage: %s --rank R --nranks 2 --id-file PATH --mode "
-                    "revoke-no-destroy|destroy-stuck|peer-exit|register-unaligned [--device D] [--count C]\n", argv[0]);
+                    "revoke-no-destroy|destroy-stuck|peer-exit|register-unaligned|abort-stuck|register-leak [--device D] [--count C]\n", argv[0]);
     return 1;
   }
   setvbuf(stdout, nullptr, _IOLBF, 0);
@@ -206,6 +261,8 @@ int main(int argc, char** argv) {
   if (job.opts.mode == "revoke-no-destroy") run_revoke_no_destroy(job);
   else if (job.opts.mode == "destroy-stuck") run_destroy_stuck(job);
   else if (job.opts.mode == "peer-exit") run_peer_exit(job);
-  else run_register_unaligned(job);
+  else if (job.opts.mode == "register-unaligned") run_register_unaligned(job);
+  else if (job.opts.mode == "abort-stuck") run_abort_stuck(job);
+  else run_register_leak(job);
   return 0;
 }
