@@ -17,8 +17,11 @@
 #       -lnccl -Xlinker -rpath=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib
 #   scripts/device-audit-run.sh [CASE...]   (default: every case below; TWO_GPUS=auto|0|1)
 #
-# Cases: revoke-no-destroy destroy-stuck peer-exit register-unaligned; with two GPUs also
-# destroy-stuck-p2p (one rank per GPU: P2P/cuMem imports, for ipc-import-from-dead-peer).
+# Cases: revoke-no-destroy destroy-stuck peer-exit register-unaligned abort-stuck register-leak;
+# with two GPUs also destroy-stuck-p2p (one rank per GPU: P2P/cuMem imports, for
+# ipc-import-from-dead-peer). Each audit (live, snapshots, cores, slices) is checked against the
+# case's expected findings by tests/scenarios/check_audit.py: one PASS/FAIL line each, all of them
+# in $OUT/audit/verdicts.txt and at the end of the output.
 set -uo pipefail
 : "${OUT:?OUT must name the folder whose files come back}"
 REPO=$(pwd); CARRY=$REPO/.device-carry
@@ -38,7 +41,7 @@ log() { echo "[audit $(date +%T) ${SECONDS}s] $*" | tee -a "$R/run.log"; }
 GPUS=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 CASES=("$@")
 if [ ${#CASES[@]} -eq 0 ]; then
-  CASES=(revoke-no-destroy destroy-stuck peer-exit register-unaligned)
+  CASES=(revoke-no-destroy destroy-stuck peer-exit register-unaligned abort-stuck register-leak)
   [ "$GPUS" -ge 2 ] && [ "${TWO_GPUS:-auto}" != 0 ] && CASES+=(destroy-stuck-p2p)
 fi
 
@@ -62,6 +65,15 @@ start_case() {  # NAME MODE TWO_GPUS
   cp "$W"/rank*.log "$R/" 2>/dev/null; for rank in 0 1; do mv "$R/rank$rank.log" "$R/$name-rank$rank.log" 2>/dev/null; done
 }
 
+# PASS/FAIL of one audit document against the case's expected findings (check_audit.py).
+verdict() {  # NAME LABEL AUDIT.json
+  local base=$R/$1 line state states=()
+  for state in "$base".rank*.state.json; do [ -f "$state" ] && states+=(--state "$state"); done
+  line=$(python3 "$REPO/tests/scenarios/check_audit.py" "$1" "$3" --label "$2" \
+    --truth "$R/$1-rank0.log" --truth "$R/$1-rank1.log" "${states[@]}" 2>&1)
+  echo "$line" | tee -a "$R/verdicts.txt" | sed 's/^/  /'
+}
+
 alive_pid_args() { local pid; for pid in "${PIDS[@]}"; do kill -0 "$pid" 2>/dev/null && printf -- '--pid %s ' "$pid"; done; }
 
 # The rules each input kind fired: "rule@rank" per finding, one line.
@@ -74,6 +86,7 @@ audit_live() {  # NAME
   # shellcheck disable=SC2046
   "$NSC" audit $(alive_pid_args) --json > "$base.live.audit.json" 2> "$base.live.audit.err"
   log "$name live audit exit $?: $(fired "$base.live.audit.json")"
+  verdict "$name" live "$base.live.audit.json"
   "$NSC" audit $(alive_pid_args) --verbose > "$base.live.audit.txt" 2>&1
   for rank in 0 1; do
     kill -0 "${PIDS[$rank]}" 2>/dev/null || continue
@@ -81,6 +94,7 @@ audit_live() {  # NAME
   done
   "$NSC" audit "$base".rank*.state.json --json > "$base.snapshots.audit.json" 2>&1
   log "$name snapshot audit exit $?: $(fired "$base.snapshots.audit.json")"
+  verdict "$name" snapshots "$base.snapshots.audit.json"
 }
 
 audit_cores() {  # NAME
@@ -98,8 +112,10 @@ audit_cores() {  # NAME
   [ ${#cores[@]} -gt 0 ] || { log "$name: no core"; return; }
   "$NSC" audit "${cores[@]}" --json > "$base.cores.audit.json" 2> "$base.cores.audit.err"
   log "$name core audit exit $?: $(fired "$base.cores.audit.json")"
+  verdict "$name" cores "$base.cores.audit.json"
   "$NSC" audit "${slices[@]}" --json > "$base.slices.audit.json" 2> "$base.slices.audit.err"
   log "$name slice audit exit $?: $(fired "$base.slices.audit.json")"
+  verdict "$name" slices "$base.slices.audit.json"
   "$NSC" audit "${slices[@]}" --verbose > "$base.slices.audit.txt" 2>&1
 }
 
@@ -113,3 +129,5 @@ for case in "${CASES[@]}"; do
 done
 cp "$BIN" "$R/nccl_audit_scenarios"
 log "done; $(du -sh "$R" | cut -f1) in $R"
+echo "== audit verdicts: $(grep -c '^PASS' "$R/verdicts.txt" 2>/dev/null) PASS, $(grep -c '^FAIL' "$R/verdicts.txt" 2>/dev/null) FAIL"
+cat "$R/verdicts.txt" 2>/dev/null

@@ -7,6 +7,22 @@
 # program's own counts (tests/scenarios/check_numerics.py).
 # Run from the repo root with $OUT set, carrying .device-carry/ (bin/ncclscope,
 # lib/{libncclscope.so,libdw.so.1,libelf.so.1}, nccl_numerics_hang).
+#
+#   CASES="overflow-f16-3ranks-device torch-nan-bf16" scripts/device-numerics-run.sh
+#
+# Cases run in the order CASES names them (default: every case below). torch-nan-bf16 is the
+# PyTorch form of issue 36 item 1 (tests/scenarios/torch_numerics_nan.py, 3 ranks on the venv's
+# python, TORCH_PYTHON): rank 1's bf16 all_reduce input holds 4,096 NaN, rank 2 skips it; the
+# counts torch printed (torch.isnan(t).sum() and the rest) are compared with cuda-gdb's.
+#
+# Time box: cuda-gdb reads device memory at about 160 KB/s (2026-12-05, H100: 4 MiB in 24.7-26.9 s),
+# and the last run's 300 s were spent before the fp16 receive buffer was read. Every device read
+# must end by NUMERICS_DEADLINE_S (default 230 s after the start). A rank is read whole when its
+# estimated time (bytes / READ_RATE_BPS + 15 s to attach) fits in what is left after a reserve of
+# 20 s for each read still to come; else sampled (SAMPLE_CHUNKS chunks of SAMPLE_CHUNK_BYTES of
+# each buffer, default 64 x 4 KiB, stated in the document and the check line, which then checks
+# consistency, not equality); else not read, and the log says so. PASS/FAIL per rank read lands in
+# $OUT/numerics/verdicts.txt and at the end of the output.
 set -uo pipefail
 : "${OUT:?}"
 REPO=$(pwd); CARRY=$REPO/.device-carry; BIN=$CARRY/nccl_numerics_hang; NSC=$CARRY/ncclscope-run
@@ -18,6 +34,8 @@ chmod +x "$NSC" "$CARRY/bin/ncclscope" "$BIN"
 NCCL_DIR=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib
 export NCCL_NVLS_ENABLE=0 NCCL_DEBUG=WARN NCCL_NET=Socket NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1
 R=$OUT/numerics; mkdir -p "$R" /tmp/cores
+START_S=$SECONDS; DEADLINE=$((SECONDS + ${NUMERICS_DEADLINE_S:-230})); READ_RATE_BPS=${READ_RATE_BPS:-160000}
+TORCH_PYTHON=${TORCH_PYTHON:-/opt/torch/.venv/bin/python}
 echo '/tmp/cores/core.%p' > /proc/sys/kernel/core_pattern
 log() { echo "[numerics $(date +%T) ${SECONDS}s] $*"; }
 { cuda-gdb --version | head -2; nvidia-smi -L; ls -l $NCCL_DIR/libnccl.so.2; } > "$R/machine.txt" 2>&1
@@ -32,35 +50,73 @@ start_case() {  # NAME ARGS...
       "$BIN" --rank $rank --nranks "${NRANKS:-2}" --id-file "$W/id" "$@" > "$W/rank$rank.log" 2>&1 &
     PIDS+=($!)
   done
-  local deadline=$((SECONDS + 60))
+  wait_hang "$name" 60
+}
+
+# torch_numerics_nan.py, one process per rank on the one GPU (own NCCL_HOSTID each: socket NET).
+start_torch_case() {  # NAME ARGS...
+  local name=$1 port=$((29500 + RANDOM % 1000)); shift; local W=/tmp/numerics-$name
+  rm -rf "$W"; mkdir -p "$W"; PIDS=()
+  for ((rank = 0; rank < ${NRANKS:-3}; rank++)); do
+    NCCL_HOSTID=nsc-torch-numerics-$rank RANK=$rank LOCAL_RANK=0 WORLD_SIZE=${NRANKS:-3} MASTER_ADDR=127.0.0.1 \
+      MASTER_PORT=$port TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \
+      "$TORCH_PYTHON" "$REPO/tests/scenarios/torch_numerics_nan.py" "$@" > "$W/rank$rank.log" 2>&1 &
+    PIDS+=($!)
+  done
+  wait_hang "$name" 90
+}
+
+wait_hang() {  # NAME SECONDS: every rank printed HANG_POINT_REACHED, or the wait ran out
+  local name=$1 W=/tmp/numerics-$1 deadline=$((SECONDS + $2))
   while [ $SECONDS -lt $deadline ]; do
     [ "$(cat "$W"/rank*.log | grep -c HANG_POINT_REACHED)" -ge "${NRANKS:-2}" ] && break; sleep 0.5
   done
   sleep 2
   log "$name: $(grep -h 'HANG_POINT_REACHED\|COMPLETED\|error' "$W"/rank*.log | tr '\n' ' ' | cut -c1-300)"
   for ((rank = 0; rank < ${NRANKS:-2}; rank++)); do cp "$W/rank$rank.log" "$R/$name-rank$rank.log"; done
+  grep -h '^TORCH_COUNT' "$W"/rank*.log 2>/dev/null | sed "s/^/  $name: /"
 }
 
 end_case() { for pid in "${PIDS[@]}"; do kill -9 "$pid" 2>/dev/null; done; wait 2>/dev/null; }
+trap end_case EXIT  # no rank outlives the script (a time-out included)
 
-under_cuda_gdb() {  # NAME RANK
-  local base=$R/$1-rank$2
+verdict() { echo "$*" | tee -a "$R/verdicts.txt"; }
+
+# How to read a rank's buffers (BYTES in all) in the time left: "whole", "sampled" or "skip".
+# READS_AFTER: device reads still to come after this one, each kept 20 s.
+read_mode() {  # BYTES READS_AFTER
+  local left=$((DEADLINE - SECONDS - 20 * $2)) whole_s=$(($1 / READ_RATE_BPS + 15))
+  if [ "$left" -ge $((whole_s + whole_s / 4)) ]; then echo whole
+  elif [ $((DEADLINE - SECONDS)) -ge 25 ]; then echo sampled
+  else echo skip; fi
+}
+
+under_cuda_gdb() {  # NAME RANK BYTES READS_AFTER [ROLE]
+  local base=$R/$1-rank$2 mode limit args check
+  mode=$(read_mode "$3" "$4")
+  if [ "$mode" = skip ]; then
+    verdict "NOT READ $1 rank $2: the numerics time box (${NUMERICS_DEADLINE_S:-230} s) is spent"; return
+  fi
+  if [ "$mode" = whole ]; then
+    args="--full-read-bytes $3"; limit=$((DEADLINE - SECONDS))
+  else
+    args="--full-read-bytes 1024 --sample-chunks ${SAMPLE_CHUNKS:-64} --chunk-bytes ${SAMPLE_CHUNK_BYTES:-4096}"
+    limit=$((DEADLINE - SECONDS < 60 ? DEADLINE - SECONDS : 60))
+  fi
   NCCLSCOPE_LIB=$CARRY/lib/libncclscope.so LD_LIBRARY_PATH=$CARRY/lib \
-  timeout 240 cuda-gdb -nx -batch -p "${PIDS[$2]}" \
+  timeout -k 5 "$limit" cuda-gdb -nx -batch -p "${PIDS[$2]}" \
     -ex "source $REPO/gdbext/ncclscope-gdb.py" \
     -ex 'python import time; t0 = time.time()' \
-    -ex 'echo (gdb) nccl-numerics\n' -ex 'nccl-numerics' \
+    -ex "echo (gdb) nccl-numerics --json $args\n" \
+    -ex "pipe nccl-numerics --json $args | cat > $base.numerics.json" \
     -ex 'python print("[nccl-numerics took %.2f s]" % (time.time() - t0))' \
-    -ex "pipe nccl-numerics --json | cat > $base.numerics.json" \
-    -ex 'python t0 = time.time()' \
-    -ex 'echo (gdb) nccl-numerics --full-read-bytes 1024 --sample-chunks 8 --chunk-bytes 4096\n' \
-    -ex 'nccl-numerics --full-read-bytes 1024 --sample-chunks 8 --chunk-bytes 4096' \
-    -ex 'python print("[sampled nccl-numerics took %.2f s]" % (time.time() - t0))' \
     -ex 'echo (gdb) nccl-kernels\n' -ex 'nccl-kernels' \
     > "$base.cuda-gdb.txt" 2>&1
-  log "$1 rank $2: cuda-gdb exit $?; $(grep -h 'took' "$base.cuda-gdb.txt" | tr '\n' ' ')"
-  python3 "$REPO/tests/scenarios/check_numerics.py" "$R/$1-rank$2.log" "$base.numerics.json" > "$base.check.txt" 2>&1
-  log "$1 rank $2 check (exit $?): $(tr '\n' ' ' < "$base.check.txt")"
+  log "$1 rank $2 ($mode read, limit $limit s): cuda-gdb exit $?; $(grep -h 'took' "$base.cuda-gdb.txt" | tr '\n' ' ')"
+  python3 "$REPO/tests/scenarios/check_numerics.py" "$R/$1-rank$2.log" "$base.numerics.json" ${5:-both} > "$base.check.txt" 2>&1
+  check=$?
+  [ $check = 0 ] && verdict "PASS $1 rank $2 ($mode): $(tr '\n' ' ' < "$base.check.txt")" ||
+    verdict "FAIL $1 rank $2 ($mode, exit $check): $(tr '\n' ' ' < "$base.check.txt")"
 }
 
 host_case() {  # NAME: live numerics + triage, then cores, numerics on cores and slices
@@ -92,51 +148,72 @@ host_case() {  # NAME: live numerics + triage, then cores, numerics on cores and
 
 # Device buffers, N ranks (issue 36 item 1): cuda-gdb's nccl-numerics on each waiting rank, then
 # live triage of every rank joined with those numerics documents.
-device_case() {  # NAME RANK...
-  local name=$1 rank pids=() docs=(); shift
-  for rank in "$@"; do under_cuda_gdb "$name" "$rank"; docs+=("$R/$name-rank$rank.numerics.json"); done
+READS_LEFT=0  # device reads still to come over every case asked for (set below)
+device_case() {  # NAME BYTES ROLE RANK...
+  local name=$1 bytes=$2 role=$3 rank pids=() docs=(); shift 3
+  for rank in "$@"; do
+    READS_LEFT=$((READS_LEFT - 1))
+    under_cuda_gdb "$name" "$rank" "$bytes" "$READS_LEFT" "$role"
+    [ -s "$R/$name-rank$rank.numerics.json" ] && docs+=("$R/$name-rank$rank.numerics.json")
+  done
   for rank in "${!PIDS[@]}"; do pids+=(--pid "${PIDS[$rank]}"); done
-  "$NSC" triage "${pids[@]}" "${docs[@]}" > "$R/$name.triage-live.txt" 2>&1; log "$name triage --pid + numerics exit $?"
-  "$NSC" triage "${pids[@]}" "${docs[@]}" --json > "$R/$name.triage-live.json" 2>/dev/null
+  timeout 60 "$NSC" triage "${pids[@]}" "${docs[@]}" > "$R/$name.triage-live.txt" 2>&1; log "$name triage --pid + numerics exit $?"
+  timeout 60 "$NSC" triage "${pids[@]}" "${docs[@]}" --json > "$R/$name.triage-live.json" 2>/dev/null
   head -6 "$R/$name.triage-live.txt"
 }
 
-wanted() { [ -z "${CASES:-}" ] || [[ " $CASES " == *" $1 "* ]]; }
 # Issue 36: three ranks, rank 1 injects (NaN) or every rank's values overflow in the sum; rank 2
-# skips the collective the others hang in.
-if wanted nan-bf16-3ranks-device; then
-  NRANKS=3 start_case nan-bf16-3ranks-device --dtype bf16 --mode nan --count 1048576 --nan-count 4096 --inject-rank 1
-  device_case nan-bf16-3ranks-device 0 1; end_case
-fi
-if wanted underflow-e4m3-3ranks-device; then
-  NRANKS=3 start_case underflow-e4m3-3ranks-device --dtype e4m3 --mode underflow --count 1048576
-  device_case underflow-e4m3-3ranks-device 0 1; end_case
-fi
-if wanted overflow-f16-3ranks-device; then
-  NRANKS=3 start_case overflow-f16-3ranks-device --dtype f16 --mode overflow --count 1048576
-  device_case overflow-f16-3ranks-device 0 1; end_case
-fi
-if wanted nan-bf16-device; then
-  start_case nan-bf16-device --dtype bf16 --mode nan --count 1048576 --nan-count 4096
-  under_cuda_gdb nan-bf16-device 0; under_cuda_gdb nan-bf16-device 1; end_case
-fi
-if wanted underflow-e4m3-device; then
-  start_case underflow-e4m3-device --dtype e4m3 --mode underflow --count 1048576
-  under_cuda_gdb underflow-e4m3-device 0; end_case
-fi
-if wanted nan-bf16-host; then
-  start_case nan-bf16-host --dtype bf16 --mode nan --count 262144 --nan-count 4096 --host-buffers
-  host_case nan-bf16-host; end_case
-fi
-if wanted underflow-bf16-host; then
-  start_case underflow-bf16-host --dtype bf16 --mode underflow --count 262144 --host-buffers
-  host_case underflow-bf16-host; end_case
-fi
-for case in "underflow-f16 f16 underflow" "nan-e5m2 e5m2 nan" "underflow-f32 f32 underflow" "nan-e4m3 e4m3 nan" "underflow-e5m2 e5m2 underflow"; do
-  set -- $case
-  wanted "$1-host" || continue
-  start_case "$1-host" --dtype "$2" --mode "$3" --count 262144 --nan-count 1000 --host-buffers
-  CORES=0 host_case "$1-host"; end_case
-done
+# skips the collective the others hang in. BYTES: one rank's send + receive buffers.
+MiB4=4194304 MiB2=2097152
+run_case() {  # NAME
+  case $1 in
+    overflow-f16-3ranks-device)  # first by default: its receive buffers were never read whole
+      NRANKS=3 start_case "$1" --dtype f16 --mode overflow --count 1048576
+      device_case "$1" $MiB4 both 0 1 ;;
+    torch-nan-bf16)  # rank 1 holds the NaN; in place, so the send buffer is the receive buffer
+      NRANKS=3 start_torch_case "$1" --count 1048576 --nan-count 4096 --inject-rank 1
+      device_case "$1" $MiB4 send 1 0 ;;
+    nan-bf16-3ranks-device)
+      NRANKS=3 start_case "$1" --dtype bf16 --mode nan --count 1048576 --nan-count 4096 --inject-rank 1
+      device_case "$1" $MiB4 both 1 0 ;;
+    underflow-e4m3-3ranks-device)
+      NRANKS=3 start_case "$1" --dtype e4m3 --mode underflow --count 1048576
+      device_case "$1" $MiB2 both 0 1 ;;
+    nan-bf16-device)
+      start_case "$1" --dtype bf16 --mode nan --count 1048576 --nan-count 4096
+      READS_LEFT=$((READS_LEFT - 2))
+      under_cuda_gdb "$1" 0 $MiB4 $((READS_LEFT + 1)); under_cuda_gdb "$1" 1 $MiB4 "$READS_LEFT" ;;
+    underflow-e4m3-device)
+      start_case "$1" --dtype e4m3 --mode underflow --count 1048576
+      READS_LEFT=$((READS_LEFT - 1)); under_cuda_gdb "$1" 0 $MiB2 "$READS_LEFT" ;;
+    nan-bf16-host)
+      start_case "$1" --dtype bf16 --mode nan --count 262144 --nan-count 4096 --host-buffers; host_case "$1" ;;
+    underflow-bf16-host)
+      start_case "$1" --dtype bf16 --mode underflow --count 262144 --host-buffers; host_case "$1" ;;
+    underflow-f16-host|nan-e5m2-host|underflow-f32-host|nan-e4m3-host|underflow-e5m2-host)
+      local name=${1%-host}
+      start_case "$1" --dtype "${name#*-}" --mode "${name%%-*}" --count 262144 --nan-count 1000 --host-buffers
+      CORES=0 host_case "$1" ;;
+    *) log "unknown case $1"; return ;;
+  esac
+  end_case
+}
+
+device_reads() {  # NAME: cuda-gdb reads the case makes
+  case $1 in
+    *-3ranks-device|torch-nan-bf16|nan-bf16-device) echo 2 ;;
+    underflow-e4m3-device) echo 1 ;;
+    *) echo 0 ;;
+  esac
+}
+
+CASES=${CASES:-overflow-f16-3ranks-device torch-nan-bf16 nan-bf16-3ranks-device underflow-e4m3-3ranks-device \
+nan-bf16-device underflow-e4m3-device nan-bf16-host underflow-bf16-host underflow-f16-host nan-e5m2-host \
+underflow-f32-host nan-e4m3-host underflow-e5m2-host}
+for case in $CASES; do READS_LEFT=$((READS_LEFT + $(device_reads "$case"))); done
+for case in $CASES; do run_case "$case"; done
+log "numerics phase: $((SECONDS - START_S)) s of the ${NUMERICS_DEADLINE_S:-230} s box"
+echo "== numerics verdicts: $(grep -c '^PASS' "$R/verdicts.txt" 2>/dev/null) PASS, $(grep -c '^FAIL' "$R/verdicts.txt" 2>/dev/null) FAIL, $(grep -c '^NOT READ' "$R/verdicts.txt" 2>/dev/null) not read"
+cat "$R/verdicts.txt" 2>/dev/null
 cd "$OUT" && tar -cJf numerics.tar.xz numerics && rm -rf numerics
 ls -l "$OUT"; log done
