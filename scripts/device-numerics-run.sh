@@ -17,9 +17,9 @@
 #
 # Time box: cuda-gdb reads device memory at about 160 KB/s (2026-12-05, H100: 4 MiB in 24.7-26.9 s),
 # and the last run's 300 s were spent before the fp16 receive buffer was read. Every device read
-# must end by NUMERICS_DEADLINE_S (default 230 s after the start). A rank is read whole when its
+# must end by NUMERICS_DEADLINE_S (default 280 s after the start). A rank is read whole when its
 # estimated time (bytes / READ_RATE_BPS + 15 s to attach) fits in what is left after a reserve of
-# 20 s for each read still to come; else sampled (SAMPLE_CHUNKS chunks of SAMPLE_CHUNK_BYTES of
+# 15 s for each read still to come; else sampled (SAMPLE_CHUNKS chunks of SAMPLE_CHUNK_BYTES of
 # each buffer, default 64 x 4 KiB, stated in the document and the check line, which then checks
 # consistency, not equality); else not read, and the log says so. PASS/FAIL per rank read lands in
 # $OUT/numerics/verdicts.txt and at the end of the output.
@@ -34,7 +34,7 @@ chmod +x "$NSC" "$CARRY/bin/ncclscope" "$BIN"
 NCCL_DIR=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib
 export NCCL_NVLS_ENABLE=0 NCCL_DEBUG=WARN NCCL_NET=Socket NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1
 R=$OUT/numerics; mkdir -p "$R" /tmp/cores
-START_S=$SECONDS; DEADLINE=$((SECONDS + ${NUMERICS_DEADLINE_S:-230})); READ_RATE_BPS=${READ_RATE_BPS:-160000}
+START_S=$SECONDS; DEADLINE=$((SECONDS + ${NUMERICS_DEADLINE_S:-280})); READ_RATE_BPS=${READ_RATE_BPS:-160000}
 TORCH_PYTHON=${TORCH_PYTHON:-/opt/torch/.venv/bin/python}
 echo '/tmp/cores/core.%p' > /proc/sys/kernel/core_pattern
 log() { echo "[numerics $(date +%T) ${SECONDS}s] $*"; }
@@ -83,10 +83,11 @@ trap end_case EXIT  # no rank outlives the script (a time-out included)
 verdict() { echo "$*" | tee -a "$R/verdicts.txt"; }
 
 # How to read a rank's buffers (BYTES in all) in the time left: "whole", "sampled" or "skip".
-# READS_AFTER: device reads still to come after this one, each kept 20 s.
+# READS_AFTER: device reads still to come after this one, each kept 15 s (a sampled read: attach
+# 3-15 s, 0.4 s to read).
 read_mode() {  # BYTES READS_AFTER
-  local left=$((DEADLINE - SECONDS - 20 * $2)) whole_s=$(($1 / READ_RATE_BPS + 15))
-  if [ "$left" -ge $((whole_s + whole_s / 4)) ]; then echo whole
+  local left=$((DEADLINE - SECONDS - 15 * $2)) whole_s=$(($1 / READ_RATE_BPS + 15))
+  if [ "$left" -ge "$whole_s" ]; then echo whole
   elif [ $((DEADLINE - SECONDS)) -ge 25 ]; then echo sampled
   else echo skip; fi
 }
@@ -95,7 +96,7 @@ under_cuda_gdb() {  # NAME RANK BYTES READS_AFTER [ROLE]
   local base=$R/$1-rank$2 mode limit args check
   mode=$(read_mode "$3" "$4")
   if [ "$mode" = skip ]; then
-    verdict "NOT READ $1 rank $2: the numerics time box (${NUMERICS_DEADLINE_S:-230} s) is spent"; return
+    verdict "NOT READ $1 rank $2: the numerics time box (${NUMERICS_DEADLINE_S:-280} s) is spent"; return
   fi
   if [ "$mode" = whole ]; then
     args="--full-read-bytes $3"; limit=$((DEADLINE - SECONDS))
@@ -212,7 +213,7 @@ nan-bf16-device underflow-e4m3-device nan-bf16-host underflow-bf16-host underflo
 underflow-f32-host nan-e4m3-host underflow-e5m2-host}
 for case in $CASES; do READS_LEFT=$((READS_LEFT + $(device_reads "$case"))); done
 for case in $CASES; do run_case "$case"; done
-log "numerics phase: $((SECONDS - START_S)) s of the ${NUMERICS_DEADLINE_S:-230} s box"
+log "numerics phase: $((SECONDS - START_S)) s of the ${NUMERICS_DEADLINE_S:-280} s box"
 echo "== numerics verdicts: $(grep -c '^PASS' "$R/verdicts.txt" 2>/dev/null) PASS, $(grep -c '^FAIL' "$R/verdicts.txt" 2>/dev/null) FAIL, $(grep -c '^NOT READ' "$R/verdicts.txt" 2>/dev/null) not read"
 cat "$R/verdicts.txt" 2>/dev/null
 cd "$OUT" && tar -cJf numerics.tar.xz numerics && rm -rf numerics
