@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# Issue 35 item 1 in one GPU-machine call: how fast `ncclscope triage --pid` answers for a hung
+# node, live, on real jobs of three frameworks sharing the one GPU:
+#   8 PyTorch ranks  tests/scenarios/torch_multigroup.py ppdp-skip-send (PP 4 x DP 2, NCCL, one
+#                    NCCL_HOSTID per rank: socket NET transport; flight recorder on, as shipped)
+#   2 JAX processes  tests/scenarios/jax_hang.py (XLA's NCCL all-gather, process 1 skips one)
+#   2 CuPy processes tests/scenarios/cupy_hang.py (cupy.cuda.nccl allReduce, rank 1 skips one)
+# Sets timed: torch8, jax1 (the waiting JAX process), jax2, cupy2, node (every process above).
+# Tools, on the same processes in the same run: ncclscope triage --pid ... (best of 3, wall and
+# CPU of that run), eu-stack -p and py-spy dump --pid of each process in turn (1 run each, when
+# installed; eu-stack also from .device-carry/bin). Goals (issue 35): torch8 < 0.5 s, jax1 < 0.3 s.
+#
+#   timeout 560 bash scripts/device-node-speed-run.sh   (from the repo root, $OUT set; it also
+#   guards itself with TOTAL_S, default 540 s), carrying .device-carry/:
+#     bin/ncclscope (stripped), lib/{libdw.so.1,libelf.so.1}, optional bin/eu-stack (Debian's,
+#     runs on the carried libdw/libelf):  cp /usr/bin/eu-stack .device-carry/bin/
+# Env: TORCH_PYTHON (default /opt/torch/.venv/bin/python), JAX_PYTHON, CUPY_PYTHON (default the
+# same), READY_S (120: wait for every rank's HANG_POINT_REACHED), TIMING_S (280: every timing ends
+# by then; a measurement that no longer fits is "not timed"), RUNS (3).
+# Out ($OUT, 2 files): node-speed.md (the table, machine, load) and node-speed.tar.xz (rank logs,
+# each set's first triage text, raw timings). Every process it started is killed at exit (trap).
+if [ -z "${NODE_SPEED_INNER:-}" ]; then
+  NODE_SPEED_INNER=1 exec timeout -k 10 "${TOTAL_S:-540}" bash "$0" "$@"
+fi
+set -uo pipefail
+: "${OUT:?OUT must name the folder whose files come back}"
+REPO=$(pwd); CARRY=$REPO/.device-carry; NSC=$CARRY/ncclscope-run
+cat > "$NSC" <<SH
+#!/bin/sh
+LD_LIBRARY_PATH=$CARRY/lib exec $CARRY/bin/ncclscope "\$@"
+SH
+chmod +x "$NSC" "$CARRY/bin/ncclscope"
+PY=${TORCH_PYTHON:-/opt/torch/.venv/bin/python}; JAX_PY=${JAX_PYTHON:-$PY}; CUPY_PY=${CUPY_PYTHON:-$PY}
+export NCCL_NVLS_ENABLE=0 NCCL_DEBUG=WARN NCCL_NET=Socket NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 \
+       TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 XLA_PYTHON_CLIENT_PREALLOCATE=false MASTER_ADDR=127.0.0.1
+W=/tmp/node-speed; R=$W/out; rm -rf "$W"; mkdir -p "$R" "$W/torch"
+log() { echo "[node-speed $(date +%T) ${SECONDS}s] $*" | tee -a "$R/run.log"; }
+
+ALL_PIDS=()
+cleanup() { local pid; for pid in "${ALL_PIDS[@]}"; do kill -9 "$pid" 2>/dev/null; done; wait 2>/dev/null; }
+trap cleanup EXIT
+trap 'exit 124' TERM INT
+
+declare -A GROUP_PIDS  # group -> "pid pid ..." in rank order
+start_rank() {  # GROUP RANK LOG PYTHON ARGS... (env set by the caller)
+  local group=$1 rank=$2 logfile=$3; shift 3
+  "$@" > "$logfile" 2>&1 &
+  ALL_PIDS+=($!); GROUP_PIDS[$group]="${GROUP_PIDS[$group]:-} $!"
+}
+start_torch() {
+  local rank port=$((29600 + RANDOM % 300))
+  for rank in 0 1 2 3 4 5 6 7; do
+    NCCL_HOSTID=nsc-speed-torch-$rank RANK=$rank LOCAL_RANK=0 WORLD_SIZE=8 MASTER_PORT=$port \
+      start_rank torch $rank "$W/torch-rank$rank.log" "$PY" "$REPO/tests/scenarios/torch_multigroup.py" \
+      --scenario ppdp-skip-send --fr-dump-dir "$W/torch"
+  done
+}
+start_jax() {
+  local rank port=$((30000 + RANDOM % 300))
+  for rank in 0 1; do
+    NCCL_HOSTID=nsc-speed-jax-$rank RANK=$rank WORLD_SIZE=2 MASTER_PORT=$port \
+      start_rank jax $rank "$W/jax-rank$rank.log" "$JAX_PY" "$REPO/tests/scenarios/jax_hang.py"
+  done
+}
+start_cupy() {
+  local rank
+  for rank in 0 1; do
+    NCCL_HOSTID=nsc-speed-cupy-$rank RANK=$rank WORLD_SIZE=2 \
+      start_rank cupy $rank "$W/cupy-rank$rank.log" "$CUPY_PY" "$REPO/tests/scenarios/cupy_hang.py" --id-file "$W/cupy.id"
+  done
+}
+
+ready() {  # GROUP: every rank printed HANG_POINT_REACHED and is alive
+  local pid log count=0 n=0
+  for pid in ${GROUP_PIDS[$1]}; do
+    log=$W/$1-rank$n.log; n=$((n + 1))
+    kill -0 "$pid" 2>/dev/null && grep -q HANG_POINT_REACHED "$log" && count=$((count + 1))
+  done
+  [ "$count" -eq "$n" ]
+}
+
+{ nvidia-smi -L; nproc; timeout "${PROBE_S:-60}" "$PY" -c 'import torch; print("torch", torch.__version__)'; "$NSC" --version
+  command -v eu-stack || ls "$CARRY/bin/eu-stack"; command -v py-spy || ls "$(dirname "$PY")/py-spy"; } > "$R/machine.txt" 2>&1
+start_cupy; start_jax; start_torch
+declare -A READY=([none]=)  # never empty: older bash calls an empty array unbound under set -u
+deadline=$((SECONDS + ${READY_S:-120})) nready=0
+while [ $SECONDS -lt $deadline ]; do
+  for group in torch jax cupy; do
+    [ -z "${READY[$group]:-}" ] && ready $group && READY[$group]=1 && nready=$((nready + 1)) && log "$group: every rank at its hang point"
+  done
+  [ $nready -eq 3 ] && break
+  sleep 1
+done
+for group in torch jax cupy; do
+  [ -n "${READY[$group]:-}" ] || log "$group NOT READY after ${READY_S:-120} s: $(tail -q -n 2 "$W/$group"-rank*.log | tr '\n' ' ' | cut -c1-400)"
+done
+sleep 3  # the torch ranks' flight-recorder dump thread (3 s), NCCL kernels resident
+
+# The sets, each "pid pid ...", only of groups that are ready.
+declare -A SET=([none]=)
+[ -n "${READY[torch]:-}" ] && SET[torch8]=${GROUP_PIDS[torch]}
+if [ -n "${READY[jax]:-}" ]; then SET[jax2]=${GROUP_PIDS[jax]}; SET[jax1]=$(echo "${GROUP_PIDS[jax]}" | awk '{print $1}'); fi
+[ -n "${READY[cupy]:-}" ] && SET[cupy2]=${GROUP_PIDS[cupy]}
+node=""; for group in torch jax cupy; do [ -n "${READY[$group]:-}" ] && node="$node ${GROUP_PIDS[$group]}"; done
+[ -n "$node" ] && SET[node]=$node
+
+EU=$(command -v eu-stack || { [ -x "$CARRY/bin/eu-stack" ] && echo "$CARRY/bin/eu-stack"; })
+EU_LIBS=; [ "$EU" = "$CARRY/bin/eu-stack" ] && EU_LIBS=$CARRY/lib  # the carried one runs on the carried libdw
+PYSPY=$(command -v py-spy || { [ -x "$(dirname "$PY")/py-spy" ] && echo "$(dirname "$PY")/py-spy"; })
+TIMING_END=$((SECONDS + ${TIMING_S:-280}))
+threads_of() { local pid n=0; for pid in $1; do n=$((n + $(ls "/proc/$pid/task" 2>/dev/null | wc -l))); done; echo $n; }
+
+measure() {  # SET TOOL
+  local set=$1 tool=$2 pids=${SET[$1]:-} left limit runs=1 args=() pid
+  [ -n "$pids" ] || return 0
+  left=$((TIMING_END - SECONDS))
+  if [ "$left" -lt 5 ]; then echo "$set|$tool|not timed: the ${TIMING_S:-280} s timing box is spent" >> "$R/results.txt"; return; fi
+  case $tool in
+    ncclscope) for pid in $pids; do args+=(--pid "$pid"); done
+               set -- "$NSC" triage "${args[@]}"; runs=${RUNS:-3}; limit=60 ;;
+    eu-stack) [ -n "$EU" ] || { echo "$set|$tool|not installed" >> "$R/results.txt"; return; }
+              set -- env LD_LIBRARY_PATH="$EU_LIBS" sh -c 'for p; do "$0" -p "$p"; done' "$EU" $pids; limit=120 ;;
+    py-spy) [ -n "$PYSPY" ] || { echo "$set|$tool|not installed" >> "$R/results.txt"; return; }
+            set -- sh -c 'for p; do "$0" dump --pid "$p"; done' "$PYSPY" $pids; limit=120 ;;
+  esac
+  [ "$limit" -gt "$left" ] && limit=$left
+  local timing
+  timing=$(python3 "$REPO/scripts/time_best.py" --runs "$runs" --timeout "$limit" --stop-after 20 \
+    --out "$R/$tool-$set.txt" -- "$@")
+  echo "$set|$tool|$(wc -w <<< "$pids")|$(threads_of "$pids")|$(cut -d' ' -f1 /proc/loadavg)|$timing" >> "$R/results.txt"
+  log "$tool $set: $timing"
+}
+
+: > "$R/results.txt"
+log "timing (load $(cut -d' ' -f1-3 /proc/loadavg)); sets: ${!SET[*]}"
+for step in "torch8 ncclscope" "jax1 ncclscope" "node ncclscope" "jax2 ncclscope" "cupy2 ncclscope" \
+            "torch8 eu-stack" "jax1 eu-stack" "torch8 py-spy" "jax1 py-spy" "cupy2 eu-stack" "cupy2 py-spy" \
+            "node eu-stack" "node py-spy"; do
+  measure $step
+done
+for set in torch8 jax1 cupy2; do [ -f "$R/ncclscope-$set.txt" ] && { echo "== triage of $set:"; head -3 "$R/ncclscope-$set.txt"; }; done
+
+python3 - "$R/results.txt" "$R/machine.txt" > "$OUT/node-speed.md" <<'PY'
+import json, sys
+goals = {"torch8": 0.5, "jax1": 0.3}
+rows, best = [], {}
+for line in open(sys.argv[1]):
+    parts = line.rstrip("\n").split("|")
+    if len(parts) < 6:
+        rows.append("| %s | %s | | | unavailable | | | | | %s |" % (parts[0], parts[1], parts[2] if len(parts) > 2 else ""))
+        continue
+    set_, tool, procs, threads, load, timing = parts[0], parts[1], parts[2], parts[3], parts[4], json.loads(parts[5])
+    wall, cpu = timing["best_wall"], timing["best_cpu"]
+    if wall is not None:
+        best[(set_, tool)] = wall
+    runs = "%d run(s)%s" % (timing["runs"], ", %d timed out at %g s" % (timing["timeouts"], timing["timeout_s"]) if timing["timeouts"] else "")
+    goal = goals.get(set_) if tool == "ncclscope" else None
+    met = "" if goal is None or wall is None else ("< %g s: met" % goal if wall < goal else "< %g s: NOT met" % goal)
+    ratio = ""
+    if tool != "ncclscope" and wall is not None and best.get((set_, "ncclscope")):
+        ratio = "%.1fx ncclscope" % (wall / best[(set_, "ncclscope")])
+    rows.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | rc %s, load %s |" % (
+        set_, tool, procs, threads, "unavailable" if wall is None else "%.3f" % wall,
+        "unavailable" if cpu is None else "%.3f" % cpu, runs, met, ratio, timing["rc"], load))
+print("# Live triage of a hung node (issue 35 item 1), one GPU machine\n")
+print("Best wall of the runs made (ncclscope: best of 3; eu-stack, py-spy: 1 run, each process in turn); CPU of that run.\n")
+print("| set | tool | processes | threads | best wall s | CPU s | runs | goal | vs ncclscope | notes |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+print("\n".join(rows))
+print("\nMachine:\n```\n" + open(sys.argv[2]).read() + "```")
+PY
+cat "$OUT/node-speed.md"
+cp "$W"/*.log "$R/" 2>/dev/null
+tar -C "$W" -cJf "$OUT/node-speed.tar.xz" out
+log "done"
