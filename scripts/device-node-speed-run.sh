@@ -82,7 +82,7 @@ ready() {  # GROUP: every rank printed HANG_POINT_REACHED and is alive
 { nvidia-smi -L; nproc; timeout "${PROBE_S:-60}" "$PY" -c 'import torch; print("torch", torch.__version__)'; "$NSC" --version
   command -v eu-stack || ls "$CARRY/bin/eu-stack"; command -v py-spy || ls "$(dirname "$PY")/py-spy"; } > "$R/machine.txt" 2>&1
 start_cupy; start_jax; start_torch
-declare -A READY=([none]=)  # never empty: older bash calls an empty array unbound under set -u
+declare -A READY=([none]="")  # never empty: older bash calls an empty array unbound under set -u
 deadline=$((SECONDS + ${READY_S:-120})) nready=0
 while [ $SECONDS -lt $deadline ]; do
   for group in torch jax cupy; do
@@ -97,7 +97,7 @@ done
 sleep 3  # the torch ranks' flight-recorder dump thread (3 s), NCCL kernels resident
 
 # The sets, each "pid pid ...", only of groups that are ready.
-declare -A SET=([none]=)
+declare -A SET=([none]="")
 [ -n "${READY[torch]:-}" ] && SET[torch8]=${GROUP_PIDS[torch]}
 if [ -n "${READY[jax]:-}" ]; then SET[jax2]=${GROUP_PIDS[jax]}; SET[jax1]=$(echo "${GROUP_PIDS[jax]}" | awk '{print $1}'); fi
 [ -n "${READY[cupy]:-}" ] && SET[cupy2]=${GROUP_PIDS[cupy]}

@@ -158,8 +158,8 @@ device_case() {  # NAME BYTES ROLE RANK...
     [ -s "$R/$name-rank$rank.numerics.json" ] && docs+=("$R/$name-rank$rank.numerics.json")
   done
   for rank in "${!PIDS[@]}"; do pids+=(--pid "${PIDS[$rank]}"); done
-  timeout 60 "$NSC" triage "${pids[@]}" "${docs[@]}" > "$R/$name.triage-live.txt" 2>&1; log "$name triage --pid + numerics exit $?"
-  timeout 60 "$NSC" triage "${pids[@]}" "${docs[@]}" --json > "$R/$name.triage-live.json" 2>/dev/null
+  timeout 30 "$NSC" triage "${pids[@]}" "${docs[@]}" > "$R/$name.triage-live.txt" 2>&1; log "$name triage --pid + numerics exit $?"
+  timeout 30 "$NSC" triage "${pids[@]}" "${docs[@]}" --json > "$R/$name.triage-live.json" 2>/dev/null
   head -6 "$R/$name.triage-live.txt"
 }
 
@@ -217,4 +217,4 @@ log "numerics phase: $((SECONDS - START_S)) s of the ${NUMERICS_DEADLINE_S:-280}
 echo "== numerics verdicts: $(grep -c '^PASS' "$R/verdicts.txt" 2>/dev/null) PASS, $(grep -c '^FAIL' "$R/verdicts.txt" 2>/dev/null) FAIL, $(grep -c '^NOT READ' "$R/verdicts.txt" 2>/dev/null) not read"
 cat "$R/verdicts.txt" 2>/dev/null
 cd "$OUT" && tar -cJf numerics.tar.xz numerics && rm -rf numerics
-ls -l "$OUT"; log done
+ls -l "$OUT"; log "done"
