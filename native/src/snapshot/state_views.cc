@@ -532,6 +532,7 @@ Lines thread_lines(const json& thread, const json& data, long max_frames) {
     return lines;
   }
   append(lines, frame_lines(frames, max_frames, "#", "frame", frame_text));
+  if (!has_frames && truthy(field.raw("error"))) lines.push_back("    no frames: " + field.text("error"));
   const json& python_frames = json_member(json_member(thread, "python"), "frames");
   if (python_frames.is_array() && !python_frames.empty())
     append(lines, frame_lines(python_frames, max_frames, "py#", "Python frame", python_frame_text));

@@ -26,6 +26,7 @@
 #include "target/build_ids.h"
 #include "target/core_file.h"
 #include "target/core_notes.h"
+#include "target/proc_maps.h"
 #include "target/ptrace_freezer.h"
 #include "util/errors.h"
 #include "util/input_file.h"
@@ -342,14 +343,7 @@ void read_live_thread_facts(int pid, ThreadStack* stack) {
   if (comm) {
     std::getline(comm, stack->name);
   }
-  std::ifstream stat_file(task + "/stat");
-  std::string stat_line;
-  if (stat_file && std::getline(stat_file, stat_line)) {
-    // "tid (comm) S ...": comm may hold ')' itself, so use the last one.
-    size_t close = stat_line.rfind(')');
-    if (close != std::string::npos && close + 2 < stat_line.size())
-      stack->state = stat_line[close + 2];
-  }
+  stack->state = thread_state(pid, stack->tid);
   // "34 0x0 ..." in a system call, "-1 ..." blocked outside one, "running".
   std::ifstream syscall_file(task + "/syscall");
   std::string first_word;
@@ -385,7 +379,8 @@ int unwind_stopped_live_thread(int pid, Dwfl_Thread* thread, ThreadWalk* thread_
     ThreadFreezer stopped(pid, thread_walk->stack->tid);
     if (!stopped.is_stopped(thread_walk->stack->tid)) {
       *error = stopped.unstopped_threads().empty() ? "thread ended before it could be stopped"
-                                                   : "thread did not stop within 2 s";
+                                                   : stopped.why_unstopped(thread_walk->stack->tid) +
+                                                         ", so its user stack is not read";
       return -1;
     }
     int result = dwfl_thread_getframes(thread, on_frame, thread_walk);

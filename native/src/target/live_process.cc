@@ -26,12 +26,6 @@ std::string read_link(const std::string& path) {
   return n > 0 ? std::string(buffer, n) : std::string();
 }
 
-// State letter from /proc/PID/task/TID/stat: "tid (comm) S ..." (comm may hold ')').
-char state_from_stat(const std::string& stat) {
-  size_t close = stat.rfind(')');
-  return close != std::string::npos && close + 2 < stat.size() ? stat[close + 2] : '?';
-}
-
 // Registers of a stopped thread, laid out as an NT_PRSTATUS note (as in a core).
 std::vector<uint8_t> prstatus_of_stopped_thread(int tid) {
   user_regs_struct regs;
@@ -53,8 +47,7 @@ LiveProcess::LiveProcess(int pid, bool freeze) : pid_(pid) {
   if (freeze) {
     freezer_ = std::make_unique<ThreadFreezer>(pid_);
     for (int tid : freezer_->unstopped_threads())
-      warnings_.push_back(describe() + ": thread " + std::to_string(tid) +
-                          " did not stop within 2 s (uninterruptible sleep?)");
+      warnings_.push_back("thread " + std::to_string(tid) + " " + freezer_->why_unstopped(tid));
     load_maps();  // the mappings may have changed before the threads stopped
   }
   probe_access();
@@ -211,7 +204,7 @@ ThreadInfo LiveProcess::thread_info(int tid) const {
     thread.name = *comm;
     if (!thread.name.empty() && thread.name.back() == '\n') thread.name.pop_back();
   }
-  if (auto stat = read_proc_file(task + "/stat")) thread.state = state_from_stat(*stat);
+  thread.state = thread_state(pid_, tid);
   if (freezer_ && freezer_->is_stopped(tid)) thread.prstatus = prstatus_of_stopped_thread(tid);
   return thread;
 }

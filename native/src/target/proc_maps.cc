@@ -81,4 +81,22 @@ std::vector<int> list_thread_ids(int pid) {
   return tids;
 }
 
+namespace {
+std::string task_file(int pid, int tid, const char* name) {
+  return "/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/" + name;
+}
+}  // namespace
+
+char thread_state(int pid, int tid) {
+  std::optional<std::string> stat = read_proc_file(task_file(pid, tid, "stat"));
+  if (!stat) return '?';
+  size_t close = stat->rfind(')');  // "tid (comm) S ...": comm may hold ')' itself
+  return close != std::string::npos && close + 2 < stat->size() ? (*stat)[close + 2] : '?';
+}
+
+std::string thread_wait_channel(int pid, int tid) {
+  std::optional<std::string> wchan = read_proc_file(task_file(pid, tid, "wchan"));
+  return wchan && *wchan != "0" ? *wchan : "";
+}
+
 }  // namespace nsc

@@ -25,4 +25,10 @@ std::vector<int> list_thread_ids(int pid);
 // Whole small /proc file, or nullopt (errno set).
 std::optional<std::string> read_proc_file(const std::string& path);
 
+// A thread's state letter from /proc/PID/task/TID/stat ('S', 'D', 't', ...), '?' when unreadable.
+char thread_state(int pid, int tid);
+
+// The kernel function a sleeping thread waits in (/proc/PID/task/TID/wchan), "" when unknown.
+std::string thread_wait_channel(int pid, int tid);
+
 }  // namespace nsc

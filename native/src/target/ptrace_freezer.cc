@@ -85,6 +85,17 @@ long status_field(int pid, const std::string& field) {
   return at == std::string::npos ? -1 : std::strtol(status->c_str() + at + 1 + field.size(), nullptr, 10);
 }
 
+// A thread in uninterruptible sleep (a vfork parent, a driver call) takes no ptrace stop until
+// the kernel lets it go: seized, it would cost 2 s waiting for the stop and 2 s more to detach.
+// Waits up to 100 ms for it to leave that sleep; "" when it did, else the reason it is left alone.
+std::string persistent_kernel_sleep(int pid, int tid) {
+  for (int poll = 0; poll < 20 && thread_state(pid, tid) == 'D'; ++poll) usleep(5000);
+  if (thread_state(pid, tid) != 'D') return "";
+  std::string channel = thread_wait_channel(pid, tid);
+  return "in uninterruptible sleep in the kernel" + (channel.empty() ? "" : " (" + channel + ")") +
+         " for over 100 ms: not stopped";
+}
+
 }  // namespace
 
 std::string trace_permission_message(int pid, int error_number) {
@@ -128,7 +139,7 @@ ThreadFreezer::~ThreadFreezer() { release(); }
 bool ThreadFreezer::seize_new_threads() {
   bool found_new = false;
   for (int tid : list_thread_ids(pid_)) {
-    if (seized_.count(tid)) continue;
+    if (seized_.count(tid) || unstopped_reasons_.count(tid)) continue;
     found_new = true;
     seize_one(tid);
   }
@@ -136,6 +147,12 @@ bool ThreadFreezer::seize_new_threads() {
 }
 
 void ThreadFreezer::seize_one(int tid) {
+  std::string kernel_sleep = persistent_kernel_sleep(pid_, tid);
+  if (!kernel_sleep.empty()) {
+    unstopped_.push_back(tid);
+    unstopped_reasons_[tid] = kernel_sleep;
+    return;
+  }
   if (ptrace(PTRACE_SEIZE, tid, nullptr, nullptr) != 0) {
     if (errno == ESRCH) return;  // the thread exited meanwhile
     int error_number = errno;
@@ -149,7 +166,10 @@ void ThreadFreezer::seize_one(int tid) {
   if (ptrace(PTRACE_INTERRUPT, tid, nullptr, nullptr) != 0 && errno == ESRCH) return;
   switch (wait_for_stop(tid, &seized_[tid])) {
     case StopResult::kStopped: stopped_[tid] = true; break;
-    case StopResult::kTimeout: unstopped_.push_back(tid); break;
+    case StopResult::kTimeout:
+      unstopped_.push_back(tid);
+      unstopped_reasons_[tid] = "did not stop within 2 s";
+      break;
     case StopResult::kGone:
       seized_.erase(tid);
       forget_for_emergency(tid);
@@ -193,6 +213,11 @@ void ThreadFreezer::release() {
   for (const auto& [tid, signal_to_deliver] : to_detach)
     detach_one(tid, signal_to_deliver, is_stopped(tid));
   stopped_.clear();
+}
+
+std::string ThreadFreezer::why_unstopped(int tid) const {
+  auto it = unstopped_reasons_.find(tid);
+  return it == unstopped_reasons_.end() ? "" : it->second;
 }
 
 bool ThreadFreezer::is_stopped(int tid) const {

@@ -24,8 +24,11 @@ class ThreadFreezer {
   void release();  // resumes every thread now (idempotent)
   bool is_stopped(int tid) const;
   std::vector<int> stopped_threads() const;
-  // Threads that did not stop within the timeout (e.g. in uninterruptible sleep).
+  // Threads that did not stop: left unseized in uninterruptible sleep, or not stopped within 2 s.
   const std::vector<int>& unstopped_threads() const { return unstopped_; }
+  // Why tid is not stopped ("in uninterruptible sleep in the kernel (WCHAN) for over 100 ms"),
+  // "" when it is or was never seen.
+  std::string why_unstopped(int tid) const;
 
  private:
   bool seize_new_threads();
@@ -38,6 +41,7 @@ class ThreadFreezer {
   std::map<int, int> seized_;  // tid -> signal to re-inject at detach (0 if none)
   std::map<int, bool> stopped_;
   std::vector<int> unstopped_;
+  std::map<int, std::string> unstopped_reasons_;
 };
 
 // "pid N: may not trace (Operation not permitted; ...): run as the same user or
