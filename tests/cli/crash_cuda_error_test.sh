@@ -68,6 +68,9 @@ if not ranks[3]["text"].startswith(text_start):
 for r in (0, 1, 2):
     want("rank %d kind, reaction" % r, (ranks[r]["kind"], ranks[r]["reaction"]), ("watchdog-abort", True))
 lines = doc["headline"]["lines"] if isinstance(doc["headline"], dict) else doc["headline"]
+words = sum(len(line.split()) for line in lines)
+if len(lines) > 3 or words > 60:
+    problems.append("headline %d lines, %d words (at most 3 and 60)" % (len(lines), words))
 if not lines[0].startswith(headline_start):
     problems.append("headline %r does not start with %r" % (lines[0], headline_start))
 print("\n".join(problems) if problems else "ok: " + " / ".join(lines))
