@@ -2,7 +2,8 @@
 // no other rank's explains. A rank that saw ncclRemoteError reacts to a peer's failure (its own
 // abort by PyTorch's watchdog, a fault while exiting after it): never the origin. The origin
 // is, in this order: a local failure in an input (a fault, abort() outside the watchdog, a CUDA
-// error NCCL recorded); else the ranks without input that the remote errors point to (a rank
+// error: NCCL recorded it, the exception PyTorch rethrew names it, or a failed CUDA check is on a
+// stack); else the ranks without input that the remote errors point to (a rank
 // that died leaves no core); else, when PyTorch's watchdog
 // aborted ranks after a timeout, the rank the hang analysis blames for never issuing the
 // collective that timed out; else, as suspects only, the ranks the watchdog aborted not after a
@@ -28,6 +29,41 @@ using nlohmann::json;
 
 constexpr const char* kRemoteError = "ncclRemoteError";
 constexpr const char* kCudaError = "ncclUnhandledCudaError";
+
+// "CUDA error: an illegal memory access was encountered": the text from "CUDA error" on in the
+// quoted first line of an exception's sentence (stacks/cxx_exception.h: `terminate: T: "..."`;
+// c10's CUDA checks, and PyTorch's watchdog rethrowing them, say it so); "" none.
+std::string cuda_error_in(const std::string& exception) {
+  size_t at = exception.find("CUDA error");
+  if (at == std::string::npos) return "";
+  std::string text = exception.substr(at, exception.find('"', at) - at);
+  if (text.size() > 3 && text.compare(text.size() - 3, 3, "...") == 0) text.resize(text.size() - 3);
+  return text;
+}
+
+// A failed CUDA check on a thread's stack: c10::cuda::c10_cuda_check_implementation returns at
+// once on cudaSuccess and calls out only to build the c10::Error of a failure. "" when none.
+std::string failed_cuda_check(const ProcessView& process) {
+  for (const ThreadView& thread : process.threads)
+    for (size_t f = 1; f < thread.frames.size(); ++f) {
+      if (thread.frames[f].label.find("c10_cuda_check_implementation") == std::string::npos) continue;
+      std::string where = thread.tid ? " in thread " + std::to_string(*thread.tid) : "";
+      for (size_t caller = f + 1; caller < thread.frames.size(); ++caller)
+        if (thread.frames[caller].python) {
+          where += " at " + thread.frames[caller].label;
+          break;
+        }
+      return "a failed CUDA check (c10_cuda_check_implementation building its error" + where +
+             "; the error's text is not in memory)";
+    }
+  return "";
+}
+
+// What says the process hit a CUDA error: the exception it died of, else a failed check.
+std::string cuda_error_evidence(const ProcessView& process) {
+  std::string from_message = process.fatal_signal ? cuda_error_in(process.fatal_signal->exception) : "";
+  return from_message.empty() ? failed_cuda_check(process) : from_message;
+}
 
 bool is_local(const RankFailure& failure) {
   return failure.failed && !failure.reaction && failure.kind != "watchdog-abort" && failure.kind != "gone";
@@ -105,9 +141,16 @@ class CrashAnalyzer {
     // PyTorch aborted it: its watchdog thread, or abort() called from libtorch itself (its
     // heartbeat monitor or watchdog after a timeout, frames unsymbolized): a reaction or a timeout.
     if (signal.origin == "abort" && (signal.torch_watchdog || signal.site_in == "PyTorch")) {
+      std::string by = signal.torch_watchdog ? "PyTorch's watchdog" : "PyTorch (abort() in libtorch)";
+      std::string cuda_error = remote ? "" : cuda_error_evidence(process);
+      if (!cuda_error.empty()) {  // its own CUDA error, which PyTorch turned into an abort
+        failure->kind = "cuda-error";
+        failure->text = cuda_error + "; then " + by + " aborted it";
+        failure->brief = cuda_error_in(cuda_error).empty() ? "a failed CUDA check" : cuda_error;
+        return;
+      }
       failure->kind = remote ? "watchdog-abort" : !cuda.empty() ? "cuda-error" : "watchdog-abort";
       failure->reaction = remote;
-      std::string by = signal.torch_watchdog ? "PyTorch's watchdog" : "PyTorch (abort() in libtorch)";
       std::string exception = signal.exception.empty() ? "" : signal.exception + "; ";  // what the watchdog rethrew, first
       if (!failure->health_known) {  // its communicators were aborted and freed: no health to read
         failure->text = exception + "aborted by " + by + "; it holds no communicator (aborted), so whether after a "
@@ -389,6 +432,9 @@ class CrashAnalyzer {
       lines.push_back("Undecided between " + (who.empty() ? std::string("no rank") : who) + ": " +
                       (failure_of(crash, origin.empty() ? -1 : origin.front()) ? grouped(crash, origin)
                                                                                : "no input holds them; their inputs would tell") + ".");
+    } else if (all_cuda_errors(crash, origin)) {
+      lines.push_back("CRASH: " + who + " hit a CUDA error first; no other rank's failure explains it.");
+      lines.push_back("Culprit: " + grouped(crash, origin) + ".");
     } else {
       lines.push_back("CRASH: " + who + " failed first; no other rank's failure explains it.");
       lines.push_back("Culprit: " + grouped(crash, origin) + ".");
@@ -396,6 +442,13 @@ class CrashAnalyzer {
     std::vector<int> reactions = reaction_nodes(crash);
     if (!reactions.empty()) lines.push_back("Reactions: " + grouped(crash, reactions, true) + ".");
     return lines;
+  }
+
+  bool all_cuda_errors(const CrashAnalysis& crash, const std::vector<int>& nodes) const {
+    return !nodes.empty() && std::all_of(nodes.begin(), nodes.end(), [&](int node) {
+      const RankFailure* failure = failure_of(crash, node);
+      return failure != nullptr && failure->kind == "cuda-error";
+    });
   }
 
   std::string origin_phrase(const std::vector<int>& nodes) const {
