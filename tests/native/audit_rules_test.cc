@@ -188,12 +188,38 @@ BOOST_AUTO_TEST_CASE(destroyed_comm_with_pending_event_callbacks) {
   BOOST_REQUIRE(fired.size() == 1u);
   BOOST_TEST(fired[0]["evidence"]["pending_event_callbacks"][0]["event"] == "0x5b000040");
   BOOST_TEST(fired[0]["evidence"]["device_stream"] == "0x5a000010");
-  comm["cuda"]["pending_event_callbacks"] = json::array();
-  comm["cuda"]["user_streams"] = nullptr;
-  comm["unavailable"]["cuda.user_streams"] = "0x10: not saved in core";
+  comm["cuda"]["pending_event_callbacks"] = nullptr;
+  comm["unavailable"]["cuda.pending_event_callbacks"] = "0x10: not saved in core";
   json audit = build_audit_document(inputs);
   BOOST_TEST(findings_of(audit, "destroyed-comm-holds-cuda-work").empty());
   BOOST_TEST(not_checked_of(audit, "destroyed-comm-holds-cuda-work").size() == 1u);
+}
+
+// NCCL leaves the last group's stream list in the planner until the next group resets it: those
+// streams are no work held. Plans launched and not reclaimed are (the teardown reclaims them
+// right after its stream synchronize), as are the streams of a group still open.
+BOOST_AUTO_TEST_CASE(destroyed_comm_stale_streams_versus_unreclaimed_plans) {
+  auto inputs = healthy_pair();
+  json& comm = comm_of(inputs, 1);
+  comm["health"]["destroy_flag"] = true;
+  comm["cuda"]["user_streams"] = json::array({"0x5a0009f0"});
+  comm["planned"]["in_group"] = false;
+  comm["launched"] = {{"plans_awaiting_reclaim", 0}, {"colls", json::array()}, {"p2p", json::array()}};
+  BOOST_TEST(findings_of(build_audit_document(inputs), "destroyed-comm-holds-cuda-work").empty());
+  comm["planned"]["in_group"] = true;
+  auto open_group = findings_of(build_audit_document(inputs), "destroyed-comm-holds-cuda-work");
+  BOOST_REQUIRE(open_group.size() == 1u);
+  BOOST_TEST(open_group[0]["evidence"]["user_streams_of_open_group"][0] == "0x5a0009f0");
+  comm["planned"]["in_group"] = false;
+  comm["launched"]["plans_awaiting_reclaim"] = 5;
+  auto unreclaimed = findings_of(build_audit_document(inputs), "destroyed-comm-holds-cuda-work");
+  BOOST_REQUIRE(unreclaimed.size() == 1u);
+  BOOST_TEST(unreclaimed[0]["evidence"]["plans_awaiting_reclaim"] == 5);
+  BOOST_TEST(unreclaimed[0]["evidence"]["user_streams_of_open_group"].empty());
+  comm.erase("launched");
+  auto audit = build_audit_document(inputs);
+  BOOST_TEST(findings_of(audit, "destroyed-comm-holds-cuda-work").empty());
+  BOOST_TEST(not_checked_of(audit, "destroyed-comm-holds-cuda-work").size() == 1u);  // plans unknown
 }
 
 BOOST_AUTO_TEST_CASE(net_proxy_counters_out_of_order_and_past_nsteps) {

@@ -119,8 +119,12 @@ void check_comm_health(AuditReport& report, const CommRef& comm) {
   check_async_result(report, comm);
 }
 
-// commDestroySync synchronizes the comm's streams and waits for every pending event callback
-// before the comm is freed: a destroyed comm still holding them is a teardown waiting on the GPU.
+// commDestroySync synchronizes the comm's streams, then waits for its pending event callbacks
+// and reclaims its launched plans before the comm is freed (NCCL init.cc): a destroyed comm still
+// holding either has not passed that synchronize, so its teardown waits for that GPU work (an
+// inference, said in the finding). The planner's user streams count only inside an open group:
+// after a group NCCL leaves that list in place, in scoped memory it already popped, until the
+// next group resets the planner (group.h), so outside a group it names the last group's streams.
 void check_destroyed_comm_cuda_work(AuditReport& report, const CommRef& ref) {
   const json& comm = *ref.comm;
   const char* rule = "destroyed-comm-holds-cuda-work";
@@ -129,25 +133,31 @@ void check_destroyed_comm_cuda_work(AuditReport& report, const CommRef& ref) {
   if (!destroyed) return report.not_checked(rule, {ref}, why);
   if (!*destroyed) return report.passed(rule);
   Field events = cuda_list(comm, "pending_event_callbacks");
+  Field plans = comm_field(comm, "launched.plans_awaiting_reclaim");
+  std::optional<bool> in_group = comm_flag(comm, "planned.in_group", &why);
   Field streams = cuda_list(comm, "user_streams");
-  bool holds = (events.known() && !events.value->empty()) || (streams.known() && !streams.value->empty());
-  if (!holds) {
-    if (!events.known() || !streams.known()) return report.not_checked(rule, {ref}, events.known() ? streams.why : events.why);
+  size_t event_count = events.known() ? events.value->size() : 0;
+  int64_t plan_count = plans.known() && plans.value->is_number_integer() ? plans.value->get<int64_t>() : 0;
+  size_t stream_count = in_group.value_or(false) && streams.known() ? streams.value->size() : 0;
+  if (event_count == 0 && plan_count == 0 && stream_count == 0) {
+    if (!events.known()) return report.not_checked(rule, {ref}, events.why);
+    if (!plans.known()) return report.not_checked(rule, {ref}, plans.why);
     return report.passed(rule);
   }
   json evidence = health_evidence(comm);
   evidence["pending_event_callbacks"] = events.known() ? *events.value : json(nullptr);
-  evidence["user_streams"] = streams.known() ? *streams.value : json(nullptr);
+  evidence["plans_awaiting_reclaim"] = plans.known() ? *plans.value : json(nullptr);
+  evidence["user_streams_of_open_group"] = stream_count > 0 ? *streams.value : json::array();
   for (const char* stream : {"device_stream", "host_stream"}) {
     Field handle = comm_field(comm, std::string("cuda.") + stream + ".stream");
     evidence[stream] = handle.known() ? *handle.value : json(nullptr);
   }
-  size_t event_count = events.known() ? events.value->size() : 0;
-  size_t stream_count = streams.known() ? streams.value->size() : 0;
   report.fire(rule, {ref},
               "destroyFlag set while the comm still holds " + std::to_string(event_count) +
-                  " pending event callback(s) and " + std::to_string(stream_count) +
-                  " user stream(s) of a group: its teardown waits for that GPU work",
+                  " pending event callback(s), " + std::to_string(plan_count) + " launched plan(s) not reclaimed and " +
+                  std::to_string(stream_count) +
+                  " user stream(s) of an open group: its teardown has not passed the stream synchronize, so it "
+                  "waits for that GPU work (inferred from NCCL's teardown order)",
               evidence);
 }
 
