@@ -2,6 +2,7 @@
 // Dwfl is reported and attached; unwinding and symbolization are shared.
 #include "stacks/thread_stacks.h"
 
+#include <dirent.h>
 #include <elf.h>
 #include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
@@ -102,6 +103,7 @@ struct UnwindSession {
   std::string executable_build_id;  // and the build-id of options.executable's file
   std::vector<char> vdso_image;  // over Target::read: the vDSO's bytes (libdwfl's Elf lives on them)
   std::string read_failure;      // over Target::read: the last stack read that failed, this thread
+  std::optional<std::map<std::string, std::string>> search_files_by_build_id;  // indexed on first need
 
   UnwindSession(const StackOptions& unwind_options, std::vector<std::string>* unwind_warnings, bool live_process = false)
       : options(&unwind_options), warnings(unwind_warnings), live(live_process) {}
@@ -151,6 +153,35 @@ int open_candidate(UnwindSession* session, Dwfl_Module* module, const std::strin
   return fd;
 }
 
+// The solib-search-path directories' ELF files by build-id, indexed once per session at the first
+// module no name finds: a library often goes by another name there than the one the core
+// recorded (libstdc++.so.6 for the mapped libstdc++.so.6.0.33), as gdb finds it by its soname.
+const std::map<std::string, std::string>& search_files_by_build_id(UnwindSession* session) {
+  if (session->search_files_by_build_id) return *session->search_files_by_build_id;
+  constexpr size_t kMaxFilesPerDirectory = 4096;  // bounded cost on a huge directory
+  std::map<std::string, std::string>& index = session->search_files_by_build_id.emplace();
+  for (const std::string& dir : session->options->solib_search_path) {
+    std::unique_ptr<DIR, int (*)(DIR*)> listing(dir.empty() ? nullptr : opendir(dir.c_str()), closedir);
+    size_t seen = 0;
+    for (dirent* entry; listing && seen < kMaxFilesPerDirectory && (entry = readdir(listing.get())) != nullptr;) {
+      if (entry->d_name[0] == '.') continue;
+      ++seen;
+      std::string path = dir + "/" + entry->d_name;
+      std::optional<std::string> id = build_id_of_file(path);
+      if (id && !id->empty()) index.emplace(*id, path);  // the first directory's file wins
+    }
+  }
+  return index;
+}
+
+std::optional<std::string> search_file_with_build_id(UnwindSession* session, Dwfl_Module* module) {
+  std::string id = module_build_id(module);
+  if (id.empty() || session->options->solib_search_path.empty()) return std::nullopt;
+  const std::map<std::string, std::string>& index = search_files_by_build_id(session);
+  auto found = index.find(id);
+  return found == index.end() ? std::nullopt : std::optional<std::string>(found->second);
+}
+
 bool is_executable_module(UnwindSession* session, Dwfl_Module* module) {
   Dwarf_Addr start = 0, end = 0;
   const char* name = dwfl_module_info(module, nullptr, &start, &end, nullptr, nullptr, nullptr, nullptr);
@@ -193,6 +224,10 @@ int core_find_elf(Dwfl_Module* module, void** /*userdata*/, const char* module_n
       candidates.push_back(recorded);
     for (const std::string& path : candidates) {
       int fd = open_candidate(session, module, path, file_name, elfp);
+      if (fd >= 0) return fd;
+    }
+    if (std::optional<std::string> path = search_file_with_build_id(session, module)) {
+      int fd = open_candidate(session, module, *path, file_name, elfp);
       if (fd >= 0) return fd;
     }
   }
