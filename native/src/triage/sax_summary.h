@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "triage/process_view.h"
 
@@ -14,7 +15,7 @@ namespace nsc::triage {
 // false, with *schema set ("" when missing), for JSON of another kind. Throws
 // nsc::BadInput "NAME: corrupt snapshot: parse error at line L, column C: ..."
 // for text that is not JSON, and for a document of the wrong shape.
-bool summarize_state_text(const std::string& text, const std::string& input_name, const std::string& kind,
+bool summarize_state_text(std::string_view text, const std::string& input_name, const std::string& kind,
                           ProcessView* process, std::string* schema);
 
 }  // namespace nsc::triage
