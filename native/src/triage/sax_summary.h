@@ -1,7 +1,8 @@
 // The one reader of `ncclscope.state/1` for triage: straight from the JSON text (SAX),
 // without building the document (the CLI's path, about twice as fast as parse-then-
 // summarize for the 4,096-rank bench); summarize_state_document (process_view.h) replays a
-// document already in memory through the same summarizer.
+// document already in memory through the same summarizer. The text is tokenized by
+// util/json_scan.h; what it declines (malformed or unusual text) nlohmann's sax_parse reads.
 #pragma once
 
 #include <string>
