@@ -153,6 +153,15 @@ std::string graphviz_svg(const std::string& dot_text) {
   return svg;
 }
 
+// The report as json::dump(2) writes it, serialized straight to stdout: no second copy of a
+// document that is 250 MB at 100,000 ranks.
+void print_json(const nlohmann::json& report) {
+  nlohmann::detail::serializer<nlohmann::json> serializer(nlohmann::detail::output_adapter<char>(std::cout), ' ',
+                                                         nlohmann::json::error_handler_t::replace);
+  serializer.dump(report, true, false, 2);
+  std::cout << "\n";
+}
+
 }  // namespace
 
 int run_triage_command(const std::vector<std::string>& args) {
@@ -193,7 +202,7 @@ int run_triage_command(const std::vector<std::string>& args) {
       for (const auto& warning : report["kernel_views"]["warnings"])
         std::fprintf(stderr, "ncclscope triage: warning: %s\n", escape_for_terminal(warning.get<std::string>()).c_str());
   }
-  if (parsed.json) std::cout << report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  if (parsed.json) print_json(report);
   else if (!error_verdict) std::cout << render_triage_text(report);
   if (!error_verdict && (!parsed.dot_path.empty() || !parsed.svg_path.empty())) {
     std::string dot = render_triage_dot(report, options);

@@ -214,9 +214,9 @@ StateRequest state_request(const LoadRequest& request, const WorkItem& item) {
   return state;
 }
 
-nlohmann::json parse_input_json(const std::string& text, const std::string& name, const char* what) {
+nlohmann::json parse_input_json(std::string_view text, const std::string& name, const char* what) {
   try {
-    return nlohmann::json::parse(text);
+    return nlohmann::json::parse(text.begin(), text.end());
   } catch (const nlohmann::json::exception& error) {
     throw BadInput(name + ": corrupt " + what + ": " + json_problem(error));
   }
@@ -249,7 +249,9 @@ WorkResult load_plain_item(const LoadRequest& request, const WorkItem& item) {
     if (kind == "snapshot") {
       // Summarized straight from the text (SAX): no document is built for 4,096 ranks.
       auto process = std::make_unique<ProcessView>();
-      std::string schema, text = read_file(item.path);
+      thread_local std::vector<char> bytes;  // one buffer per loading thread, reused for every snapshot
+      std::string schema;
+      std::string_view text = read_regular_file_reusing(item.path, item.path, &bytes);
       if (summarize_state_text(text, item.name, "snapshot", process.get(), &schema)) {
         result.process = std::move(process);
         return result;
@@ -322,6 +324,7 @@ LoadedInputs load_triage_inputs(const LoadRequest& request) {
   for (unsigned t = 1; t < jobs; ++t) threads.emplace_back(worker);
   worker();
   for (std::thread& thread : threads) thread.join();
+  loaded.processes.reserve(results.size());
   for (WorkResult& result : results) {
     if (result.numerics_view) loaded.numerics_views.push_back(std::move(*result.numerics_view));
     if (result.process) loaded.processes.push_back(std::move(*result.process));

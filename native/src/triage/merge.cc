@@ -114,13 +114,21 @@ std::string fingerprint(const ProcessView& process) {
 
 // The copy that counts first: further along, then by content; the name only between copies
 // that say the same.
-bool content_order(const ProcessView& a, const ProcessView& b) {
-  int64_t pa = progress(a), pb = progress(b);
-  if (pa != pb) return pa > pb;
-  std::string fa = fingerprint(a), fb = fingerprint(b);
-  if (fa != fb) return fa < fb;
-  return natural_less(a.input_name, b.input_name);
+struct ContentKey {
+  int64_t progress;
+  std::string fingerprint;
+  const std::string* name;
+};
+
+ContentKey content_key(const ProcessView& process) { return {progress(process), fingerprint(process), &process.input_name}; }
+
+bool content_before(const ContentKey& a, const ContentKey& b) {
+  if (a.progress != b.progress) return a.progress > b.progress;
+  if (a.fingerprint != b.fingerprint) return a.fingerprint < b.fingerprint;
+  return natural_less(*a.name, *b.name);
 }
+
+bool content_order(const ProcessView& a, const ProcessView& b) { return content_before(content_key(a), content_key(b)); }
 
 // Inputs all of whose (communicator, rank) pairs an input before it in content_order holds:
 // moved out of job->processes into job->duplicate_inputs, so they neither count twice
@@ -128,8 +136,11 @@ bool content_order(const ProcessView& a, const ProcessView& b) {
 void set_aside_duplicate_inputs(Job* job) {
   std::vector<size_t> order(job->processes.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return content_order(job->processes[a], job->processes[b]); });
+  // Each key built once: a fingerprint per comparison made n log n of them.
+  std::vector<ContentKey> keys;
+  keys.reserve(job->processes.size());
+  for (const ProcessView& process : job->processes) keys.push_back(content_key(process));
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return content_before(keys[a], keys[b]); });
   std::map<std::pair<uint64_t, int>, std::pair<size_t, size_t>> holder;  // (hash, rank) -> (process, comm)
   std::vector<bool> aside(job->processes.size(), false);
   for (size_t p : order) {

@@ -6,6 +6,7 @@
 
 #include "triage/summary_helpers.h"
 #include "util/errors.h"
+#include "util/json_scan.h"
 #include "util/schemas.h"
 #include "util/strings.h"
 
@@ -61,6 +62,14 @@ struct RawFrame {
   Maybe<std::string> pc;
   std::string kind, file, error;  // merged_frames entries: "python" ones have file/line or error
   Maybe<int64_t> line;
+
+  // Emptied for the next frame, keeping the strings' storage (no allocation per frame).
+  void clear() {
+    for (std::string* text : {&function, &module, &kind, &file, &error}) text->clear();
+    offset.reset();
+    pc.reset();
+    line.reset();
+  }
 };
 
 class Summarizer : public json::json_sax_t {
@@ -278,7 +287,7 @@ class Summarizer : public json::json_sax_t {
       case Where::kError: error_ = RawError{}; break;
       case Where::kFrame:
       case Where::kMergedFrame:
-      case Where::kPythonFrame: frame_ = RawFrame{}; break;
+      case Where::kPythonFrame: frame_.clear(); break;
       default: break;
     }
   }
@@ -596,10 +605,19 @@ bool summarize(Feed feed, const std::string& input_name, const std::string& kind
 
 }  // namespace
 
-bool summarize_state_text(const std::string& text, const std::string& input_name, const std::string& kind,
+bool summarize_state_text(std::string_view text, const std::string& input_name, const std::string& kind,
                           ProcessView* process, std::string* schema) {
-  return summarize([&](Summarizer& summarizer) { return json::sax_parse(text, &summarizer); }, input_name, kind,
-                   process, schema);
+  // The fast scanner reads the usual snapshot; what it declines (every malformed text among
+  // them) nlohmann reads again from the start, so messages and accepted texts stay nlohmann's.
+  struct Declined {};
+  try {
+    return summarize(
+        [&](Summarizer& summarizer) { return scan_json(text, &summarizer) ? true : throw Declined{}; }, input_name,
+        kind, process, schema);
+  } catch (const Declined&) {
+    return summarize([&](Summarizer& summarizer) { return json::sax_parse(text.begin(), text.end(), &summarizer); },
+                     input_name, kind, process, schema);
+  }
 }
 
 ProcessView summarize_state_document(const json& document, const std::string& input_name, const std::string& kind) {

@@ -447,6 +447,7 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
   std::vector<TriageFailure> failures = input_failures;
   Job job;
   set_aside_foreign_dumps(&processes, &failures);
+  job.processes.reserve(processes.size());
   for (triage::ProcessView& process : processes) {
     triage::add_recorder_communicators(&process);
     // A process without NCCL still belongs to the job when its launcher gave it a rank

@@ -1,0 +1,185 @@
+#include "util/json_scan.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+namespace nsc {
+namespace {
+
+using Sax = nlohmann::json::json_sax_t;
+
+// Bytes a string holds as they are: printable ASCII but the quote and the backslash.
+struct PlainBytes {
+  bool plain[256] = {};
+  PlainBytes() {
+    for (int c = 0x20; c < 0x80; ++c) plain[c] = c != '"' && c != '\\';
+  }
+};
+const PlainBytes kPlain;
+
+class Scanner {
+ public:
+  Scanner(std::string_view text, Sax* sax) : at_(text.data()), end_(text.data() + text.size()), sax_(sax) {}
+
+  bool run() {
+    skip_whitespace();
+    for (;;) {
+      // A value starts here; an opened container's first element comes round again.
+      Opened opened = at_ < end_ && (*at_ == '{' || *at_ == '[') ? open_container(*at_) : scalar() ? kComplete : kFailed;
+      if (opened == kFailed) return false;
+      if (opened == kAwaitsElement) continue;
+      // After a value: close containers or go on to the next element.
+      for (;;) {
+        skip_whitespace();
+        if (open_.empty()) return at_ == end_;
+        if (at_ == end_) return false;
+        char c = *at_++;
+        bool object = open_.back() == '{';
+        if (c == ',') {
+          skip_whitespace();
+          if (object && !key()) return false;
+          break;
+        }
+        if (c != (object ? '}' : ']')) return false;
+        open_.pop_back();
+        if (!(object ? sax_->end_object() : sax_->end_array())) return false;
+      }
+    }
+  }
+
+ private:
+  void skip_whitespace() {
+    while (at_ < end_ && (*at_ == ' ' || *at_ == '\n' || *at_ == '\r' || *at_ == '\t')) ++at_;
+  }
+
+  enum Opened { kFailed, kComplete, kAwaitsElement };
+
+  bool scalar() {
+    if (at_ == end_) return false;
+    switch (*at_) {
+      case '"': return string(&text_) && sax_->string(text_);
+      case 't': return literal("true") && sax_->boolean(true);
+      case 'f': return literal("false") && sax_->boolean(false);
+      case 'n': return literal("null") && sax_->null();
+      default: return number();
+    }
+  }
+
+  // "{" or "[": an empty one is a complete value; otherwise its first element follows (an
+  // object's first key read). No recursion: nesting depth costs one byte of open_ per level.
+  Opened open_container(char bracket) {
+    ++at_;
+    bool object = bracket == '{';
+    if (!(object ? sax_->start_object(static_cast<std::size_t>(-1)) : sax_->start_array(static_cast<std::size_t>(-1))))
+      return kFailed;
+    skip_whitespace();
+    if (at_ < end_ && *at_ == (object ? '}' : ']')) {
+      ++at_;
+      return (object ? sax_->end_object() : sax_->end_array()) ? kComplete : kFailed;
+    }
+    open_.push_back(bracket);
+    return !object || key() ? kAwaitsElement : kFailed;
+  }
+
+  // `"name"` then `:`, leaving the scanner at the value.
+  bool key() {
+    if (at_ == end_ || *at_ != '"' || !string(&text_) || !sax_->key(text_)) return false;
+    skip_whitespace();
+    if (at_ == end_ || *at_ != ':') return false;
+    ++at_;
+    skip_whitespace();
+    return true;
+  }
+
+  bool string(std::string* out) {
+    out->clear();
+    const char* start = ++at_;
+    for (;;) {
+      const char* q = start;
+      while (q < end_ && kPlain.plain[static_cast<unsigned char>(*q)]) ++q;
+      out->append(start, q);
+      if (q == end_) return false;
+      if (*q == '"') {
+        at_ = q + 1;
+        return true;
+      }
+      if (*q != '\\' || q + 1 == end_) return false;  // a control or non-ASCII byte: nlohmann's to judge
+      char escaped = escape(q[1]);
+      if (escaped == 0) return false;  // \u or not an escape
+      out->push_back(escaped);
+      start = q + 2;
+    }
+  }
+
+  static char escape(char c) {
+    switch (c) {
+      case '"': return '"';
+      case '\\': return '\\';
+      case '/': return '/';
+      case 'b': return '\b';
+      case 'f': return '\f';
+      case 'n': return '\n';
+      case 'r': return '\r';
+      case 't': return '\t';
+      default: return 0;
+    }
+  }
+
+  bool literal(std::string_view word) {
+    if (static_cast<size_t>(end_ - at_) < word.size() || std::string_view(at_, word.size()) != word) return false;
+    at_ += word.size();
+    return true;
+  }
+
+  bool digits() {
+    const char* start = at_;
+    while (at_ < end_ && *at_ >= '0' && *at_ <= '9') ++at_;
+    return at_ > start;
+  }
+
+  // JSON's grammar: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+  bool number() {
+    const char* start = at_;
+    bool negative = *at_ == '-';
+    if (negative) ++at_;
+    if (at_ == end_ || *at_ < '0' || *at_ > '9') return false;
+    if (*at_ == '0') ++at_;
+    else digits();
+    size_t integer_digits = static_cast<size_t>(at_ - start) - (negative ? 1 : 0);
+    bool fraction = at_ < end_ && *at_ == '.';
+    if (fraction && (++at_, !digits())) return false;
+    bool exponent = at_ < end_ && (*at_ == 'e' || *at_ == 'E');
+    if (exponent) {
+      ++at_;
+      if (at_ < end_ && (*at_ == '+' || *at_ == '-')) ++at_;
+      if (!digits()) return false;
+    }
+    if (fraction || exponent) return real(start);
+    if (integer_digits > 18) return false;  // near 2^63 and past 2^64: nlohmann's choice of type
+    uint64_t value = 0;
+    for (const char* d = start + (negative ? 1 : 0); d < at_; ++d) value = value * 10 + static_cast<uint64_t>(*d - '0');
+    return negative ? sax_->number_integer(-static_cast<int64_t>(value)) : sax_->number_unsigned(value);
+  }
+
+  // As nlohmann reads it: strtod over the token, refused when not finite.
+  bool real(const char* start) {
+    token_.assign(start, at_);
+    double value = std::strtod(token_.c_str(), nullptr);
+    return std::isfinite(value) && sax_->number_float(value, token_);
+  }
+
+  const char* at_;
+  const char* end_;
+  Sax* sax_;
+  std::vector<char> open_;  // '{' or '[' per open container, innermost last
+  std::string text_;        // the current string or key (one buffer for the whole text)
+  std::string token_;       // the current floating-point number
+};
+
+}  // namespace
+
+bool scan_json(std::string_view text, Sax* sax) { return Scanner(text, sax).run(); }
+
+}  // namespace nsc

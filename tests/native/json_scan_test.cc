@@ -1,0 +1,139 @@
+// The fast JSON scanner (util/json_scan.cc) gives exactly nlohmann's SAX events for every text it
+// accepts, accepts only texts nlohmann accepts, and declines the rest.
+#define BOOST_TEST_MODULE json_scan
+#include <boost/test/unit_test.hpp>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "util/json_scan.h"
+
+using nlohmann::json;
+
+namespace {
+
+// Every event as one line, values included ("u:42", "k:name", "f:1.5|1.5").
+class EventLog : public json::json_sax_t {
+ public:
+  std::vector<std::string> events;
+  bool null() override { return add("null"); }
+  bool boolean(bool v) override { return add(v ? "true" : "false"); }
+  bool number_integer(number_integer_t v) override { return add("i:" + std::to_string(v)); }
+  bool number_unsigned(number_unsigned_t v) override { return add("u:" + std::to_string(v)); }
+  bool number_float(number_float_t v, const string_t& s) override { return add("f:" + std::to_string(v) + "|" + s); }
+  bool string(string_t& v) override { return add("s:" + v); }
+  bool binary(binary_t&) override { return add("binary"); }
+  bool key(string_t& v) override { return add("k:" + v); }
+  bool start_object(std::size_t n) override { return add("{" + std::to_string(n)); }
+  bool end_object() override { return add("}"); }
+  bool start_array(std::size_t n) override { return add("[" + std::to_string(n)); }
+  bool end_array() override { return add("]"); }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+
+ private:
+  bool add(std::string event) {
+    events.push_back(std::move(event));
+    return true;
+  }
+};
+
+struct Outcome {
+  bool accepted;
+  std::vector<std::string> events;
+};
+
+Outcome scanned(const std::string& text) {
+  EventLog log;
+  bool accepted = nsc::scan_json(text, &log);
+  return {accepted, log.events};
+}
+
+Outcome parsed(const std::string& text) {
+  EventLog log;
+  bool accepted = json::sax_parse(text, &log);
+  return {accepted, log.events};
+}
+
+// The property: accepted by the scanner => accepted by nlohmann, with the same events.
+void check_agrees(const std::string& text) {
+  Outcome fast = scanned(text);
+  if (!fast.accepted) return;
+  Outcome reference = parsed(text);
+  BOOST_TEST_INFO("text: " << text);
+  BOOST_REQUIRE(reference.accepted);
+  BOOST_TEST(fast.events == reference.events, boost::test_tools::per_element());
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(well_formed_documents_give_the_same_events) {
+  const char* texts[] = {
+      R"({"schema": "ncclscope.state/1", "a": [1, -2, 0, -0, 3.5, -1e3, 2E+2, 1.0e-2, true, false, null],
+          "b": {}, "c": [], "d": [{}, [[]], {"e": {"f": "g"}}], "esc": "q\"b\\s\/n\nt\tr\rb\bf\f"})",
+      "  [1,2 , 3 ]\n",
+      "\"just a string\"",
+      "17",
+      "-9",
+      "{\"k\":\"\"}",
+      "[999999999999999999, -999999999999999999]",  // 18 digits: the scanner's own
+      "{\"dup\": 1, \"dup\": 2}",
+  };
+  for (const char* text : texts) {
+    Outcome fast = scanned(text);
+    BOOST_TEST_INFO("text: " << text);
+    BOOST_TEST(fast.accepted);
+    check_agrees(text);
+  }
+}
+
+// Declined: nlohmann decides (and names the error) for all of these.
+BOOST_AUTO_TEST_CASE(unusual_or_malformed_texts_are_declined) {
+  const char* texts[] = {
+      "", "   ", "{", "[1,]", "{\"a\":1,}", "{\"a\" 1}", "{1:2}", "[01]", "[1.]", "[.5]", "[-]", "[1e]", "[tru]",
+      "[nul]", "{} {}", "{}x", "[\"\\u0041\"]", "[\"caf\xc3\xa9\"]", "[\"tab\there\"]", "\xef\xbb\xbf{}",
+      "[12345678901234567890]", "[1234567890123456789]", "[1e999]", "[\"unterminated]", "[\"bad \\x escape\"]",
+      "/* comment */ {}", "[1 2]", "{\"a\":1 \"b\":2}", "]", "}",
+  };
+  for (const char* text : texts) {
+    BOOST_TEST_INFO("text: " << text);
+    BOOST_TEST(!scanned(text).accepted);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(deep_nesting_needs_no_recursion) {
+  std::string text = std::string(200000, '[') + std::string(200000, ']');
+  Outcome fast = scanned(text);
+  BOOST_TEST(fast.accepted);
+  BOOST_TEST(fast.events.size() == 400000u);
+}
+
+// Mutations of a snapshot-like text: byte flips, cuts and insertions of JSON's own characters.
+BOOST_AUTO_TEST_CASE(mutated_texts_never_disagree) {
+  const std::string base =
+      R"({"schema": "ncclscope.state/1", "communicators": [{"comm_hash": "0x6db0a96d9cb7fc37", "rank": 3,
+      "nranks": 8, "seq_launched": {"AllReduce": 7, "Reduce": null}, "channels": [{"id": 0, "ring": {"prev": -1,
+      "next": 4}}], "health": {"abort_flag": false, "async_result": "ncclSuccess"}}], "threads": [{"tid": 10,
+      "frames": [{"pc": "0x7f00", "function": "main", "offset": 16}], "blocked_in": "sleep"}], "x": 1.25e2})";
+  const char alphabet[] = "{}[],:\"\\ 0-1.eE+tfnu\x7f\x01\xc3";
+  std::mt19937 random(35);
+  size_t accepted = 0;
+  for (int round = 0; round < 20000; ++round) {
+    std::string text = base;
+    int edits = 1 + static_cast<int>(random() % 3);
+    for (int e = 0; e < edits && !text.empty(); ++e) {
+      size_t at = random() % text.size();
+      char c = alphabet[random() % (sizeof alphabet - 1)];
+      switch (random() % 4) {
+        case 0: text[at] = c; break;
+        case 1: text.insert(text.begin() + static_cast<long>(at), c); break;
+        case 2: text.erase(at, 1); break;
+        default: text.resize(at); break;
+      }
+    }
+    check_agrees(text);
+    accepted += scanned(text).accepted;
+  }
+  // Some mutations stay valid JSON (a digit changed, a space added): the scanner reads those.
+  BOOST_TEST(accepted > 1000u);
+}
