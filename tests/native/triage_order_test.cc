@@ -425,3 +425,116 @@ BOOST_AUTO_TEST_CASE(p2p_skip_blames_the_sender_not_the_end_of_the_chain) {
 BOOST_AUTO_TEST_CASE(p2p_skip_with_the_flight_recorder) {
   check_p2p_skip(triage(p2p_skip(true)));
 }
+
+// --- order-p2p-skip, receivers' hosts blocked in their recv -------------------------------
+
+namespace {
+
+// The same skip where a receiver's host waits for the received tensor (as with a blocking
+// wait) at the recv's line: rank 2 never issues its send of micro-batch 1 to rank 3 nor the
+// world all_reduce #4. `rank3_blocks`: rank 3's host waits so too (it issues neither embed #4
+// nor world #4); else it issued both and its GPU sits in the recv from rank 2. Rank 1 went on
+// to world all_reduce #4; rank 0 sits in embed #4 (waits on 3), world #4 queued behind.
+std::vector<json> p2p_skip_blocking_receivers(bool recorder, bool rank3_blocks) {
+  std::vector<json> documents;
+  const uint64_t pair_hash[3] = {kPair01, kPair12, kPair23};
+  for (int rank = 0; rank < 4; ++rank) {
+    bool blocked = rank == 2 || (rank == 3 && rank3_blocks);
+    json world = comm_at(kWorld, rank, 4, blocked ? 3 : 4, 0);
+    if (!blocked) world["proxy_ops"].push_back(ring_op((rank + 3) % 4, (rank + 1) % 4, rank == 1));
+    json comms = json::array({world});
+    if (rank == 0 || rank == 3) {
+      json embed = comm_at(kEmbed, rank == 0 ? 0 : 1, 2, blocked ? 3 : 4, kEmbedPg.address);
+      if (!blocked) embed["proxy_ops"].push_back(ring_op(rank == 0 ? 1 : 0, rank == 0 ? 1 : 0, rank == 0));
+      comms.push_back(embed);
+    }
+    for (int pair = 0; pair < 3; ++pair) {
+      if (rank != pair && rank != pair + 1) continue;
+      json c = comm_at(pair_hash[pair], rank - pair, 2, 0, 6 + pair);
+      if (pair + 1 == rank && rank >= 2) c["proxy_ops"].push_back(recv_op(0));  // mb 1: never sent
+      comms.push_back(c);
+    }
+    json doc = rank_doc(rank, comms, item_thread("run_pp4", blocked ? 231 : 244));
+    if (recorder) {
+      std::vector<Record> records;
+      std::vector<const Group*> groups = {&kWorldPg};
+      if (rank == 0 || rank == 3) groups.push_back(&kEmbedPg);
+      int64_t recvs = 0, sends = 0;
+      for (int64_t step = 1; step <= 4; ++step) {
+        bool last = step == 4;
+        bool stop = false;  // the host blocked in this recv: nothing after it
+        for (int mb = 0; mb < 2 && !stop; ++mb) {
+          if (rank > 0) {
+            bool never = last && mb == 1 && rank >= 2;
+            records.push_back({&kWorldPg, "recv " + std::to_string(rank) + "<-" + std::to_string(rank - 1), ++recvs,
+                               never ? "started" : "completed", 230});
+            stop = never && blocked;
+          }
+          bool skip = last && mb == 1 && rank == 1;
+          if (rank < 3 && !skip && !stop)
+            records.push_back({&kWorldPg, "send " + std::to_string(rank) + "->" + std::to_string(rank + 1), ++sends,
+                               "completed", 234});
+        }
+        if (stop) break;
+        if (rank == 0 || rank == 3)
+          records.push_back({&kEmbedPg, "all_reduce", step, last ? (rank == 0 ? "started" : "scheduled") : "completed", 236});
+        records.push_back({&kWorldPg, "all_reduce", step, last ? (rank == 1 ? "started" : "scheduled") : "completed", 238});
+      }
+      doc["torch"] = records_section(rank, groups, records);
+    }
+    documents.push_back(doc);
+  }
+  return documents;
+}
+
+// Rank 1 and rank 2 each alone break the cycle; the records' history decides for rank 1.
+void check_p2p_skip_decided_by_records(const json& report) {
+  std::string text = headline(report);
+  BOOST_TEST(report["verdict"] == "hang", text);
+  BOOST_TEST(ints(report["culprit_ranks"]) == std::vector<int>({1}), text);
+  BOOST_TEST(report["suspect_ranks"].empty(), text);
+  BOOST_TEST(text.find("rank 2 waits in Recv for a Send rank 1 never posted") != std::string::npos, text);
+  const json* decision = nullptr;
+  for (const json& reason : report["graph"]["blame"])
+    if (reason.contains("program_order")) decision = &reason;
+  BOOST_REQUIRE(decision != nullptr);
+  BOOST_TEST(ints((*decision)["nodes"]) == std::vector<int>({1}));
+  BOOST_TEST((*decision)["kind"] == "skipped-in-cycle");
+  std::string why = (*decision)["program_order"][0].get<std::string>();
+  BOOST_TEST(why.find("rank 1: its own records repeat every 3 operations of the two kinds and put a send to rank 2 "
+                      "next, before the all_reduce #4 on pg 0") != std::string::npos, why);
+  // Rank 2's program order: it sits in its recv from rank 1; what it owes comes after.
+  const json& order = report["graph"]["nodes"][2]["program_order"];
+  BOOST_TEST(order["source"] == "flight-recorder");
+  BOOST_TEST(order["sits_in"]["op"] == "recv 2<-1");
+  for (const json& owed : order["owed"]) BOOST_TEST(owed["order"] == "later", owed.dump());
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(p2p_skip_with_blocked_receivers_blames_the_sender_by_its_records) {
+  check_p2p_skip_decided_by_records(triage(p2p_skip_blocking_receivers(true, true)));
+}
+
+BOOST_AUTO_TEST_CASE(p2p_skip_chain_through_a_p2p_edge_and_a_collective_edge) {
+  // Only rank 2's host blocks: rank 3 waits on it through the P2P edge and ranks 0,1,3 through
+  // world all_reduce #4, which rank 2 owes after the recv it sits in.
+  json report = triage(p2p_skip_blocking_receivers(true, false));
+  check_p2p_skip_decided_by_records(report);
+  const json* missing = nullptr;
+  for (const json& comm : report["communicators"])
+    for (const json& finding : comm["findings"])
+      if (finding["kind"] == "missing-collective" && comm["is_world"] == true) missing = &finding;
+  BOOST_REQUIRE(missing != nullptr);
+  BOOST_TEST(ints((*missing)["waited_on_ranks"]) == std::vector<int>({2}));
+  BOOST_TEST((*missing)["culprit_ranks"].empty());  // explained by its own wait in the recv
+}
+
+BOOST_AUTO_TEST_CASE(p2p_skip_with_blocked_receivers_and_no_records_stays_undecided) {
+  // NCCL's counts do not order the communicators: the sender or the receiver (limit, docs/triage.md).
+  json report = triage(p2p_skip_blocking_receivers(false, true));
+  std::string text = headline(report);
+  BOOST_TEST(report["culprit_ranks"].empty(), text);
+  BOOST_TEST(ints(report["suspect_ranks"]) == std::vector<int>({1, 2}), text);
+  BOOST_TEST(report["graph"]["nodes"][1]["program_order"]["source"] == "nccl-counts");
+}

@@ -212,8 +212,26 @@ bool opposite_orders(const WaitGraph& graph, const std::vector<std::set<int>>& b
   return waits(a) && waits(b) && waits_only_on(graph, a, b) && waits_only_on(graph, b, a);
 }
 
+// The one single-rank breaker that moved past an operation it owes, when every other breaker's
+// owed operations come after its own wait (program order, rule 3); -1 when the order does not say.
+int moved_past_owed(const std::vector<std::set<int>>& breakers, const std::vector<OwedOrder>& owed_order) {
+  auto order = [&](int n) { return static_cast<size_t>(n) < owed_order.size() ? owed_order[n] : OwedOrder::kUnknown; };
+  int found = -1;
+  for (const std::set<int>& set : breakers) {
+    if (set.size() != 1) return -1;
+    int node = *set.begin();
+    if (order(node) == OwedOrder::kEarlier) {
+      if (found >= 0) return -1;
+      found = node;
+    } else if (order(node) != OwedOrder::kLater) {
+      return -1;
+    }
+  }
+  return found;
+}
+
 void decide_cycle(const WaitGraph& graph, const Component& component, const std::vector<bool>& waits_itself,
-                  BlameResult* result) {
+                  const std::vector<OwedOrder>& owed_order, BlameResult* result) {
   std::vector<int> candidates = blamed_members(graph, component);
   if (!graph.has_blaming_cycle(component.members, {})) {
     // Queued waits only (each waits for data another has not sent): nobody visibly skipped.
@@ -229,6 +247,11 @@ void decide_cycle(const WaitGraph& graph, const Component& component, const std:
   }
   if (opposite_orders(graph, breakers, waits_itself)) {  // a deadlock by order: no culprit, no suspect
     result->reasons.push_back({{*breakers[0].begin(), *breakers[1].begin()}, "order-inversion"});
+    return;
+  }
+  if (int culprit = moved_past_owed(breakers, owed_order); culprit >= 0) {
+    result->culprits.push_back(culprit);
+    result->reasons.push_back({{culprit}, "skipped-in-cycle", true});
     return;
   }
   std::set<int> suspects;
@@ -251,7 +274,7 @@ std::vector<std::vector<int>> find_wait_cycles(int node_count, const std::vector
 }
 
 BlameResult assign_blame(int node_count, const std::vector<WaitEdge>& edges, const std::vector<bool>& no_input,
-                         const std::vector<bool>& waits_itself) {
+                         const std::vector<bool>& waits_itself, const std::vector<OwedOrder>& owed_order) {
   WaitGraph graph(node_count, edges);
   BlameResult result;
   InEdges in = in_edges_of(graph);
@@ -263,7 +286,7 @@ BlameResult assign_blame(int node_count, const std::vector<WaitEdge>& edges, con
       for (int n : component.members)
         if (static_cast<size_t>(n) < no_input.size() && no_input[n]) unknown.push_back(n);
       if (unknown.empty()) {
-        decide_cycle(graph, component, waits_itself, &result);
+        decide_cycle(graph, component, waits_itself, owed_order, &result);
       } else {
         result.suspects.insert(result.suspects.end(), unknown.begin(), unknown.end());
         result.reasons.push_back({unknown, "no-input"});

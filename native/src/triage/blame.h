@@ -16,6 +16,11 @@ struct WaitEdge {
   bool blames_target = true;
 };
 
+// Where, in a rank's own program order, the operations others wait on it for fall against the
+// one it sits in (program_order.h): kEarlier, one comes before it (the rank moved past it);
+// kLater, every one comes after it (its own wait explains them); kUnknown, the order does not say.
+enum class OwedOrder : signed char { kUnknown, kEarlier, kLater };
+
 struct BlameResult {
   std::vector<int> culprits;  // sorted node ids
   std::vector<int> suspects;  // sorted node ids, never overlapping culprits
@@ -25,6 +30,7 @@ struct BlameResult {
     std::vector<int> nodes;
     // "skipped", "skipped-in-cycle", "order-inversion", "cycle-undecided", "not-reached", "no-input"
     std::string kind;
+    bool by_program_order = false;  // the breaker was chosen by the nodes' program order
   };
   std::vector<Reason> reasons;
 };
@@ -41,7 +47,11 @@ std::vector<std::vector<int>> find_wait_cycles(int node_count, const std::vector
 // an NCCL call): in its program order, what it has not issued comes after that wait. Two ranks
 // of a cycle that each owe the other what the other waits in, and both wait so, issued the two
 // operations in opposite orders: an "order-inversion", nobody skipped (docs/triage.md).
+// `owed_order[n]`: node n's program order. Of several single-rank cycle breakers, the one whose
+// owed operation comes before the one it sits in, when every other one's come after its own
+// wait, skipped ("skipped-in-cycle", by_program_order).
 BlameResult assign_blame(int node_count, const std::vector<WaitEdge>& edges,
-                         const std::vector<bool>& no_input = {}, const std::vector<bool>& waits_itself = {});
+                         const std::vector<bool>& no_input = {}, const std::vector<bool>& waits_itself = {},
+                         const std::vector<OwedOrder>& owed_order = {});
 
 }  // namespace nsc::triage

@@ -3,11 +3,13 @@
 // from chains that end at a culprit.
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <set>
 
 #include "triage/analysis.h"
 #include "triage/finding_kinds.h"
 #include "triage/blame.h"
+#include "triage/program_order.h"
 #include "triage/rank_set.h"
 
 namespace nsc::triage {
@@ -36,7 +38,8 @@ class GraphBuilder {
     compute_adjacency();
     std::vector<WaitEdge> wait_edges;
     for (const Edge& edge : edges_) wait_edges.push_back({edge.from, edge.to, finding_kind(edge.finding->kind).may_blame});
-    blame_ = assign_blame(node_count_, wait_edges, no_input_nodes(), nodes_waiting_themselves());
+    place_owed_operations();
+    blame_ = assign_blame(node_count_, wait_edges, no_input_nodes(), nodes_waiting_themselves(), owed_order_);
     json graph;
     graph["nodes"] = nodes_json();
     graph["edges"] = edges_json();
@@ -165,6 +168,61 @@ class GraphBuilder {
     return job_.processes[p].kind == "fr-dump" && p < job_.waits_from_records.size() && job_.waits_from_records[p];
   }
 
+  // The operations the ranks waiting on `edge` need from its far side; nullopt where the
+  // finding does not name one (a collective on a communicator no process group is joined to).
+  std::optional<std::vector<OpKind>> owed_kinds(const Edge& edge) const {
+    std::string what = edge.finding->collective;
+    std::transform(what.begin(), what.end(), what.begin(), ::tolower);
+    if (what == "send" || what == "recv") {
+      std::vector<OpKind> kinds;
+      for (int from : edge.from) {
+        if (from >= static_cast<int>(job_.processes.size()) || !job_.world_rank[from]) return std::nullopt;
+        kinds.push_back({"", what == "recv" ? "send" : "recv", *job_.world_rank[from]});
+      }
+      return kinds;
+    }
+    std::string group = edge.comm ? edge.comm->pg_name : edge.finding->extra.value("pg", std::string());
+    if (what.empty() || what.find('/') != std::string::npos || group.empty()) return std::nullopt;
+    return std::vector<OpKind>{{group, "collective", -1}};
+  }
+
+  // Per process: its program order and where each operation others wait on it for falls in it.
+  void place_owed_operations() {
+    owed_order_.assign(node_count_, OwedOrder::kUnknown);
+    for (size_t p = 0; p < job_.processes.size(); ++p) {
+      orders_.push_back(program_order_of(job_, static_cast<int>(p)));
+      owed_.emplace_back();
+      bool all_later = true;
+      for (int e = 0; e < static_cast<int>(edges_.size()); ++e) {
+        const Edge& edge = edges_[e];
+        if (!finding_kind(edge.finding->kind).may_blame ||
+            std::find(edge.to.begin(), edge.to.end(), static_cast<int>(p)) == edge.to.end())
+          continue;
+        std::optional<std::vector<OpKind>> kinds = owed_kinds(edge);
+        if (!kinds) all_later = false;
+        for (const OpKind& kind : kinds.value_or(std::vector<OpKind>{})) {
+          auto same = [&kind](const std::pair<OpKind, OwedPlace>& o) { return o.first == kind; };
+          if (std::any_of(owed_[p].begin(), owed_[p].end(), same)) continue;
+          owed_[p].push_back({kind, place_owed(orders_[p], kind)});
+        }
+      }
+      for (const auto& owed : owed_[p]) {
+        if (owed.second.order == OwedOrder::kEarlier) owed_order_[p] = OwedOrder::kEarlier;
+        all_later = all_later && owed.second.order == OwedOrder::kLater;
+      }
+      if (owed_order_[p] == OwedOrder::kUnknown && all_later && !owed_[p].empty()) owed_order_[p] = OwedOrder::kLater;
+    }
+  }
+
+  // "rank 1: its own records repeat ... ": why program order picked this culprit.
+  json program_order_evidence(const std::vector<int>& nodes) const {
+    json lines = json::array();
+    for (int n : nodes)
+      for (const auto& owed : owed_[n])
+        if (owed.second.order == OwedOrder::kEarlier) lines.push_back(job_.process_label(n) + ": " + owed.second.why);
+    return lines;
+  }
+
   int absent_startup_node(int rank) {
     int id = node_count_++;
     absent_nodes_.push_back({nullptr, rank});
@@ -240,6 +298,12 @@ class GraphBuilder {
       // A culprit beside ranks without input: say that the ranks present decided it alone.
       if (any_no_input && (reason.kind == "skipped" || reason.kind == "skipped-in-cycle"))
         entry["evidence"] = proven_by_present(reason.nodes);
+      if (reason.by_program_order) {
+        entry["rule"] = "the ranks wait on each other in a cycle and several ranks alone would explain every wait; "
+                        "program order decides: this one sits in an operation later than one it owes, each other's "
+                        "owed operations come after the wait it sits in";
+        entry["program_order"] = program_order_evidence(reason.nodes);
+      }
       out.push_back(entry);
     }
     return out;
@@ -298,6 +362,7 @@ class GraphBuilder {
                             {"seq", edge.finding->seq ? json(*edge.finding->seq) : json(nullptr)}});
       }
       node["waits_in"] = waits_in;
+      node["program_order"] = program_order_json(job_, n, orders_[p], owed_[p]);
       nodes.push_back(node);
     }
     for (size_t a = 0; a < absent_nodes_.size(); ++a) {
@@ -404,6 +469,9 @@ class GraphBuilder {
   std::vector<std::pair<const CommGroup*, int>> absent_nodes_;
   std::vector<std::vector<int>> out_edges_, in_edges_;
   BlameResult blame_;
+  std::vector<ProgramOrder> orders_;                                // per process
+  std::vector<std::vector<std::pair<OpKind, OwedPlace>>> owed_;     // per process
+  std::vector<OwedOrder> owed_order_;                               // per node
 };
 
 }  // namespace

@@ -1,0 +1,151 @@
+// Program order per rank (docs/triage.md rule 3): the flight recorder's records by record id
+// (PyTorch's FlightRecorder keeps one id counter per process, across every process group),
+// else what NCCL's counters and the host thread say.
+#include "triage/program_order.h"
+
+#include <algorithm>
+
+#include "torch/fr_records.h"
+
+namespace nsc::triage {
+namespace {
+
+using nlohmann::json;
+
+constexpr size_t kOpsShown = 8;       // the last records a node's program_order lists
+constexpr size_t kLongestPeriod = 16;  // operations of the two kinds in one repeat, at most
+
+// A record's kind: its group's world ranks turn a send/receive's group ranks into world ranks.
+OpKind kind_of(const torch::FrRankRecords& records, const torch::FrRecord& record, const std::string& group) {
+  std::string name = records.text(record.profiling_name);
+  int src = -1, dst = -1;
+  if (!torch::fr_p2p_peers(name, &src, &dst)) return {group, "collective", -1};
+  bool send = torch::fr_op_type(name) == "send";
+  int peer = send ? dst : src;
+  const torch::FrGroupConfig* config = records.group(group);
+  if (config == nullptr || peer < 0 || static_cast<size_t>(peer) >= config->ranks.size()) return {"", send ? "send" : "recv", -1};
+  return {"", send ? "send" : "recv", config->ranks[peer]};
+}
+
+ProgramOrder from_records(const torch::FrRankRecords& records) {
+  ProgramOrder order;
+  order.source = "flight-recorder";
+  for (const torch::FrRecord& record : records.records) {
+    if (!record.record_id) continue;  // without an id its place is unknown
+    std::string group = records.text(record.pg_name);
+    std::string name = records.text(record.profiling_name);
+    order.ops.push_back({*record.record_id, kind_of(records, record, group),
+                         name.rfind("nccl:", 0) == 0 ? name.substr(5) : name, group,
+                         record.is_p2p ? record.p2p_seq : record.collective_seq, torch::fr_state_name(record.state)});
+  }
+  std::stable_sort(order.ops.begin(), order.ops.end(),
+                   [](const OrderedOp& a, const OrderedOp& b) { return a.record_id < b.record_id; });
+  for (size_t i = 0; i < order.ops.size() && order.sits_in < 0; ++i)
+    if (order.ops[i].state != "completed") order.sits_in = static_cast<int>(i);
+  return order;
+}
+
+// The smallest period (with two whole repeats in view) of `history`, 0 when none.
+size_t period_of(const std::vector<int>& history) {
+  for (size_t period = 1; period <= kLongestPeriod && 2 * period <= history.size(); ++period) {
+    size_t window = std::min(history.size(), 4 * period);
+    bool repeats = true;
+    for (size_t i = history.size() - window + period; i < history.size() && repeats; ++i)
+      repeats = history[i] == history[i - period];
+    if (repeats) return period;
+  }
+  return 0;
+}
+
+std::string op_text(const OrderedOp& op) {
+  std::string text = op.name + (op.seq ? " #" + std::to_string(*op.seq) : "") + " on pg " + op.group;
+  return text + " (record id " + std::to_string(op.record_id) + ")";
+}
+
+json op_json(const OrderedOp& op) {
+  return {{"record_id", op.record_id}, {"group", op.group}, {"op", op.name},
+          {"seq", op.seq ? json(*op.seq) : json(nullptr)}, {"state", op.state}};
+}
+
+const char* order_name(OwedOrder order) {
+  return order == OwedOrder::kEarlier ? "earlier" : order == OwedOrder::kLater ? "later" : "unknown";
+}
+
+// NCCL's side: each communicator's launch counts (their order across communicators unknown)
+// and the call its host thread is in.
+json counts_json(const Job& job, int process) {
+  const ProcessView& view = job.processes[process];
+  json comms = json::array();
+  for (const CommView& comm : view.comms) {
+    std::string pg;
+    for (const CommGroup& group : job.comms)
+      if (group.hash == comm.comm_hash) pg = group.pg_name;
+    Maybe<int64_t> launched = comm.total_launched();
+    comms.push_back({{"comm_hash", comm.comm_hash_text}, {"pg", pg.empty() ? json(nullptr) : json(pg)},
+                     {"collectives_launched", launched ? json(*launched) : json(nullptr)},
+                     {"p2p_total", comm.p2p_total ? json(*comm.p2p_total) : json(nullptr)},
+                     {"work_in_flight", comm.has_proxy_work_in_flight()}, {"work_planned", comm.has_planned_work()}});
+  }
+  const ThreadView* thread = view.principal();
+  return {{"communicators", comms},
+          {"host_call", thread && !thread->blocked_in.empty() ? json(thread->blocked_in) : json(nullptr)},
+          {"order_across_groups", "unknown: NCCL counts each communicator apart; the flight recorder orders them"}};
+}
+
+}  // namespace
+
+ProgramOrder program_order_of(const Job& job, int process) {
+  const ProcessView& view = job.processes[process];
+  if (view.fr_records && !view.fr_records->records.empty()) return from_records(*view.fr_records);
+  ProgramOrder order;
+  order.source = view.comms.empty() ? "unknown" : "nccl-counts";
+  return order;
+}
+
+OwedPlace place_owed(const ProgramOrder& order, const OpKind& owed) {
+  if (order.sits_in < 0) return {};
+  const OrderedOp& current = order.ops[order.sits_in];
+  if (current.kind == owed) return {};
+  std::vector<int> history;  // 0: the owed kind, 1: the kind it sits in; oldest first
+  for (int i = 0; i < order.sits_in; ++i) {
+    if (order.ops[i].kind == owed) history.push_back(0);
+    else if (order.ops[i].kind == current.kind) history.push_back(1);
+  }
+  size_t period = period_of(history);
+  if (period == 0) return {};
+  auto window_begin = history.end() - static_cast<std::ptrdiff_t>(std::min(history.size(), 4 * period));
+  if (std::count(window_begin, history.end(), 0) == 0 || std::count(window_begin, history.end(), 1) == 0) return {};
+  std::string repeat = "its own records repeat every " + std::to_string(period) + " operations of the two kinds";
+  if (history[history.size() - period] == 0)
+    return {OwedOrder::kEarlier, repeat + " and put " + op_kind_text(owed) + " next, before the " + op_text(current) +
+                                     " it sits in"};
+  return {OwedOrder::kLater, repeat + " and put the " + op_text(current) + " it sits in before " + op_kind_text(owed)};
+}
+
+std::string op_kind_text(const OpKind& kind) {
+  if (kind.op == "collective") return "a collective on pg " + kind.group;
+  return std::string(kind.op == "send" ? "a send to" : "a receive from") + " rank " + std::to_string(kind.peer);
+}
+
+json program_order_json(const Job& job, int process, const ProgramOrder& order,
+                        const std::vector<std::pair<OpKind, OwedPlace>>& owed) {
+  json out = {{"source", order.source}};
+  if (order.source == "flight-recorder") {
+    json ops = json::array();
+    size_t first = order.ops.size() > kOpsShown ? order.ops.size() - kOpsShown : 0;
+    for (size_t i = first; i < order.ops.size(); ++i) ops.push_back(op_json(order.ops[i]));
+    out["records"] = order.ops.size();
+    out["last_ops"] = ops;
+    out["sits_in"] = order.sits_in >= 0 ? op_json(order.ops[order.sits_in]) : json(nullptr);
+  } else if (order.source == "nccl-counts") {
+    out.update(counts_json(job, process));
+  }
+  json owed_json = json::array();
+  for (const auto& [kind, place] : owed)
+    owed_json.push_back({{"op", op_kind_text(kind)}, {"order", order_name(place.order)},
+                         {"why", place.why.empty() ? json(nullptr) : json(place.why)}});
+  out["owed"] = owed_json;
+  return out;
+}
+
+}  // namespace nsc::triage
