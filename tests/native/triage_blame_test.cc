@@ -142,3 +142,44 @@ BOOST_AUTO_TEST_CASE(a_pair_that_also_waits_on_others_is_no_order_inversion) {
   BOOST_TEST(blame.suspects == v({1, 2}));
   BOOST_TEST(blame.reasons[0].kind == "cycle-undecided");
 }
+
+// order-p2p-skip with the receivers' hosts blocked in their recv: 2 waits on 1 (p2p), 1 on 2
+// and 3 (world all_reduce #4, which they never issued) and on 0 (queued), 3 on 2 (p2p), 0 on
+// 3 (embed). Rank 1 and rank 2 each alone break the cycle; program order decides.
+std::vector<WaitEdge> blocked_receivers() {
+  return {skip({2}, {1}), skip({0, 1}, {2, 3}), queued({1}, {0}), skip({3}, {2}), skip({0}, {3})};
+}
+
+BOOST_AUTO_TEST_CASE(program_order_picks_the_breaker_that_moved_past_what_it_owes) {
+  using nsc::triage::OwedOrder;
+  std::vector<OwedOrder> order = {OwedOrder::kUnknown, OwedOrder::kEarlier, OwedOrder::kLater, OwedOrder::kLater};
+  BlameResult blame = assign_blame(4, blocked_receivers(), {}, {true, true, true, true}, order);
+  BOOST_TEST(blame.culprits == v({1}));
+  BOOST_TEST(blame.suspects.empty());
+  BOOST_REQUIRE_EQUAL(blame.reasons.size(), 1u);
+  BOOST_TEST(blame.reasons[0].kind == "skipped-in-cycle");
+  BOOST_TEST(blame.reasons[0].by_program_order);
+}
+
+BOOST_AUTO_TEST_CASE(program_order_decides_only_when_every_other_breaker_is_explained) {
+  using nsc::triage::OwedOrder;
+  for (OwedOrder other : {OwedOrder::kUnknown, OwedOrder::kEarlier}) {
+    std::vector<OwedOrder> order = {OwedOrder::kUnknown, OwedOrder::kEarlier, other, OwedOrder::kLater};
+    BlameResult blame = assign_blame(4, blocked_receivers(), {}, {true, true, true, true}, order);
+    BOOST_TEST(blame.culprits.empty());
+    BOOST_TEST(blame.suspects == v({1, 2}));
+  }
+  BlameResult without = assign_blame(4, blocked_receivers());
+  BOOST_TEST(without.suspects == v({1, 2}));
+}
+
+BOOST_AUTO_TEST_CASE(an_order_inversion_stays_a_deadlock_whatever_the_history_says) {
+  // order-lock-inversion: rank 1 reversed its usual order, so its records put what it owes
+  // first; two ranks waiting on each other alone, each in what it issued: nobody skipped.
+  using nsc::triage::OwedOrder;
+  BlameResult blame = assign_blame(4, {skip({0, 2, 3}, {1}), skip({1}, {0})}, {}, {true, true, true, true},
+                                   {OwedOrder::kLater, OwedOrder::kEarlier, OwedOrder::kUnknown, OwedOrder::kUnknown});
+  BOOST_TEST(blame.culprits.empty());
+  BOOST_REQUIRE_EQUAL(blame.reasons.size(), 1u);
+  BOOST_TEST(blame.reasons[0].kind == "order-inversion");
+}
