@@ -193,11 +193,9 @@ class GraphBuilder {
       orders_.push_back(program_order_of(job_, static_cast<int>(p)));
       owed_.emplace_back();
       bool all_later = true;
-      for (int e = 0; e < static_cast<int>(edges_.size()); ++e) {
+      for (int e : in_edges_[p]) {
         const Edge& edge = edges_[e];
-        if (!finding_kind(edge.finding->kind).may_blame ||
-            std::find(edge.to.begin(), edge.to.end(), static_cast<int>(p)) == edge.to.end())
-          continue;
+        if (!finding_kind(edge.finding->kind).may_blame) continue;
         std::optional<std::vector<OpKind>> kinds = owed_kinds(edge);
         if (!kinds) all_later = false;
         for (const OpKind& kind : kinds.value_or(std::vector<OpKind>{})) {
