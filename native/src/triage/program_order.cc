@@ -27,21 +27,31 @@ OpKind kind_of(const torch::FrRankRecords& records, const torch::FrRecord& recor
   return {"", send ? "send" : "recv", config->ranks[peer]};
 }
 
-ProgramOrder from_records(const torch::FrRankRecords& records) {
+OrderedOp ordered(const torch::FrRankRecords& records, const torch::FrRecord& record) {
+  std::string group = records.text(record.pg_name);
+  std::string name = records.text(record.profiling_name);
+  return {record.record_id.value_or(0), kind_of(records, record, group), name.rfind("nccl:", 0) == 0 ? name.substr(5) : name,
+          group, record.is_p2p ? record.p2p_seq : record.collective_seq, torch::fr_state_name(record.state)};
+}
+
+// Records are dumped oldest first (record id order); a record without an id has no place.
+ProgramOrder from_records(const torch::FrRankRecords& records, bool whole) {
   ProgramOrder order;
   order.source = "flight-recorder";
-  for (const torch::FrRecord& record : records.records) {
-    if (!record.record_id) continue;  // without an id its place is unknown
-    std::string group = records.text(record.pg_name);
-    std::string name = records.text(record.profiling_name);
-    order.ops.push_back({*record.record_id, kind_of(records, record, group),
-                         name.rfind("nccl:", 0) == 0 ? name.substr(5) : name, group,
-                         record.is_p2p ? record.p2p_seq : record.collective_seq, torch::fr_state_name(record.state)});
-  }
-  std::stable_sort(order.ops.begin(), order.ops.end(),
-                   [](const OrderedOp& a, const OrderedOp& b) { return a.record_id < b.record_id; });
-  for (size_t i = 0; i < order.ops.size() && order.sits_in < 0; ++i)
-    if (order.ops[i].state != "completed") order.sits_in = static_cast<int>(i);
+  order.whole = whole;
+  std::vector<const torch::FrRecord*> placed;
+  for (const torch::FrRecord& record : records.records)
+    if (record.record_id) placed.push_back(&record);
+  std::stable_sort(placed.begin(), placed.end(),
+                   [](const torch::FrRecord* a, const torch::FrRecord* b) { return *a->record_id < *b->record_id; });
+  order.records = placed.size();
+  size_t first = whole || placed.size() <= kOpsShown ? 0 : placed.size() - kOpsShown;
+  for (size_t i = first; i < placed.size(); ++i) order.ops.push_back(ordered(records, *placed[i]));
+  for (const torch::FrRecord* record : placed)
+    if (record->state != torch::FrState::kCompleted) {
+      order.sits_in = ordered(records, *record);
+      break;
+    }
   return order;
 }
 
@@ -94,22 +104,22 @@ json counts_json(const Job& job, int process) {
 
 }  // namespace
 
-ProgramOrder program_order_of(const Job& job, int process) {
+ProgramOrder program_order_of(const Job& job, int process, bool whole) {
   const ProcessView& view = job.processes[process];
-  if (view.fr_records && !view.fr_records->records.empty()) return from_records(*view.fr_records);
+  if (view.fr_records && !view.fr_records->records.empty()) return from_records(*view.fr_records, whole);
   ProgramOrder order;
   order.source = view.comms.empty() ? "unknown" : "nccl-counts";
   return order;
 }
 
 OwedPlace place_owed(const ProgramOrder& order, const OpKind& owed) {
-  if (order.sits_in < 0) return {};
-  const OrderedOp& current = order.ops[order.sits_in];
-  if (current.kind == owed) return {};
+  if (!order.whole || !order.sits_in || order.sits_in->kind == owed) return {};
+  const OrderedOp& current = *order.sits_in;
   std::vector<int> history;  // 0: the owed kind, 1: the kind it sits in; oldest first
-  for (int i = 0; i < order.sits_in; ++i) {
-    if (order.ops[i].kind == owed) history.push_back(0);
-    else if (order.ops[i].kind == current.kind) history.push_back(1);
+  for (const OrderedOp& op : order.ops) {
+    if (op.record_id >= current.record_id) break;
+    if (op.kind == owed) history.push_back(0);
+    else if (op.kind == current.kind) history.push_back(1);
   }
   size_t period = period_of(history);
   if (period == 0) return {};
@@ -122,6 +132,11 @@ OwedPlace place_owed(const ProgramOrder& order, const OpKind& owed) {
   return {OwedOrder::kLater, repeat + " and put the " + op_text(current) + " it sits in before " + op_kind_text(owed)};
 }
 
+void keep_report_ops(ProgramOrder* order) {
+  if (order->ops.size() > kOpsShown) order->ops.erase(order->ops.begin(), order->ops.end() - kOpsShown);
+  order->whole = false;
+}
+
 std::string op_kind_text(const OpKind& kind) {
   if (kind.op == "collective") return "a collective on pg " + kind.group;
   return std::string(kind.op == "send" ? "a send to" : "a receive from") + " rank " + std::to_string(kind.peer);
@@ -132,11 +147,10 @@ json program_order_json(const Job& job, int process, const ProgramOrder& order,
   json out = {{"source", order.source}};
   if (order.source == "flight-recorder") {
     json ops = json::array();
-    size_t first = order.ops.size() > kOpsShown ? order.ops.size() - kOpsShown : 0;
-    for (size_t i = first; i < order.ops.size(); ++i) ops.push_back(op_json(order.ops[i]));
-    out["records"] = order.ops.size();
+    for (const OrderedOp& op : order.ops) ops.push_back(op_json(op));
+    out["records"] = order.records;
     out["last_ops"] = ops;
-    out["sits_in"] = order.sits_in >= 0 ? op_json(order.ops[order.sits_in]) : json(nullptr);
+    out["sits_in"] = order.sits_in ? op_json(*order.sits_in) : json(nullptr);
   } else if (order.source == "nccl-counts") {
     out.update(counts_json(job, process));
   }

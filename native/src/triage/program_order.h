@@ -3,6 +3,7 @@
 // across groups, else from NCCL's per-communicator counts plus the call the host thread is in.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,21 +34,28 @@ struct OrderedOp {
 
 struct ProgramOrder {
   std::string source;           // "flight-recorder" | "nccl-counts" | "unknown"
-  std::vector<OrderedOp> ops;   // flight recorder: every record, by record id
-  int sits_in = -1;             // index in ops of the oldest one not completed; -1 none or unknown
+  size_t records = 0;           // flight recorder: how many records it holds
+  // Flight recorder, by record id: every record (whole), else only the last few and the one
+  // it sits in (enough for the report; 4,096 ranks x 2,000 records stay small).
+  std::vector<OrderedOp> ops;
+  bool whole = false;
+  std::optional<OrderedOp> sits_in;  // the oldest record not completed; none or unknown
 };
 
-// One process's program order (job.processes[process]).
-ProgramOrder program_order_of(const Job& job, int process);
+// One process's program order (job.processes[process]); `whole`: every record, for place_owed.
+ProgramOrder program_order_of(const Job& job, int process, bool whole);
 
 // Where an operation the rank owes falls against the one it sits in, by the rank's own
 // history: its records, projected on the two kinds, repeat with a period; the one they put
-// next is what the program issues next. `why` says it in a sentence.
+// next is what the program issues next. `why` says it in a sentence. Needs a whole order.
 struct OwedPlace {
   OwedOrder order = OwedOrder::kUnknown;
   std::string why;
 };
 OwedPlace place_owed(const ProgramOrder& order, const OpKind& owed);
+
+// After place_owed: only the records the report shows are kept.
+void keep_report_ops(ProgramOrder* order);
 
 // The node's "program_order": source, the last records (or each communicator's counts and
 // the host thread's call), the operation it sits in, and each owed operation's place.

@@ -190,7 +190,10 @@ class GraphBuilder {
   void place_owed_operations() {
     owed_order_.assign(node_count_, OwedOrder::kUnknown);
     for (size_t p = 0; p < job_.processes.size(); ++p) {
-      orders_.push_back(program_order_of(job_, static_cast<int>(p)));
+      // The whole order only where others wait on it: the rest keep the report's few records.
+      bool blamed = std::any_of(in_edges_[p].begin(), in_edges_[p].end(),
+                                [this](int e) { return finding_kind(edges_[e].finding->kind).may_blame; });
+      orders_.push_back(program_order_of(job_, static_cast<int>(p), blamed));
       owed_.emplace_back();
       bool all_later = true;
       for (int e : in_edges_[p]) {
@@ -209,6 +212,7 @@ class GraphBuilder {
         all_later = all_later && owed.second.order == OwedOrder::kLater;
       }
       if (owed_order_[p] == OwedOrder::kUnknown && all_later && !owed_[p].empty()) owed_order_[p] = OwedOrder::kLater;
+      keep_report_ops(&orders_[p]);
     }
   }
 
