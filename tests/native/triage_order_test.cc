@@ -503,6 +503,8 @@ void check_p2p_skip_decided_by_records(const json& report) {
   std::string why = (*decision)["program_order"][0].get<std::string>();
   BOOST_TEST(why.find("rank 1: its own records repeat every 3 operations of the two kinds and put a send to rank 2 "
                       "next, before the all_reduce #4 on pg 0") != std::string::npos, why);
+  std::string report_text = nsc::render_triage_text(report);  // the text report says why too
+  BOOST_TEST(report_text.find("    - " + why) != std::string::npos, report_text);
   // Rank 2's program order: it sits in its recv from rank 1; what it owes comes after.
   const json& order = report["graph"]["nodes"][2]["program_order"];
   BOOST_TEST(order["source"] == "flight-recorder");

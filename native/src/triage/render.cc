@@ -300,9 +300,11 @@ std::string render_triage_text(const nlohmann::json& report) {
       chain += (chain.empty() ? "" : " -> ") + json_text(graph["nodes"][id.get<size_t>()]["label"]);
     lines.push_back("  longest chain: " + chain);
   }
-  for (const json& reason : graph["blame"])
+  for (const json& reason : graph["blame"]) {
     lines.push_back("  " + std::string(blamed_as_culprit(report, reason) ? "culprit" : "suspect") +
                     " " + nodes_phrase(graph, reason["nodes"]) + ": " + json_text(reason["rule"]));
+    for (const json& line : json_member(reason, "program_order")) lines.push_back("    - " + json_text(line));
+  }
   lines.push_back("");
   lines.push_back("Stack classes (each rank's application thread):");
   for (const json& entry : report["stack_classes"]["principal"]) {
