@@ -1,5 +1,6 @@
 #include "torch/fr_dump_reader.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cstring>
@@ -11,49 +12,53 @@ namespace {
 
 // The pickle machine's values, in one arena: no value owns heap memory but containers'
 // item lists, so a dump of 2,000 entries is read in a few milliseconds.
-enum class Kind : uint8_t { kNone, kBool, kInt, kFloat, kText, kList, kTuple, kDict, kMark };
+enum class Kind : uint8_t { kNone, kBool, kInt, kFloat, kText, kList, kTuple, kDict };
 
-// 32 bytes. The schema pass keeps what it learns of a text in the text's own value (its string
-// id, the dump field it names): a memoized string is one value however often the pickle
-// repeats it, so each key is classified and each string interned once per dump.
+constexpr uint32_t kNoValue = UINT32_MAX;
+
+// 16 bytes: a dump of 2,000 entries makes ~70,000 values, and writing them was the opcode
+// loop's largest cost. The schema pass keeps what it learns of a text in the text's own value
+// (its string id, the dump field it names): a memoized string is one value however often the
+// pickle repeats it, so each key is classified and each string interned once per dump.
 constexpr int8_t kFieldNotLooked = -2;
 
 struct Value {
   Kind kind = Kind::kNone;
   bool flag = false;
   int8_t field = kFieldNotLooked;  // a text used as a dict key: the field it names (-1: none)
-  uint32_t items = 0;              // containers: index into Machine::items_ (a dict: key, value, key, ...)
+  uint32_t aux = 0;                // a container: index of its item list (a dict: key, value, ...); a text: length
   union {
-    int64_t integer = 0;  // a text: its string id once interned, -1 before
+    int64_t integer = 0;
     double real;
+    struct {
+      uint32_t offset;  // into the file's bytes
+      uint32_t id;      // its string id once interned, kNoValue before
+    } text;
   };
-  std::string_view text;  // into the file's bytes
 };
+static_assert(sizeof(Value) == 16, "a value is 16 bytes");
 
-constexpr uint32_t kNoValue = UINT32_MAX;
-
-Value value_of(Kind kind) {
-  Value value;
-  value.kind = kind;
-  return value;
-}
-
-// The machine's storage, kept per thread from one dump to the next: a dump of 2,000 entries
-// makes ~200,000 values and ~30,000 containers, and allocating them afresh for each of 4,096
-// dumps cost more (page faults, malloc) than reading them.
+// The machine's storage, kept per thread from one dump to the next: allocating it afresh for
+// each of 4,096 dumps cost more (page faults, malloc) than reading them.
 struct Arena {
   std::vector<Value> values;
   std::vector<std::vector<uint32_t>> items;  // the first `items_used` are live
   size_t items_used = 0;
-  std::vector<uint32_t> stack, memo, popped;
+  std::vector<uint32_t> stack, memo;  // memo: kNoValue where not written
+  size_t memo_entries = 0;            // indices written: MEMOIZE's next index, as in Python's len(memo)
   std::vector<size_t> marks;
 
-  void reset() {
+  // Every opcode that makes or pushes a value reads at least one byte: a dump of n bytes needs
+  // at most n of each, so neither grows while it is read.
+  void reset(size_t bytes) {
     values.clear();
     items_used = 0;
     stack.clear();
     memo.clear();
+    memo_entries = 0;
     marks.clear();
+    values.reserve(bytes);
+    stack.reserve(bytes);
   }
   uint32_t new_items() {
     if (items_used == items.size()) items.emplace_back();
@@ -64,10 +69,9 @@ struct Arena {
 
 class Machine {
  public:
-  Machine(std::string_view bytes, const std::string& name, Arena* arena)
-      : bytes_(bytes), name_(name), values_(arena->values), items_(arena->items), stack_(arena->stack),
-        memo_(arena->memo), popped_(arena->popped), marks_(arena->marks), arena_(*arena) {
-    arena->reset();
+  Machine(std::string_view bytes, const std::string& name, Arena* arena) : bytes_(bytes), name_(name), arena_(*arena) {
+    if (bytes.size() >= UINT32_MAX) fail("too large for a flight-recorder dump (4 GiB or more)");
+    arena->reset(bytes.size());
   }
 
   // Runs to STOP; returns the top value.
@@ -79,13 +83,15 @@ class Machine {
       if (op == '.') break;
       step(op);
     }
-    if (stack_.size() != 1 || marks_.size() != 0) fail("malformed pickle: " + std::to_string(stack_.size()) + " values left at STOP");
-    return stack_.back();
+    if (arena_.stack.size() != 1 || arena_.marks.size() != 0)
+      fail("malformed pickle: " + std::to_string(arena_.stack.size()) + " values left at STOP");
+    return arena_.stack.back();
   }
 
-  const Value& value(uint32_t id) const { return values_[id]; }
-  Value& value(uint32_t id) { return values_[id]; }
-  const std::vector<uint32_t>& items(const Value& container) const { return items_[container.items]; }
+  const Value& value(uint32_t id) const { return arena_.values[id]; }
+  Value& value(uint32_t id) { return arena_.values[id]; }
+  std::string_view text(const Value& value) const { return bytes_.substr(value.text.offset, value.aux); }
+  const std::vector<uint32_t>& items(const Value& container) const { return arena_.items[container.aux]; }
   [[noreturn]] void fail(const std::string& why) const { throw BadInput(name_ + ": " + why); }
 
  private:
@@ -93,38 +99,38 @@ class Machine {
     switch (op) {
       case 0x80: take(1); return;                    // PROTO n
       case 0x95: take(8); return;                    // FRAME (protocol 4+): a length hint only
-      case '(': marks_.push_back(stack_.size()); return;  // MARK
+      case '(': arena_.marks.push_back(arena_.stack.size()); return;  // MARK
       case '0': pop(); return;                       // POP
-      case '1': pop_mark(); return;                  // POP_MARK
+      case '1': drop(pop_mark()); return;            // POP_MARK
       case '2': push_id(top()); return;              // DUP
-      case 'N': push(value_of(Kind::kNone)); return;
-      case 0x88: case 0x89: { Value v = value_of(Kind::kBool); v.flag = op == 0x88; push(v); return; }
-      case 'J': push_int(static_cast<int32_t>(le(4))); return;   // BININT
-      case 'K': push_int(static_cast<int64_t>(le(1))); return;   // BININT1
-      case 'M': push_int(static_cast<int64_t>(le(2))); return;   // BININT2
-      case 0x8a: push_long(le(1)); return;                        // LONG1
-      case 'G': push_float(); return;                             // BINFLOAT
-      case 'X': push_text(le(4)); return;                         // BINUNICODE
-      case 0x8c: push_text(le(1)); return;                        // SHORT_BINUNICODE
-      case 0x8d: push_text(le(8)); return;                        // BINUNICODE8
-      case ']': push_container(Kind::kList); return;              // EMPTY_LIST
-      case '}': push_container(Kind::kDict); return;              // EMPTY_DICT
-      case ')': push_container(Kind::kTuple); return;             // EMPTY_TUPLE
-      case 'l': collect_marked(Kind::kList); return;              // LIST
-      case 'd': collect_marked(Kind::kDict); return;              // DICT
-      case 't': collect_marked(Kind::kTuple); return;             // TUPLE
-      case 0x85: collect(Kind::kTuple, pop_n(1)); return;         // TUPLE1
-      case 0x86: collect(Kind::kTuple, pop_n(2)); return;         // TUPLE2
-      case 0x87: collect(Kind::kTuple, pop_n(3)); return;         // TUPLE3
-      case 'a': append_to(Kind::kList, pop_n(1)); return;         // APPEND
-      case 'e': append_marked(Kind::kList); return;               // APPENDS
-      case 's': append_to(Kind::kDict, pop_n(2)); return;         // SETITEM
-      case 'u': append_marked(Kind::kDict); return;               // SETITEMS
-      case 'q': memo_put(le(1)); return;                          // BINPUT
-      case 'r': memo_put(le(4)); return;                          // LONG_BINPUT
-      case 0x94: memo_put(memo_.size()); return;                  // MEMOIZE
-      case 'h': push_id(memo_get(le(1))); return;                 // BINGET
-      case 'j': push_id(memo_get(le(4))); return;                 // LONG_BINGET
+      case 'N': push(Kind::kNone); return;
+      case 0x88: case 0x89: push(Kind::kBool).flag = op == 0x88; return;  // NEWTRUE, NEWFALSE
+      case 'J': push_int(static_cast<int32_t>(le<uint32_t>())); return;  // BININT
+      case 'K': push_int(le<uint8_t>()); return;                          // BININT1
+      case 'M': push_int(le<uint16_t>()); return;                         // BININT2
+      case 0x8a: push_long(le<uint8_t>()); return;                        // LONG1
+      case 'G': push_float(); return;                                     // BINFLOAT
+      case 'X': push_text(le<uint32_t>()); return;                        // BINUNICODE
+      case 0x8c: push_text(le<uint8_t>()); return;                        // SHORT_BINUNICODE
+      case 0x8d: push_text(le<uint64_t>()); return;                       // BINUNICODE8
+      case ']': push_container(Kind::kList); return;                      // EMPTY_LIST
+      case '}': push_container(Kind::kDict); return;                      // EMPTY_DICT
+      case ')': push_container(Kind::kTuple); return;                     // EMPTY_TUPLE
+      case 'l': collect(Kind::kList, pop_mark()); return;                 // LIST
+      case 'd': collect(Kind::kDict, pop_mark()); return;                 // DICT
+      case 't': collect(Kind::kTuple, pop_mark()); return;                // TUPLE
+      case 0x85: collect(Kind::kTuple, pop_n(1)); return;                 // TUPLE1
+      case 0x86: collect(Kind::kTuple, pop_n(2)); return;                 // TUPLE2
+      case 0x87: collect(Kind::kTuple, pop_n(3)); return;                 // TUPLE3
+      case 'a': append_to(Kind::kList, pop_n(1)); return;                 // APPEND
+      case 'e': append_to(Kind::kList, pop_mark()); return;               // APPENDS
+      case 's': append_to(Kind::kDict, pop_n(2)); return;                 // SETITEM
+      case 'u': append_to(Kind::kDict, pop_mark()); return;               // SETITEMS
+      case 'q': memo_put(le<uint8_t>()); return;                          // BINPUT
+      case 'r': memo_put(le<uint32_t>()); return;                         // LONG_BINPUT
+      case 0x94: memo_put(arena_.memo_entries); return;                   // MEMOIZE
+      case 'h': push_id(memo_get(le<uint8_t>())); return;                 // BINGET
+      case 'j': push_id(memo_get(le<uint32_t>())); return;                // LONG_BINGET
       default: refuse(op);
     }
   }
@@ -156,30 +162,32 @@ class Machine {
          " is not one a dump uses");
   }
 
-  std::string_view take(uint64_t count) {
+  const char* take(uint64_t count) {
     if (count > bytes_.size() - at_) fail("truncated: the pickle ends inside an opcode's argument");
-    std::string_view out = bytes_.substr(at_, count);
+    const char* out = bytes_.data() + at_;
     at_ += count;
     return out;
   }
-  uint64_t le(int width) {
-    std::string_view raw = take(width);
-    uint64_t value = 0;
-    for (int i = width - 1; i >= 0; --i) value = (value << 8) | static_cast<uint8_t>(raw[i]);
+  // A little-endian argument (x86 and arm64 hosts are little-endian, like pickle's arguments).
+  template <class T>
+  T le() {
+    T value;
+    std::memcpy(&value, take(sizeof value), sizeof value);
     return value;
   }
 
-  uint32_t push(const Value& value) {
-    if (values_.size() >= kMaxValues) fail("malformed pickle: more values than a dump of its size can hold");
-    values_.push_back(value);
-    uint32_t id = static_cast<uint32_t>(values_.size() - 1);
-    stack_.push_back(id);
-    return id;
+  // The arena reserved a value and a stack slot per byte of the dump: these never reallocate.
+  Value& push(Kind kind) {
+    std::vector<Value>& values = arena_.values;
+    uint32_t id = static_cast<uint32_t>(values.size());
+    values.emplace_back().kind = kind;
+    arena_.stack.push_back(id);
+    return values.back();
   }
-  void push_id(uint32_t id) { stack_.push_back(id); }
-  void push_int(int64_t number) { Value v = value_of(Kind::kInt); v.integer = number; push(v); }
+  void push_id(uint32_t id) { arena_.stack.push_back(id); }
+  void push_int(int64_t number) { push(Kind::kInt).integer = number; }
   void push_long(uint64_t count) {
-    std::string_view raw = take(count);
+    const char* raw = take(count);
     if (count > 8) fail("integer wider than 64 bits");
     uint64_t bits = 0;
     for (size_t i = count; i-- > 0;) bits = (bits << 8) | static_cast<uint8_t>(raw[i]);
@@ -187,112 +195,86 @@ class Machine {
     push_int(static_cast<int64_t>(bits));
   }
   void push_float() {
-    std::string_view raw = take(8);
+    const char* raw = take(8);
     uint64_t bits = 0;
-    for (char byte : raw) bits = (bits << 8) | static_cast<uint8_t>(byte);  // big-endian
-    Value v = value_of(Kind::kFloat);
-    std::memcpy(&v.real, &bits, sizeof bits);
-    push(v);
+    for (int i = 0; i < 8; ++i) bits = (bits << 8) | static_cast<uint8_t>(raw[i]);  // big-endian
+    std::memcpy(&push(Kind::kFloat).real, &bits, sizeof bits);
   }
   void push_text(uint64_t length) {
-    Value v = value_of(Kind::kText);
-    v.text = take(length);
-    v.integer = -1;
-    push(v);
+    const char* raw = take(length);
+    Value& v = push(Kind::kText);
+    v.aux = static_cast<uint32_t>(length);  // the file is under 4 GiB
+    v.text.offset = static_cast<uint32_t>(raw - bytes_.data());
+    v.text.id = kNoValue;
   }
   void push_container(Kind kind) {
-    Value v = value_of(kind);
-    v.items = arena_.new_items();
-    push(v);
+    uint32_t list = arena_.new_items();
+    push(kind).aux = list;
   }
 
+  // The values between `from` and the stack's top: popped, read until the next pop.
+  struct Popped {
+    size_t from, count;
+  };
+  size_t floor() const { return arena_.marks.empty() ? 0 : arena_.marks.back(); }
   uint32_t top() const {
-    if (stack_.size() <= floor()) fail("malformed pickle: stack underflow");
-    return stack_.back();
+    if (arena_.stack.size() <= floor()) fail("malformed pickle: stack underflow");
+    return arena_.stack.back();
   }
-  size_t floor() const { return marks_.empty() ? 0 : marks_.back(); }
-  uint32_t pop() { uint32_t id = top(); stack_.pop_back(); return id; }
-  // The values popped go to one reused list (valid until the next pop).
-  const std::vector<uint32_t>& pop_n(size_t count) {
-    if (stack_.size() < floor() + count) fail("malformed pickle: stack underflow");
-    popped_.assign(stack_.end() - count, stack_.end());
-    stack_.resize(stack_.size() - count);
-    return popped_;
+  uint32_t pop() { uint32_t id = top(); arena_.stack.pop_back(); return id; }
+  Popped pop_n(size_t count) {
+    if (arena_.stack.size() < floor() + count) fail("malformed pickle: stack underflow");
+    return {arena_.stack.size() - count, count};
   }
-  const std::vector<uint32_t>& pop_mark() {
-    if (marks_.empty()) fail("malformed pickle: no MARK");
-    size_t mark = marks_.back();
-    marks_.pop_back();
-    popped_.assign(stack_.begin() + mark, stack_.end());
-    stack_.resize(mark);
-    return popped_;
+  Popped pop_mark() {
+    if (arena_.marks.empty()) fail("malformed pickle: no MARK");
+    size_t mark = arena_.marks.back();
+    arena_.marks.pop_back();
+    return {mark, arena_.stack.size() - mark};
   }
+  const uint32_t* begin(Popped popped) const { return arena_.stack.data() + popped.from; }
+  void drop(Popped popped) { arena_.stack.resize(popped.from); }
 
-  // LIST, DICT, TUPLE: the values above the last MARK become the container, copied once.
-  void collect_marked(Kind kind) {
-    if (marks_.empty()) fail("malformed pickle: no MARK");
-    size_t mark = marks_.back();
-    marks_.pop_back();
-    if (kind == Kind::kDict && (stack_.size() - mark) % 2) fail("malformed pickle: a dict with a key and no value");
+  // LIST, DICT, TUPLE, TUPLE1-3: the popped values become a new container.
+  void collect(Kind kind, Popped members) {
+    if (kind == Kind::kDict && members.count % 2) fail("malformed pickle: a dict with a key and no value");
     uint32_t list = arena_.new_items();
-    items_[list].assign(stack_.begin() + mark, stack_.end());
-    stack_.resize(mark);
-    Value v = value_of(kind);
-    v.items = list;
-    push(v);
+    arena_.items[list].assign(begin(members), begin(members) + members.count);
+    drop(members);
+    push(kind).aux = list;
   }
-  // APPENDS, SETITEMS: the values above the last MARK go into the container below it.
-  void append_marked(Kind kind) {
-    if (marks_.empty()) fail("malformed pickle: no MARK");
-    size_t mark = marks_.back();
-    marks_.pop_back();
-    if (mark == 0 || mark <= floor()) fail("malformed pickle: stack underflow");
-    const Value& target = values_[stack_[mark - 1]];
-    if (target.kind != kind) fail("malformed pickle: items added to a value that is not a " + std::string(kind == Kind::kList ? "list" : "dict"));
-    if (kind == Kind::kDict && (stack_.size() - mark) % 2) fail("malformed pickle: a dict with a key and no value");
-    std::vector<uint32_t>& list = items_[target.items];
-    list.insert(list.end(), stack_.begin() + mark, stack_.end());
-    stack_.resize(mark);
-  }
-
-  void collect(Kind kind, const std::vector<uint32_t>& members) {
-    uint32_t id = push(value_of(kind));
-    uint32_t list = arena_.new_items();
-    values_[id].items = list;
-    items_[list].assign(members.begin(), members.end());
-  }
-  void append_to(Kind kind, const std::vector<uint32_t>& members) {
-    const Value& target = values_[top()];
-    if (target.kind != kind) fail("malformed pickle: items added to a value that is not a " + std::string(kind == Kind::kList ? "list" : "dict"));
-    if (kind == Kind::kDict && members.size() % 2) fail("malformed pickle: a dict with a key and no value");
-    std::vector<uint32_t>& list = items_[target.items];
-    list.insert(list.end(), members.begin(), members.end());
+  // APPEND(S), SETITEM(S): the popped values go into the container below them.
+  void append_to(Kind kind, Popped members) {
+    if (members.from == 0 || members.from <= floor()) fail("malformed pickle: stack underflow");
+    const Value& target = arena_.values[arena_.stack[members.from - 1]];
+    if (target.kind != kind)
+      fail("malformed pickle: items added to a value that is not a " + std::string(kind == Kind::kList ? "list" : "dict"));
+    if (kind == Kind::kDict && members.count % 2) fail("malformed pickle: a dict with a key and no value");
+    std::vector<uint32_t>& list = arena_.items[target.aux];
+    list.insert(list.end(), begin(members), begin(members) + members.count);
+    drop(members);
   }
 
   void memo_put(uint64_t index) {
     if (index > bytes_.size()) fail("malformed pickle: memo index " + std::to_string(index) + " out of range");
-    if (memo_.size() <= index) memo_.resize(index + 1, kNoValue);
-    memo_[index] = top();
+    std::vector<uint32_t>& memo = arena_.memo;
+    if (memo.size() <= index) memo.resize(std::max<size_t>(index + 1, memo.size() * 2), kNoValue);  // doubled: one fill per size
+    if (memo[index] == kNoValue) ++arena_.memo_entries;
+    memo[index] = top();
   }
   uint32_t memo_get(uint64_t index) const {
-    if (index >= memo_.size() || memo_[index] == kNoValue)
+    const std::vector<uint32_t>& memo = arena_.memo;
+    if (index >= memo.size() || memo[index] == kNoValue)
       fail("malformed pickle: memo " + std::to_string(index) + " read before it was written");
-    return memo_[index];
+    return memo[index];
   }
 
-  static constexpr size_t kMaxValues = 1u << 28;
   std::string_view bytes_;
   const std::string& name_;
   size_t at_ = 2;
-  std::vector<Value>& values_;
-  std::vector<std::vector<uint32_t>>& items_;
-  std::vector<uint32_t>& stack_;
-  std::vector<uint32_t>& memo_;
-  std::vector<uint32_t>& popped_;
-  std::vector<size_t>& marks_;
   Arena& arena_;
-
 };
+
 
 // The dump's schema over the machine's values: only the keys triage uses, each type-checked.
 class DumpReader {
@@ -307,7 +289,7 @@ class DumpReader {
     if (entries == nullptr || config == nullptr || entries->kind != Kind::kList || config->kind != Kind::kDict)
       m_.fail("not a flight-recorder dump: no \"entries\" list and \"pg_config\" dict");
     if (const Value* version = member(dump, "version"); version && version->kind == Kind::kText)
-      out_.version = std::string(version->text);
+      out_.version = std::string(m_.text(*version));
     read_groups(*config);
     if (const Value* status = member(dump, "pg_status"); status && status->kind == Kind::kDict) read_status(*status);
     const std::vector<uint32_t>& list = m_.items(*entries);
@@ -321,12 +303,12 @@ class DumpReader {
     const std::vector<uint32_t>& items = m_.items(dict);
     for (size_t i = 0; i + 1 < items.size(); i += 2) {
       const Value& k = m_.value(items[i]);
-      if (k.kind == Kind::kText && k.text == key) return &m_.value(items[i + 1]);
+      if (k.kind == Kind::kText && m_.text(k) == key) return &m_.value(items[i + 1]);
     }
     return nullptr;
   }
   std::string text(const Value* value) const {
-    return value && value->kind == Kind::kText ? std::string(value->text) : std::string();
+    return value && value->kind == Kind::kText ? std::string(m_.text(*value)) : std::string();
   }
   std::optional<int64_t> integer(const Value* value) const {
     if (value && value->kind == Kind::kInt) return value->integer;
@@ -372,7 +354,7 @@ class DumpReader {
       const Value& row = m_.value(items[i + 1]);
       if (row.kind != Kind::kDict) continue;
       const Value& key = m_.value(items[i]);
-      out_.pg_status.push_back({key.kind == Kind::kText ? std::string(key.text) : std::to_string(key.integer),
+      out_.pg_status.push_back({key.kind == Kind::kText ? std::string(m_.text(key)) : std::to_string(key.integer),
                                 integer(member(row, "last_enqueued_collective")),
                                 integer(member(row, "last_started_collective")),
                                 integer(member(row, "last_completed_collective"))});
@@ -383,68 +365,101 @@ class DumpReader {
   // interned once: PyTorch's pickler memoizes every repeated string.
   uint32_t text_id(Value* value) {
     if (value == nullptr || value->kind != Kind::kText) return 0;
-    if (value->integer < 0) {
-      buffer_.assign(value->text.data(), value->text.size());
-      value->integer = out_.intern(buffer_);
+    if (value->text.id == kNoValue) {
+      std::string_view text = m_.text(*value);
+      buffer_.assign(text.data(), text.size());
+      value->text.id = out_.intern(buffer_);
     }
-    return static_cast<uint32_t>(value->integer);
+    return value->text.id;
   }
   // The field a dict key names, looked up once per key value.
-  static int field_of(Value& key) {
+  int field_of(Value& key) const {
     if (key.kind != Kind::kText) return -1;
-    if (key.field == kFieldNotLooked) key.field = static_cast<int8_t>(field_named(key.text));
+    if (key.field == kFieldNotLooked) key.field = static_cast<int8_t>(field_named(m_.text(key)));
     return key.field;
   }
 
-  // "[[65536], [2, 3]]": PyTorch's own repr of sizes, built in a reused buffer.
-  // The text built in buffer_, interned; the same text as this field had in the entry before
-  // (a job repeats its shapes) costs one comparison instead of a hash lookup.
+  // Sizes and dtypes repeat from one entry to the next (a job repeats its shapes): a field's
+  // items are compared with the ones it had in the entry before, as a short list of numbers
+  // (the key), and its text is built and interned only when they differ.
   struct Recent {
-    std::string text;
+    std::vector<int64_t> key, last_key;
     uint32_t id = kNoValue;
   };
-  uint32_t intern_buffer(Recent* recent) {
-    if (recent->id == kNoValue || recent->text != buffer_) {
-      recent->text = buffer_;
+  uint32_t intern_if_new(Recent* recent, void (DumpReader::*build_text)(const std::vector<int64_t>&)) {
+    if (recent->id == kNoValue || recent->key != recent->last_key) {
+      (this->*build_text)(recent->key);
       recent->id = out_.intern(buffer_);
+      recent->last_key.swap(recent->key);
     }
     return recent->id;
   }
 
+  // Key: per tensor, its count of integer dims, then the dims.
   uint32_t sizes(const Value* list, Recent* recent) {
-    buffer_ = "[";
-    if (list != nullptr && list->kind == Kind::kList) {
-      bool first_tensor = true;
+    recent->key.clear();
+    if (list != nullptr && list->kind == Kind::kList)
       for (uint32_t id : m_.items(*list)) {
         const Value& tensor = m_.value(id);
-        buffer_ += first_tensor ? "[" : ", [";
-        first_tensor = false;
-        bool first_dim = true;
+        size_t count_at = recent->key.size();
+        recent->key.push_back(0);
         if (tensor.kind == Kind::kList || tensor.kind == Kind::kTuple)
           for (uint32_t dim : m_.items(tensor))
             if (m_.value(dim).kind == Kind::kInt) {
-              if (!first_dim) buffer_ += ", ";
-              first_dim = false;
-              char digits[24];
-              auto written = std::to_chars(digits, digits + sizeof digits, m_.value(dim).integer);
-              buffer_.append(digits, written.ptr);
+              recent->key.push_back(m_.value(dim).integer);
+              ++recent->key[count_at];
             }
-        buffer_ += "]";
       }
+    return intern_if_new(recent, &DumpReader::sizes_text);
+  }
+  // "[[65536], [2, 3]]": PyTorch's own repr of sizes, in buffer_.
+  void sizes_text(const std::vector<int64_t>& key) {
+    buffer_ = "[";
+    for (size_t at = 0; at < key.size(); at += 1 + static_cast<size_t>(key[at])) {
+      buffer_ += at ? ", [" : "[";
+      for (int64_t d = 0; d < key[at]; ++d) {
+        if (d) buffer_ += ", ";
+        char digits[24];
+        auto written = std::to_chars(digits, digits + sizeof digits, key[at + 1 + static_cast<size_t>(d)]);
+        buffer_.append(digits, written.ptr);
+      }
+      buffer_ += "]";
     }
     buffer_ += "]";
-    return intern_buffer(recent);
   }
+  // Key: the dtype texts' value ids (a memoized string is one value).
   uint32_t dtypes(const Value* list, Recent* recent) {
-    buffer_ = "[";
+    recent->key.clear();
     if (list != nullptr && list->kind == Kind::kList)
       for (uint32_t id : m_.items(*list))
-        if (m_.value(id).kind == Kind::kText) {
-          if (buffer_.size() > 1) buffer_ += ", ";
-          buffer_.append(m_.value(id).text.data(), m_.value(id).text.size());
-        }
+        if (m_.value(id).kind == Kind::kText) recent->key.push_back(id);
+    return intern_if_new(recent, &DumpReader::dtypes_text);
+  }
+  // "[Float, Float]", in buffer_.
+  void dtypes_text(const std::vector<int64_t>& key) {
+    buffer_ = "[";
+    for (int64_t id : key) {
+      if (buffer_.size() > 1) buffer_ += ", ";
+      buffer_.append(m_.text(m_.value(static_cast<uint32_t>(id))));
+    }
     buffer_ += "]";
-    return intern_buffer(recent);
+  }
+
+  // The stacks of the last few entries (a job alternates a few call sites): compared frame by
+  // frame before the rank's table is asked.
+  uint32_t stack_id(const std::vector<FrFrame>& frames) {
+    auto same = [](const std::vector<FrFrame>& a, const std::vector<FrFrame>& b) {
+      if (a.size() != b.size()) return false;
+      for (size_t i = 0; i < a.size(); ++i)
+        if (a[i].name != b[i].name || a[i].filename != b[i].filename || a[i].line != b[i].line) return false;
+      return true;
+    };
+    for (const RecentStack& recent : recent_stacks_)
+      if (recent.id != kNoValue && same(recent.frames, frames)) return recent.id;
+    RecentStack& replaced = recent_stacks_[next_recent_stack_++ % kRecentStacks];
+    replaced.frames = frames;
+    replaced.id = out_.intern_stack(frames);
+    return replaced.id;
   }
 
   // The keys an entry holds that triage reads, found in one pass over the entry's dict; then
@@ -495,7 +510,7 @@ class DumpReader {
     record.input_dtypes = dtypes(field[kInputDtypes], &recent_[2]);
     record.output_dtypes = dtypes(field[kOutputDtypes], &recent_[3]);
     const Value* state = field[kState];
-    std::string_view state_text = state && state->kind == Kind::kText ? state->text : std::string_view();
+    std::string_view state_text = state && state->kind == Kind::kText ? m_.text(*state) : std::string_view();
     record.state = state_text == "scheduled" ? FrState::kScheduled
                    : state_text == "started" ? FrState::kStarted
                    : state_text == "completed" ? FrState::kCompleted : FrState::kUnknown;
@@ -516,12 +531,19 @@ class DumpReader {
         }
         frames_.push_back({text_id(function), text_id(file), integer(line)});
       }
-    record.stack = out_.intern_stack(frames_);
+    record.stack = stack_id(frames_);
     out_.records.push_back(record);
   }
 
   std::string buffer_;
   Recent recent_[4];  // input sizes, output sizes, input dtypes, output dtypes
+  struct RecentStack {
+    std::vector<FrFrame> frames;
+    uint32_t id = kNoValue;
+  };
+  static constexpr size_t kRecentStacks = 4;
+  RecentStack recent_stacks_[kRecentStacks];
+  size_t next_recent_stack_ = 0;
   std::vector<FrFrame> frames_;
   Machine& m_;
   FrRankRecords out_;

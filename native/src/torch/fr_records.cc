@@ -180,6 +180,7 @@ FrRankRecords fr_records_from_torch_section(const json& torch) {
                                  int_of(status, "last_completed_collective")});
   auto entries = torch.find("entries");
   if (entries == torch.end() || !entries->is_array()) return out;
+  out.records.reserve(entries->size());
   for (const json& entry : *entries) {
     if (!entry.is_object()) continue;
     FrRecord record;

@@ -4,6 +4,7 @@
 // held once per rank and named by index, so 4,096 ranks x 2,000 entries fit in memory.
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -11,6 +12,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "util/bulk_memory.h"
 
 namespace nsc::torch {
 
@@ -23,8 +26,26 @@ struct FrFrame {
   std::optional<int64_t> line;
 };
 
+// An integer field an entry may lack, in 8 bytes (std::optional<int64_t> takes 16, and 8.2 M
+// records are kept): INT64_MIN stands for "absent", so a dump's INT64_MIN reads as absent.
+class FrInt {
+ public:
+  FrInt() = default;
+  FrInt(std::nullopt_t) {}
+  FrInt(int64_t value) : value_(value) {}
+  FrInt(const std::optional<int64_t>& value) : value_(value.value_or(kAbsent)) {}
+  bool has_value() const { return value_ != kAbsent; }
+  explicit operator bool() const { return has_value(); }
+  int64_t operator*() const { return value_; }
+  int64_t value_or(int64_t fallback) const { return has_value() ? value_ : fallback; }
+
+ private:
+  static constexpr int64_t kAbsent = INT64_MIN;
+  int64_t value_ = kAbsent;
+};
+
 struct FrRecord {
-  std::optional<int64_t> record_id, collective_seq, p2p_seq;
+  FrInt record_id, collective_seq, p2p_seq;
   uint32_t pg_name = 0, pg_desc = 0;    // process_group (name, desc)
   uint32_t profiling_name = 0;          // "nccl:all_reduce", "nccl:send 0->2"
   uint32_t input_sizes = 0, output_sizes = 0, input_dtypes = 0, output_dtypes = 0;  // as text: "[[65536]]", "[Float]"
@@ -48,7 +69,7 @@ struct FrRankRecords {
   std::string version;                  // the dump format's version ("2.10"); "" unknown
   std::vector<FrGroupConfig> groups;    // pg_config
   std::vector<FrGroupStatus> pg_status;
-  std::vector<FrRecord> records;        // oldest first (as dumped)
+  std::vector<FrRecord, BulkAllocator<FrRecord>> records;  // oldest first (as dumped)
   std::vector<std::vector<FrFrame>> stacks;  // [0] is the empty stack
   std::vector<std::string> strings;     // [0] is ""
 
