@@ -40,10 +40,12 @@ struct Rank {
   // group -> (src, dst) global -> its sends (on src) or receives (on dst), in issue order
   std::unordered_map<int, std::unordered_map<uint64_t, std::vector<uint32_t>>> sends, recvs;
   int current = -1;  // its earliest record not completed: what it waits in
-  // Per string id: the op type it names ("all_reduce" for "nccl:all_reduce") and a hash of the
-  // text, so that comparing entries across ranks (each with its own table) costs no allocation.
+  // Per string id: the op type it names ("all_reduce" for "nccl:all_reduce"), and the text's
+  // and the op type's ids in the matcher's table shared by all ranks: entries of two ranks
+  // (each rank with its own string table) are compared by number, exactly.
   std::vector<std::string> op_type;
-  std::vector<uint64_t> hash, op_hash;
+  std::vector<uint64_t> shared_id, op_shared_id;
+  bool same_text(uint32_t id, const Rank& other, uint32_t other_id) const { return shared_id[id] == other.shared_id[other_id]; }
 
   const FrRecord& record(uint32_t index) const { return records->records[index]; }
   int64_t seq_at(uint32_t index) const { return record(index).collective_seq.value_or(-1); }
@@ -198,12 +200,16 @@ class Matcher {
     rank.group_of_string.assign(input.records->strings.size(), -2);
     for (const std::string& text : input.records->strings) {
       rank.op_type.push_back(torch::fr_op_type(text));
-      rank.hash.push_back(std::hash<std::string>()(text));
-      rank.op_hash.push_back(std::hash<std::string>()(rank.op_type.back()));
+      rank.shared_id.push_back(shared_id(text));
+      rank.op_shared_id.push_back(shared_id(rank.op_type.back()));
     }
     for (const torch::FrGroupConfig& config : input.records->groups) group_index(*input.records, config);
     rank_index_[input.world_rank] = ranks_.size();
     ranks_.push_back(std::move(rank));
+  }
+
+  uint64_t shared_id(const std::string& text) {
+    return shared_ids_.emplace(text, shared_ids_.size()).first->second;
   }
 
   int group_index(const FrRankRecords& records, const torch::FrGroupConfig& config) {
@@ -431,9 +437,9 @@ class Matcher {
     IssuedKey key;
     for (size_t k = 0; k < span.count; ++k) {
       const FrRecord& record = member.record(span[k]);
-      key.type = fold(key.type, member.op_hash[record.profiling_name], k == 0);
-      key.sizes = fold(key.sizes, member.hash[record.input_sizes], k == 0);
-      key.dtypes = fold(key.dtypes, member.hash[record.input_dtypes], k == 0);
+      key.type = fold(key.type, member.op_shared_id[record.profiling_name], k == 0);
+      key.sizes = fold(key.sizes, member.shared_id[record.input_sizes], k == 0);
+      key.dtypes = fold(key.dtypes, member.shared_id[record.input_dtypes], k == 0);
     }
     return key;
   }
@@ -469,13 +475,14 @@ class Matcher {
     const FrRecord &x = a.record(ia), &y = b.record(ib);
     const std::string &type = op_of(a, x), &other = op_of(b, y);
     auto text = [](const Rank& r, uint32_t id) { return r.records->text(id); };
-    if (type != other) return "COLLECTIVE_TYPE_MISMATCH: " + other + " where the others issued " + type;
+    if (a.op_shared_id[x.profiling_name] != b.op_shared_id[y.profiling_name])
+      return "COLLECTIVE_TYPE_MISMATCH: " + other + " where the others issued " + type;
     bool alltoall = type == "all_to_all" || type == "alltoall" || type == "alltoall_base";
-    if (!alltoall && type != "scatter" && text(a, x.input_sizes) != text(b, y.input_sizes))
+    if (!alltoall && type != "scatter" && !a.same_text(x.input_sizes, b, y.input_sizes))
       return "SIZE_OR_SYNTAX_MISMATCH: input sizes " + text(b, y.input_sizes) + " vs " + text(a, x.input_sizes);
-    if (!alltoall && type != "gather" && text(a, x.output_sizes) != text(b, y.output_sizes))
+    if (!alltoall && type != "gather" && !a.same_text(x.output_sizes, b, y.output_sizes))
       return "SIZE_OR_SYNTAX_MISMATCH: output sizes " + text(b, y.output_sizes) + " vs " + text(a, x.output_sizes);
-    if ((type == "all_reduce" || type == "allreduce_coalesced") && text(a, x.input_sizes) != text(b, y.output_sizes))
+    if ((type == "all_reduce" || type == "allreduce_coalesced") && !a.same_text(x.input_sizes, b, y.output_sizes))
       return "SIZE_OR_SYNTAX_MISMATCH: output sizes " + text(b, y.output_sizes) + " vs input " + text(a, x.input_sizes);
     int64_t size = static_cast<int64_t>(group.ranks.size());
     if (type == "all_gather" || type == "_all_gather_base" || type == "all_gather_into_tensor_coalesced") {
@@ -490,9 +497,9 @@ class Matcher {
         return "SIZE_OR_SYNTAX_MISMATCH: input numel " + std::to_string(*in) + " is not output numel " +
                std::to_string(*out) + " x group size " + std::to_string(size);
     }
-    if (text(a, x.input_dtypes) != text(b, y.input_dtypes) && text(a, x.input_sizes) != "[[]]")
+    if (!a.same_text(x.input_dtypes, b, y.input_dtypes) && text(a, x.input_sizes) != "[[]]")
       return "COLLECTIVE_DTYPE_MISMATCH: input dtypes " + text(b, y.input_dtypes) + " vs " + text(a, x.input_dtypes);
-    if (text(a, x.output_dtypes) != text(b, y.output_dtypes) && type != "gather" && text(a, x.output_sizes) != "[[]]")
+    if (!a.same_text(x.output_dtypes, b, y.output_dtypes) && type != "gather" && text(a, x.output_sizes) != "[[]]")
       return "COLLECTIVE_DTYPE_MISMATCH: output dtypes " + text(b, y.output_dtypes) + " vs " + text(a, x.output_dtypes);
     if (x.state != y.state)
       return std::string("COLLECTIVE_STATE_MISMATCH: ") + torch::fr_state_name(y.state) + " vs " + torch::fr_state_name(x.state);
@@ -813,6 +820,7 @@ class Matcher {
 
   std::vector<Group> groups_;
   std::unordered_map<std::string, int> group_by_name_;
+  std::unordered_map<std::string, uint64_t> shared_ids_;  // every rank's strings: Rank::shared_id
   std::vector<Rank> ranks_;
   std::unordered_map<int, size_t> rank_index_;
   json checks_ = json::array();
