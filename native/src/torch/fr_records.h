@@ -38,6 +38,7 @@ class FrInt {
   explicit operator bool() const { return has_value(); }
   int64_t operator*() const { return value_; }
   int64_t value_or(int64_t fallback) const { return has_value() ? value_ : fallback; }
+  operator std::optional<int64_t>() const { return has_value() ? std::optional<int64_t>(value_) : std::nullopt; }
 
  private:
   static constexpr int64_t kAbsent = INT64_MIN;
