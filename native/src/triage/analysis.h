@@ -117,6 +117,7 @@ struct Job {
   std::vector<Finding> torch_findings;
   std::vector<std::string> recorded_site;  // per process: its records' current operation, or ""
   std::vector<bool> waits_from_records;    // per process: its records say what it waits on
+  std::vector<bool> records_unfinished;    // per process: its records hold an operation not completed
   // Per process: its rank came from the launcher's environment, not from a communicator.
   std::vector<bool> rank_from_launcher;
   bool unrelated_jobs = false;
@@ -158,6 +159,9 @@ void join_torch_records(Job* job);
 // PyTorch's records of every rank matched as torchfrtrace does (fr_match.cc), after the
 // findings; its findings join the verdict only when no input holds a communicator.
 void match_torch_records(Job* job);
+// Dumps alone: members of a recorded process group that no input holds (no dump, or an unusable
+// one), ascending; what they do is unknown, so no verdict is "no-hang" about them.
+std::vector<int> ranks_without_records(const Job& job);
 // Kernel views (kernel_join.cc), after the findings: attached to processes by comm hash and
 // rank, evidence on the findings, "kernel-wait" findings for peers host state did not name.
 void join_kernel_views(Job* job, std::vector<KernelView> views);

@@ -10,6 +10,7 @@
 #include "triage/call_site.h"
 #include "triage/rank_set.h"
 #include "triage/summary_helpers.h"
+#include "util/json_access.h"
 
 namespace nsc::triage {
 namespace {
@@ -161,6 +162,7 @@ class Matcher {
   Matcher(const std::vector<FrRankInput>& inputs, size_t process_count) {
     out_.recorded_site.assign(process_count, "");
     out_.waits_from_records.assign(process_count, false);
+    out_.records_unfinished.assign(process_count, false);
     for (const FrRankInput& input : inputs) add_rank(input);
     for (Rank& rank : ranks_) index_rank(&rank);
   }
@@ -265,6 +267,7 @@ class Matcher {
                        " record(s) name a process group its pg_config lacks: not matched");
     if (rank->process >= 0) {
       out_.waits_from_records[rank->process] = true;
+      out_.records_unfinished[rank->process] = rank->current >= 0;
       uint32_t shown = rank->current >= 0 ? rank->current : static_cast<uint32_t>(records.size() - 1);
       if (!records.empty()) {
         int g = group_of(rank, records[shown].pg_name);
@@ -841,6 +844,7 @@ FrMatch match_flight_records(const std::vector<FrRankInput>& ranks, size_t proce
     FrMatch none;
     none.recorded_site.assign(process_count, "");
     none.waits_from_records.assign(process_count, false);
+    none.records_unfinished.assign(process_count, false);
     return none;
   }
   return Matcher(ranks, process_count).run();
@@ -887,6 +891,17 @@ std::vector<std::string> fr_dump_conflicts(const std::vector<const torch::FrRank
 
 namespace nsc::triage {
 
+std::vector<int> ranks_without_records(const Job& job) {
+  std::set<int> members;
+  const json& groups = json_member(job.flight_recorder, "groups");
+  for (const json& group : groups.is_array() ? groups : json::array())
+    for (const json& rank : json_member(group, "ranks"))
+      if (rank.is_number_integer()) members.insert(rank.get<int>());
+  for (const auto& rank : job.world_rank)
+    if (rank) members.erase(*rank);
+  return std::vector<int>(members.begin(), members.end());
+}
+
 void match_torch_records(Job* job) {
   std::vector<FrRankInput> inputs;
   for (size_t p = 0; p < job->processes.size(); ++p) {
@@ -900,6 +915,7 @@ void match_torch_records(Job* job) {
   job->flight_recorder = std::move(match.section);
   job->recorded_site = std::move(match.recorded_site);
   job->waits_from_records = std::move(match.waits_from_records);
+  job->records_unfinished = std::move(match.records_unfinished);
   // With communicators, NCCL's state decides and PyTorch's records are evidence beside it
   // (torch_join.cc); dumps alone: the records are all there is.
   if (job->comms.empty()) job->torch_findings = std::move(match.findings);

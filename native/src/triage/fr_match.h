@@ -35,6 +35,8 @@ struct FrMatch {
   std::vector<std::string> recorded_site;
   // Per process: its records say what it waits on (a dump input has no host thread).
   std::vector<bool> waits_from_records;
+  // Per process: its records hold an operation not completed (it sits in one).
+  std::vector<bool> records_unfinished;
 };
 
 FrMatch match_flight_records(const std::vector<FrRankInput>& ranks, size_t process_count);

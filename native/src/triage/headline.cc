@@ -452,6 +452,9 @@ class Headline {
     std::vector<int> missing;
     if (job_.world_comm >= 0) missing = job_.comms[job_.world_comm].missing_ranks;
     if (!missing.empty()) return "the input of " + ranks_phrase(missing) + " would decide";
+    if (job_.comms.empty()) missing = ranks_without_records(job_);
+    if (!missing.empty()) return "the dumps, cores or live state of " + ranks_phrase(missing) + " would decide";
+    if (job_.comms.empty()) return "the ranks' cores or live state (host stacks, cuda-gdb nccl-kernels) would decide";
     return "device state (cuda-gdb nccl-kernels) or PyTorch's flight recorder would decide";
   }
 
@@ -570,6 +573,10 @@ class Headline {
       else if (f.kind == "queued-behind") why = ranks_of(found->comm, f.waiting) + "'s work on " + where + " is queued behind its own";
     } else if (!job_.startup.empty()) {
       why = "no communicator exists yet";
+    } else if (std::vector<int> unrecorded = ranks_without_records(job_); job_.comms.empty() && !unrecorded.empty()) {
+      why = compact_ranks(unrecorded) + " left no usable flight-recorder dump, the others' records show no wait";
+    } else if (job_.comms.empty()) {
+      why = "recorded operations are issued but not completed";
     }
     lines->push_back("INCOMPLETE: no culprit can be named; " + why + ".");
     lines->push_back(undecided_line());

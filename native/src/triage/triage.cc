@@ -407,6 +407,10 @@ std::string decide_verdict(const Job& job) {
       incomplete = incomplete || effect == triage::VerdictEffect::kIncomplete;
     }
   if (mismatch) return "mismatch";
+  // Dumps alone: never no-hang about ranks no dump holds, nor while records sit in an operation.
+  if (job.comms.empty() && !triage::ranks_without_records(job).empty()) return "incomplete";
+  for (bool unfinished : job.records_unfinished)
+    if (job.comms.empty() && unfinished) return "incomplete";
   for (const triage::ProcessView& process : job.processes)
     if (const triage::ThreadView* thread = process.principal())
       incomplete = incomplete || triage::is_gpu_wait(thread->blocked_in) ||
