@@ -84,8 +84,8 @@ expect message "$WORK/message" local-failure cuda-error \
   "CUDA error: an illegal memory access was encountered; then PyTorch's watchdog aborted it" \
   "CRASH: rank 3 hit a CUDA error first"
 expect innermost "$WORK/innermost" watchdog-first watchdog-abort "aborted by PyTorch's watchdog, not after a peer's error" \
-  "CRASH: PyTorch aborted rank 3 first"
+  "CRASH: PyTorch aborted rank 3 in all_reduce #4 on pg tp1 first"
 expect none "$WORK/none" watchdog-first watchdog-abort "aborted by PyTorch's watchdog, not after a peer's error" \
-  "CRASH: PyTorch aborted rank 3 first"
+  "CRASH: PyTorch aborted rank 3 in all_reduce #4 on pg tp1 first"
 echo "$failures failure(s)"
 [ "$failures" -eq 0 ]

@@ -161,6 +161,43 @@ BOOST_AUTO_TEST_CASE(faulthandler_reraise) {
   BOOST_TEST(segv["site"]["in"] == "CUDA");
 }
 
+// libc without symbols (a core read away from its machine): frames named by module only.
+json unnamed(const std::string& module, const std::string& pc) {
+  json f = frame("", module);
+  f["pc"] = pc;
+  return f;
+}
+
+BOOST_AUTO_TEST_CASE(abort_inferred_without_libc_symbols) {
+  // abort() from std::terminate, faulthandler re-raising it: raise's return address twice.
+  json reraised_abort = thread(7, "unknown", {unnamed(kLibc, "0x10c0c"), unnamed(kLibc, "0x1527e"), unnamed(kLibc, "0x15330"),
+                                              unnamed(kLibc, "0x1527e"), unnamed(kLibc, "0x188ff"),
+                                              unnamed("libstdc++.so.6.0.33", "0x2a5ff5"), unnamed("libtorch_cuda.so", "0x3efbd")});
+  json out = nsc::fatal_signal_json(signal_of(SIGABRT, kSiTkill, 7, 0, 7), 7, json::array({reraised_abort}));
+  BOOST_TEST(out["origin"] == "abort");
+  BOOST_TEST(out["failure"] == true);
+  BOOST_TEST(out["abort_inferred"] == true);
+  BOOST_TEST(out["site"]["in"] == "PyTorch");
+  BOOST_TEST(out["text"].get<std::string>().find("inferred: the process sent itself SIGABRT") != std::string::npos);
+  // abort() with no handler: libc's frames lead into libstdc++ (std::terminate).
+  json plain_abort = thread(7, "unknown", {unnamed(kLibc, "0x10c0c"), unnamed(kLibc, "0x1527e"), unnamed(kLibc, "0x188ff"),
+                                           unnamed("libstdc++.so.6", "0x2a5ff5"), unnamed("libtorch_cuda.so", "0x3efbd")});
+  out = nsc::fatal_signal_json(signal_of(SIGABRT, kSiTkill, 7, 0, 7), 7, json::array({plain_abort}));
+  BOOST_TEST(out["origin"] == "abort");
+  // A signal from outside that faulthandler re-raised: the interrupted code follows libc at once.
+  json outside = thread(7, "unknown", {unnamed(kLibc, "0x10c0c"), unnamed(kLibc, "0x1527e"), unnamed(kLibc, "0x15330"),
+                                       unnamed("libcuda.so.1", "0x306d73")});
+  out = nsc::fatal_signal_json(signal_of(SIGABRT, kSiTkill, 7, 0, 7), 7, json::array({outside}));
+  BOOST_TEST(out["origin"] == "re-raised");
+  BOOST_TEST(out["failure"] == false);
+  BOOST_TEST(out["abort_inferred"] == false);
+  BOOST_TEST(out["text"].get<std::string>().find("not from abort() as far as its frames show (libc has no symbols") !=
+             std::string::npos);
+  // Sent by another process: never inferred, whatever the frames.
+  out = nsc::fatal_signal_json(signal_of(SIGABRT, kSiTkill, 31337, 0, 7), 7, json::array({reraised_abort}));
+  BOOST_TEST(out["origin"] == "sent");
+}
+
 BOOST_AUTO_TEST_CASE(during_exit_and_unknown_thread) {
   json threads = json::array({exit_segfault_thread(7)});
   json out = nsc::fatal_signal_json(signal_of(SIGSEGV, 1, 0, 0x8, 7), 7, threads);

@@ -1,6 +1,7 @@
 #include "snapshot/fatal_signal.h"
 
 #include <csignal>
+#include <set>
 #include <string_view>
 #include <vector>
 
@@ -129,15 +130,41 @@ json python_site(const json& thread) {
 }
 
 struct Origin {
-  const char* name;  // fault | abort | sent | re-raised
-  bool failure;      // a failure of the process itself
+  const char* name;       // fault | abort | sent | re-raised
+  bool failure;           // a failure of the process itself
+  bool inferred = false;  // abort() read from the frames' modules: libc has no symbols here
 };
+
+bool in_libc(const Frame& frame) { return starts_with(frame.module, "libc.so") || starts_with(frame.module, "libc-"); }
+
+// Whether the thread's innermost frames are libc's without names (its symbols are not here).
+bool libc_unnamed(const std::vector<Frame>& frames) {
+  return !frames.empty() && in_libc(frames.front()) && frames.front().function.empty();
+}
+
+// Without libc's symbols abort() has no name, but two shapes of a SIGABRT the process sent itself
+// still show it: a return address recurs among the innermost libc frames (raise() ran twice: a
+// handler re-raised what this thread raised), or those frames lead into libstdc++'s
+// (std::terminate's abort()). A signal from outside that a handler re-raised shows neither.
+bool abort_without_libc_names(const SignalInfo& signal, int own_pid, const std::vector<Frame>& frames) {
+  if (signal.signo != SIGABRT || signal.code != kSiTkill || signal.sender_pid != own_pid) return false;
+  std::set<std::string> pcs;
+  bool repeated = false;
+  size_t n = 0;
+  for (; n < frames.size() && in_libc(frames[n]); ++n) {
+    if (!frames[n].function.empty()) return false;  // libc is named: the names decided
+    repeated = !pcs.insert(frames[n].pc).second || repeated;
+  }
+  bool into_cxx_runtime = n > 0 && n < frames.size() && starts_with(frames[n].module, "libstdc++");
+  return repeated || into_cxx_runtime;
+}
 
 Origin classify(const SignalInfo& signal, int own_pid, const std::vector<Frame>& frames) {
   bool kernel = signal.code > 0;  // SI_KERNEL and the fault codes
   if (kernel && is_fault_signal(signal.signo)) return {"fault", true};
   for (const Frame& frame : frames)
     if (frame.bare == "abort") return {"abort", true};
+  if (abort_without_libc_names(signal, own_pid, frames)) return {"abort", true, true};
   bool sent = signal.code == kSiUser || signal.code == kSiQueue || signal.code == kSiTkill;
   if (sent && signal.sender_pid != own_pid) return {"sent", false};
   if (sent) return {"re-raised", is_fault_signal(signal.signo)};  // a handler (faulthandler) raised it again
@@ -160,7 +187,7 @@ std::string site_text(const json& site, const json& python) {
   return text;
 }
 
-std::string describe(const json& out, const SignalInfo& signal) {
+std::string describe(const json& out, const SignalInfo& signal, bool unnamed) {
   std::string name = out["name"].get<std::string>();
   std::string origin = out["origin"].get<std::string>();
   std::string where = site_text(out["site"], out["python_site"]);
@@ -171,11 +198,15 @@ std::string describe(const json& out, const SignalInfo& signal) {
   if (origin == "abort") {
     std::string via = out["via"].is_string() ? " via " + out["via"].get<std::string>() : "";
     std::string by = out["torch_watchdog"].get<bool>() ? " by PyTorch's NCCL watchdog thread" : thread;
-    return "abort()" + via + by + (where.empty() ? "" : " at " + where);
+    std::string inferred = out["abort_inferred"].get<bool>() ? " (inferred: the process sent itself SIGABRT; libc has no symbols here)" : "";
+    return "abort()" + via + by + (where.empty() ? "" : " at " + where) + inferred;
   }
   if (origin == "sent")
     return name + " sent by pid " + std::to_string(signal.sender_pid) +
            " (another process: a capture or a supervisor; not a failure of this one)";
+  if (origin == "re-raised" && unnamed)
+    return name + " the process sent itself, not from abort() as far as its frames show (libc has no symbols "
+           "here: a handler re-raising a signal from outside, or raise())" + thread + (where.empty() ? "" : " at " + where);
   if (origin == "re-raised")
     return name + " raised again by the process's own handler (Python faulthandler) without abort()" +
            (out["failure"].get<bool>() ? thread + (where.empty() ? "" : " at " + where)
@@ -229,7 +260,8 @@ json fatal_signal_json(const std::optional<SignalInfo>& signal, int own_pid, con
               {"tid", signal->tid > 0 ? json(signal->tid) : json(nullptr)},
               {"thread_found", thread != nullptr},
               {"origin", origin.name},
-              {"failure", origin.failure}};
+              {"failure", origin.failure},
+              {"abort_inferred", origin.inferred}};
   bool terminate = false, watchdog = false, exiting = false;
   for (const Frame& frame : frames) {
     exiting = exiting || is_exit_frame(frame);
@@ -242,7 +274,7 @@ json fatal_signal_json(const std::optional<SignalInfo>& signal, int own_pid, con
   bool located = origin.failure || std::string(origin.name) == "kernel";
   out["site"] = located ? site_json(site_frame(frames)) : json(nullptr);
   out["python_site"] = located && thread ? python_site(*thread) : json(nullptr);
-  out["text"] = describe(out, *signal);
+  out["text"] = describe(out, *signal, libc_unnamed(frames));
   return out;
 }
 

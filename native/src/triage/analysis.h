@@ -86,6 +86,8 @@ struct RankFailure {
   std::string text;        // "SIGSEGV (SEGV_MAPERR, address 0x0) in thread 7 at crash() in libx.so (user code)"
   std::string brief;       // the headline's: "aborted by PyTorch's watchdog after ncclRemoteError"
   std::string pgs;         // where it saw ncclRemoteError: "pg dp0, tp1" ("" none)
+  std::string pending;     // its oldest unfinished recorded collective: "all_reduce #4 on pg tp1" ("" none)
+  bool located = false;    // `text` names the failing thread's Python line
 };
 
 struct CrashAnalysis {

@@ -84,7 +84,8 @@ CallSite native_call_site(const std::vector<FrameView>& frames, const std::strin
 
 std::string CallSite::text() const {
   if (!found()) return "";
-  if (!location.empty()) return (call.empty() ? function : call) + " at " + location;
+  // "unknown" is the stack class of a thread whose blocking call was not recognized: no call to name.
+  if (!location.empty()) return (call.empty() || call == "unknown" ? function : call) + " at " + location;
   return call.empty() || call == function ? function : call + " in " + function;
 }
 

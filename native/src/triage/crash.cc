@@ -19,6 +19,7 @@
 
 #include "triage/analysis.h"
 #include "triage/finding_kinds.h"
+#include "triage/headline.h"
 #include "triage/rank_set.h"
 #include "util/json_access.h"
 
@@ -151,6 +152,7 @@ class CrashAnalyzer {
       }
       failure->kind = remote ? "watchdog-abort" : !cuda.empty() ? "cuda-error" : "watchdog-abort";
       failure->reaction = remote;
+      if (const json* entry = oldest_unfinished(process)) failure->pending = entry_name(*entry);
       std::string exception = signal.exception.empty() ? "" : signal.exception + "; ";  // what the watchdog rethrew, first
       if (!failure->health_known) {  // its communicators were aborted and freed: no health to read
         failure->text = exception + "aborted by " + by + "; it holds no communicator (aborted), so whether after a "
@@ -175,6 +177,8 @@ class CrashAnalyzer {
       return;
     }
     failure->kind = signal.origin == "abort" ? "abort" : "fault";
+    const ThreadView* principal = process.principal();  // its site is the signal's own when it took it
+    failure->located = signal.python_located || (principal && principal->tid && signal.tid && *principal->tid == *signal.tid);
     failure->reaction = remote && signal.origin == "abort";  // abort() after NCCL reported a peer's failure
     failure->text = signal.text + (remote ? "; it saw ncclRemoteError on " + failure->pgs : "");
     failure->brief = failure->reaction ? "abort() after ncclRemoteError" : failure->text;
@@ -196,17 +200,25 @@ class CrashAnalyzer {
     return pg.is_array() && pg.size() == 2 && pg[0].is_string() ? pg[0].get<std::string>() : "";
   }
 
-  // "all_reduce #4 on pg dp1, timeout 15000 ms (started)".
-  static std::string entry_text(const json& entry) {
+  // "all_reduce #4 on pg dp1".
+  static std::string entry_name(const json& entry) {
     std::string name = json_text(json_member(entry, "profiling_name"));
     if (name.rfind("nccl:", 0) == 0) name = name.substr(5);
     const json& pg = json_member(entry, "process_group");
-    std::string text = name;
-    if (json_member(entry, "collective_seq_id").is_number()) text += " #" + entry["collective_seq_id"].dump();
-    if (pg.is_array() && pg.size() == 2 && pg[1].is_string()) text += " on pg " + pg[1].get<std::string>();
-    if (json_member(entry, "timeout_ms").is_number() && entry["timeout_ms"].get<uint64_t>() > 0)
-      text += ", timeout " + entry["timeout_ms"].dump() + " ms";
-    return text + " (" + json_text(entry["state"]) + ")";
+    if (json_member(entry, "collective_seq_id").is_number()) name += " #" + entry["collective_seq_id"].dump();
+    if (pg.is_array() && pg.size() == 2 && pg[1].is_string()) name += " on pg " + pg[1].get<std::string>();
+    return name;
+  }
+
+  // ", timeout 15000 ms" ("" without one).
+  static std::string entry_timeout(const json& entry) {
+    const json& timeout = json_member(entry, "timeout_ms");
+    return timeout.is_number() && timeout.get<uint64_t>() > 0 ? ", timeout " + timeout.dump() + " ms" : "";
+  }
+
+  // "all_reduce #4 on pg dp1, timeout 15000 ms (started)".
+  static std::string entry_text(const json& entry) {
+    return entry_name(entry) + entry_timeout(entry) + " (" + json_text(entry["state"]) + ")";
   }
 
   static std::string pending_work(const ProcessView& process) {
@@ -255,7 +267,8 @@ class CrashAnalyzer {
         std::optional<uint64_t> last = last_seq_on(job_.processes[q], pg);
         if (last && *last < seq) {
           culprits.insert(q);
-          if (text->empty()) *text = entry_text(*entry);
+          std::string timeout = entry_timeout(*entry);  // ", timeout 15000 ms"
+          if (text->empty()) *text = entry_name(*entry) + (timeout.empty() ? "" : " (" + timeout.substr(2) + ")");
         }
       }
     }
@@ -402,13 +415,42 @@ class CrashAnalyzer {
     return lines.is_array() && lines.size() > index ? json_text(lines[index]) : "";
   }
 
+  // "rank 3, in sleep at train.py:177": a rank with input and where its program is.
+  std::string rank_at(int node) const {
+    std::string who = origin_phrase({node});
+    return node < static_cast<int>(job_.processes.size()) ? who + ", in " + node_site(job_, node) : who;
+  }
+
+  // "rank 0: SIGSEGV ... Python f at x.py:160; rank 3, in sleep at x.py:9: <text>": each origin
+  // with its own Python line (the failing thread's when the signal names it, else the program's).
+  std::string culprits_text(const CrashAnalysis& crash, const std::vector<int>& nodes) const {
+    std::string text;
+    for (int node : nodes) {
+      const RankFailure* failure = failure_of(crash, node);
+      if (failure == nullptr) continue;
+      std::string detail = failure->kind == "watchdog-abort"
+                               ? "no peer's error preceded its abort by PyTorch (a timeout or a CUDA error)"
+                               : failure->text;
+      text += (text.empty() ? "" : "; ") + (failure->located ? origin_phrase({node}) : rank_at(node)) + ": " + detail;
+    }
+    return text;
+  }
+
+  // " in all_reduce #4 on pg tp1": what the single origin's recorder left unfinished.
+  std::string pending_of(const CrashAnalysis& crash, const std::vector<int>& nodes) const {
+    const RankFailure* failure = nodes.size() == 1 ? failure_of(crash, nodes.front()) : nullptr;
+    return failure && !failure->pending.empty() ? " in " + failure->pending : "";
+  }
+
   std::vector<std::string> headline(const CrashAnalysis& crash) const {
     std::vector<std::string> lines;
     std::vector<int> origin = crash.culprit_nodes.empty() ? crash.suspect_nodes : crash.culprit_nodes;
     std::string who = origin_phrase(origin);
     if (crash.rule == "timeout" && !crash.timed_out.empty()) {  // from the flight recorders
       lines.push_back("CRASH after a watchdog timeout: " + crash.timed_out + " never issued by " + who + ".");
-      lines.push_back("Culprit: " + who + ": its flight recorder holds nothing that far on that group.");
+      std::string sites;
+      for (int node : origin) sites += (sites.empty() ? "" : "; ") + rank_at(node);
+      lines.push_back("Culprit: " + sites + ": its flight recorder holds nothing that far on that group.");
     } else if (crash.rule == "timeout") {
       std::string hang = hang_line(0);
       if (hang.rfind("HANG ", 0) == 0) hang = hang.substr(5);
@@ -421,8 +463,9 @@ class CrashAnalyzer {
       lines.push_back("CRASH: " + who + " gone (no input) while its peers report ncclRemoteError.");
       lines.push_back("Culprit: " + who + ": its peers saw its connections fail; no core (SIGKILL, OOM or an exit).");
     } else if (crash.rule == "watchdog-first" && !crash.culprit_nodes.empty()) {
-      lines.push_back("CRASH: PyTorch aborted " + who + " first, not after a peer's error; the others reacted to it.");
-      lines.push_back("Culprit: " + grouped(crash, origin) + ".");
+      lines.push_back("CRASH: PyTorch aborted " + who + pending_of(crash, origin) +
+                      " first, not after a peer's error; the others reacted to it.");
+      lines.push_back("Culprit: " + culprits_text(crash, origin) + ".");
     } else if (crash.rule == "watchdog-first") {
       lines.push_back("CRASH: PyTorch's watchdog aborted " + who + " first, not after a peer's error.");
       lines.push_back("Suspect: " + who + ": a timeout (the rank it waited on is the origin) or an unrecorded CUDA "
@@ -434,10 +477,10 @@ class CrashAnalyzer {
                                                                                : "no input holds them; their inputs would tell") + ".");
     } else if (all_cuda_errors(crash, origin)) {
       lines.push_back("CRASH: " + who + " hit a CUDA error first; no other rank's failure explains it.");
-      lines.push_back("Culprit: " + grouped(crash, origin) + ".");
+      lines.push_back("Culprit: " + culprits_text(crash, origin) + ".");
     } else {
       lines.push_back("CRASH: " + who + " failed first; no other rank's failure explains it.");
-      lines.push_back("Culprit: " + grouped(crash, origin) + ".");
+      lines.push_back("Culprit: " + culprits_text(crash, origin) + ".");
     }
     std::vector<int> reactions = reaction_nodes(crash);
     if (!reactions.empty()) lines.push_back("Reactions: " + grouped(crash, reactions, true) + ".");

@@ -83,22 +83,7 @@ class Headline {
   const json& node(int id) const { return graph_["nodes"][static_cast<size_t>(id)]; }
   bool is_process(int id) const { return id < static_cast<int>(job_.processes.size()); }
 
-  // "barrier at train.py:88": the node's user call site, else what its thread is blocked in.
-  std::string site_of(int id) const {
-    if (!is_process(id)) {
-      if (job_.commless_processes.size() != 1) return "no input holds it";
-      int p = job_.commless_processes.front();  // the one input with no communicator left
-      return "no input holds it; " + base_name(job_.processes[p].input_name) + " has no communicator and may be it, in " +
-             site_of(p);
-    }
-    const ThreadView* thread = job_.processes[id].principal();
-    if (thread == nullptr && static_cast<size_t>(id) < job_.recorded_site.size() && !job_.recorded_site[id].empty())
-      return job_.recorded_site[id];
-    if (thread == nullptr) return "no host thread in its input";
-    CallSite site = user_call_site(*thread);
-    if (site.found()) return site.text();
-    return thread->blocked_in.empty() ? "no user frame in its stack" : thread->blocked_in + " (no user frame in its stack)";
-  }
+  std::string site_of(int id) const { return node_site(job_, id); }
 
   // "ranks 0-2 in cudaStreamSynchronize at train.py:186; rank 5 in sleep at x.py:3": nodes
   // grouped by where they are, at most `max_groups` groups (then "+N more").
@@ -585,6 +570,17 @@ class Headline {
 
   // --- at most 3 lines and kHeadlineMaxWords words ----------------------------------------
 
+  // The last "; " outside parentheses (npos if none): where a trailing part may be dropped.
+  static size_t last_part_break(const std::string& line) {
+    size_t found = std::string::npos;
+    int depth = 0;
+    for (size_t i = 0; i + 1 < line.size(); ++i) {
+      depth += line[i] == '(' ? 1 : line[i] == ')' ? -1 : 0;
+      if (depth == 0 && line[i] == ';' && line[i + 1] == ' ') found = i;
+    }
+    return found;
+  }
+
   static void fit(std::vector<std::string>* lines) {
     if (lines->size() > 3) lines->resize(3);
     auto total = [&] {
@@ -595,7 +591,7 @@ class Headline {
     // Drop trailing "; group" parts of the last lines first, then cut words.
     for (size_t l = lines->size(); l-- > 0 && total() > kHeadlineMaxWords;) {
       std::string& line = (*lines)[l];
-      for (size_t cut; total() > kHeadlineMaxWords && (cut = line.rfind("; ")) != std::string::npos;)
+      for (size_t cut; total() > kHeadlineMaxWords && (cut = last_part_break(line)) != std::string::npos;)
         line = line.substr(0, cut) + " (and more).";
     }
     for (size_t l = lines->size(); l-- > 0 && total() > kHeadlineMaxWords;) {
@@ -617,6 +613,23 @@ class Headline {
 };
 
 }  // namespace
+
+std::string node_site(const Job& job, int id) {
+  if (id < 0) return "no input holds it";
+  if (static_cast<size_t>(id) >= job.processes.size()) {
+    if (job.commless_processes.size() != 1) return "no input holds it";
+    int p = job.commless_processes.front();  // the one input with no communicator left
+    return "no input holds it; " + base_name(job.processes[p].input_name) + " has no communicator and may be it, in " +
+           node_site(job, p);
+  }
+  const ThreadView* thread = job.processes[id].principal();
+  if (thread == nullptr && static_cast<size_t>(id) < job.recorded_site.size() && !job.recorded_site[id].empty())
+    return job.recorded_site[id];
+  if (thread == nullptr) return "no host thread in its input";
+  CallSite site = user_call_site(*thread);
+  if (site.found()) return site.text();
+  return thread->blocked_in.empty() ? "no user frame in its stack" : thread->blocked_in + " (no user frame in its stack)";
+}
 
 json build_headline(const Job& job, const std::string& verdict, const json& graph) {
   return Headline(job, verdict, graph).build();

@@ -17,4 +17,8 @@ constexpr size_t kHeadlineMaxWords = 60;
 //  "lines": [...], "text": the lines joined by newlines}. `graph` is build_wait_graph's.
 nlohmann::json build_headline(const Job& job, const std::string& verdict, const nlohmann::json& graph);
 
+// Where wait-for graph node `id` is, as the headline names it: "barrier at train.py:88" (its
+// principal thread's user call site), else what that thread is blocked in, else why unknown.
+std::string node_site(const Job& job, int id);
+
 }  // namespace nsc::triage

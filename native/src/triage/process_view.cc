@@ -304,6 +304,7 @@ Maybe<FatalSignalView> summarize_fatal_signal(const nlohmann::json& section) {
   view.during_exit = flag("during_exit");
   if (section.contains("site") && section["site"].is_object() && section["site"].contains("in") && section["site"]["in"].is_string())
     view.site_in = section["site"]["in"].get<std::string>();
+  view.python_located = section.contains("python_site") && section["python_site"].is_object();
   view.text = text("text");
   if (section.contains("exception")) view.exception = in_flight_exception_text(section["exception"]);
   if (section.contains("tid") && section["tid"].is_number_integer()) view.tid = section["tid"].get<int64_t>();

@@ -120,6 +120,7 @@ struct FatalSignalView {
   bool uncaught_exception = false;  // via std::terminate
   bool during_exit = false;   // the process was already ending (exit handlers, Py_FinalizeEx)
   std::string site_in;        // "user code", "NCCL", "CUDA", "PyTorch", ... ("" unknown)
+  bool python_located = false;  // its text names the signalled thread's Python line
   std::string text;           // the snapshot's sentence
   std::string exception;      // "terminate: T: \"message\" (...)": the C++ exception it died of ("" none)
   Maybe<int64_t> tid;
