@@ -618,7 +618,9 @@ void check_undecided_without_records(const json& report) {
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(p2p_skip_with_blocked_receivers_blames_the_sender_by_its_records) {
-  check_p2p_skip_decided_by_records(triage(pp4_documents(p2p_skip_program({2, 3}), true, false)));
+  for (bool p2p_on_world : {false, true})
+    BOOST_TEST_CONTEXT("p2p_on_world " << p2p_on_world)
+      check_p2p_skip_decided_by_records(triage(pp4_documents(p2p_skip_program({2, 3}), true, p2p_on_world)));
 }
 
 BOOST_AUTO_TEST_CASE(p2p_skip_chain_through_a_p2p_edge_and_a_collective_edge) {
