@@ -6,6 +6,9 @@
 //    world all_reduce; the hosts go on to loss.item() (dist.recv does not block the host).
 //  - order-p2p-skip, host-blocking receives: the same skip where each receiver's host waits in
 //    its recv (as with blocking waits), so rank 2 never launches the world all_reduce.
+//  - the counter-example to deciding that shape from NCCL's counts: the all_reduces between the
+//    micro-batches, ranks 2 and 3 moved a recv before them: the same counts, another culprit.
+// The pp4 snapshots are built from each rank's issued operations (pp4_documents).
 //  - order-split-vs-collective: ranks 0-2 sit in ncclCommSplit (dist.new_group), rank 3
 //    launched world all_reduce #4 instead.
 //  - order-lock-inversion: pairs; rank 0 issues grad_a then grad_b, rank 1 grad_b then grad_a,
@@ -15,6 +18,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -337,7 +341,7 @@ BOOST_AUTO_TEST_CASE(a_split_everyone_entered_is_no_split_vs_collective) {
   BOOST_TEST(first_finding(report, "split-vs-collective") == nullptr);
 }
 
-// --- order-p2p-skip ----------------------------------------------------------------------
+// --- order-p2p-skip: pp4, built from each rank's issued operations ------------------------
 
 namespace {
 
@@ -345,58 +349,189 @@ constexpr uint64_t kEmbed = 0xe0e0e0e0e0e0e005ull, kPair01 = 0x0101010101010106u
                    kPair23 = 0x2323232323232308ull;
 const Group kEmbedPg{"1", "embed0", {0, 3}, 5};
 
-// pp4 in step 4: rank 1 skipped its send of micro-batch 1 to rank 2 and launched the world
-// all_reduce #4; every host went on to loss.item(). GPUs: rank 1 in the world all_reduce (waits
-// for data from rank 0), rank 2 in its recv from rank 1 (send to 3 and world #4 queued behind),
-// rank 3 in its recv from rank 2 (embed #4, world #4 queued), rank 0 in embed #4 (waits on 3).
-std::vector<json> p2p_skip(bool recorder) {
-  std::vector<json> documents;
+// One operation a pp4 rank issued: a send to / receive from a world rank (micro-batch `mb`),
+// or its next all_reduce on "world" or on "embed" (ranks 0 and 3).
+struct PpOp {
+  std::string what;  // "send", "recv", "world", "embed"
+  int peer = -1;
+  int mb = -1;
+};
+
+// What a rank issued, oldest first, and the line of run_pp4 its host thread waits at.
+struct PpRank {
+  std::vector<PpOp> issued;
+  int host_line = 244;  // loss.item()
+};
+
+bool is_p2p(const PpOp& op) { return op.what == "send" || op.what == "recv"; }
+
+int line_of(const PpOp& op) { return op.what == "recv" ? 230 : op.what == "send" ? 234 : op.what == "embed" ? 236 : 238; }
+
+// One step of run_pp4: per micro-batch the recv from the stage before and the send to the stage
+// after, the embed all_reduce, the world all_reduce; `world_between`: the all_reduces between
+// the two micro-batches instead (the counter-example's program).
+std::vector<PpOp> pp4_step(int rank, bool world_between) {
+  std::vector<PpOp> ops;
+  auto all_reduces = [&] {
+    if (rank == 0 || rank == 3) ops.push_back({"embed"});
+    ops.push_back({"world"});
+  };
+  for (int mb = 0; mb < 2; ++mb) {
+    if (world_between && mb == 1) all_reduces();
+    if (rank > 0) ops.push_back({"recv", rank - 1, mb});
+    if (rank < 3) ops.push_back({"send", rank + 1, mb});
+  }
+  if (!world_between) all_reduces();
+  return ops;
+}
+
+// The other ranks taking part in an operation of `rank`.
+std::vector<int> partners_of(int rank, const PpOp& op) {
+  if (is_p2p(op)) return {op.peer};
+  std::vector<int> members = op.what == "embed" ? std::vector<int>{0, 3} : std::vector<int>{0, 1, 2, 3};
+  members.erase(std::find(members.begin(), members.end(), rank));
+  return members;
+}
+
+// Each issued operation's key, the same on every rank taking part: "p2p 1->2 #7", "world #4".
+std::vector<std::string> match_keys(int rank, const std::vector<PpOp>& ops) {
+  std::map<std::string, int> count;
+  std::vector<std::string> keys;
+  for (const PpOp& op : ops) {
+    int from = op.what == "send" ? rank : op.peer, to = op.what == "send" ? op.peer : rank;
+    std::string base = is_p2p(op) ? "p2p " + std::to_string(from) + "->" + std::to_string(to) : op.what;
+    keys.push_back(base + " #" + std::to_string(++count[base]));
+  }
+  return keys;
+}
+
+// Where each rank's GPU stops: an operation completes once every rank taking part reached it.
+std::vector<size_t> gpu_positions(const std::vector<PpRank>& ranks) {
+  std::vector<std::vector<std::string>> keys;
+  for (int rank = 0; rank < 4; ++rank) keys.push_back(match_keys(rank, ranks[rank].issued));
+  std::vector<size_t> at(4, 0);
+  auto reached = [&](int rank, const std::string& key) {
+    auto found = std::find(keys[rank].begin(), keys[rank].end(), key);
+    return found != keys[rank].end() && static_cast<size_t>(found - keys[rank].begin()) <= at[rank];
+  };
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (int rank = 0; rank < 4; ++rank) {
+      if (at[rank] >= keys[rank].size()) continue;
+      std::vector<int> partners = partners_of(rank, ranks[rank].issued[at[rank]]);
+      const std::string& key = keys[rank][at[rank]];
+      if (std::all_of(partners.begin(), partners.end(), [&](int p) { return reached(p, key); })) ++at[rank], moved = true;
+    }
+  }
+  return at;
+}
+
+// The snapshots: per communicator the all_reduces launched and the proxy operations of what the
+// GPU has not completed (a ring's sends move once the GPU is in it); with the recorder, one
+// record per issued operation. `p2p_on_world`: sends and receives on the world communicator (as
+// in the real captures), else on one communicator per pair of stages.
+std::vector<json> pp4_documents(const std::vector<PpRank>& ranks, bool recorder, bool p2p_on_world) {
   const uint64_t pair_hash[3] = {kPair01, kPair12, kPair23};
+  std::vector<size_t> gpu = gpu_positions(ranks);
+  std::vector<json> documents;
   for (int rank = 0; rank < 4; ++rank) {
-    json world = comm_at(kWorld, rank, 4, 4, 0);
-    world["proxy_ops"].push_back(ring_op((rank + 3) % 4, (rank + 1) % 4, rank == 1));
-    json comms = json::array({world});
-    if (rank == 0 || rank == 3) {
-      json embed = comm_at(kEmbed, rank == 0 ? 0 : 1, 2, 4, kEmbedPg.address);
-      embed["proxy_ops"].push_back(ring_op(rank == 0 ? 1 : 0, rank == 0 ? 1 : 0, rank == 0));
-      comms.push_back(embed);
+    const std::vector<PpOp>& ops = ranks[rank].issued;
+    auto launched = [&ops](const std::string& what) {
+      return std::count_if(ops.begin(), ops.end(), [&what](const PpOp& op) { return op.what == what; });
+    };
+    json comms = json::array({comm_at(kWorld, rank, 4, launched("world"), 0)});
+    if (rank == 0 || rank == 3) comms.push_back(comm_at(kEmbed, rank / 3, 2, launched("embed"), kEmbedPg.address));
+    std::map<int, size_t> pair_comm;  // first stage of the pair -> index in comms
+    for (int pair = 0; pair < 3 && !p2p_on_world; ++pair)
+      if (rank == pair || rank == pair + 1) {
+        pair_comm[pair] = comms.size();
+        comms.push_back(comm_at(pair_hash[pair], rank - pair, 2, 0, 6 + pair));
+      }
+    for (size_t i = gpu[rank]; i < ops.size(); ++i) {
+      const PpOp& op = ops[i];
+      bool gpu_in_it = i == gpu[rank];
+      int pair = std::min(rank, op.peer);
+      json& c = !is_p2p(op) ? comms[op.what == "embed" ? 1 : 0] : comms[p2p_on_world ? 0 : pair_comm.at(pair)];
+      int peer = p2p_on_world ? op.peer : op.peer - pair;
+      if (op.what == "world") c["proxy_ops"].push_back(ring_op((rank + 3) % 4, (rank + 1) % 4, gpu_in_it));
+      if (op.what == "embed") c["proxy_ops"].push_back(ring_op(1 - rank / 3, 1 - rank / 3, gpu_in_it));
+      if (op.what == "send") c["proxy_ops"].push_back(send_op(peer, gpu_in_it));
+      if (op.what == "recv") c["proxy_ops"].push_back(recv_op(peer));
     }
-    for (int pair = 0; pair < 3; ++pair) {
-      if (rank != pair && rank != pair + 1) continue;
-      json c = comm_at(pair_hash[pair], rank - pair, 2, 0, 6 + pair);
-      if (pair == 1 && rank == 2) c["proxy_ops"].push_back(recv_op(0));    // mb 1 from rank 1: never sent
-      if (pair == 2 && rank == 2) c["proxy_ops"].push_back(send_op(1, false));  // mb 1 to rank 3: queued
-      if (pair == 2 && rank == 3) c["proxy_ops"].push_back(recv_op(0));
-      comms.push_back(c);
-    }
-    json doc = rank_doc(rank, comms, item_thread("run_pp4", 244));
+    json doc = rank_doc(rank, comms, item_thread("run_pp4", ranks[rank].host_line));
     if (recorder) {
-      std::vector<Record> records;
       std::vector<const Group*> groups = {&kWorldPg};
       if (rank == 0 || rank == 3) groups.push_back(&kEmbedPg);
-      int64_t recvs = 0, sends = 0;
-      for (int64_t step = 1; step <= 4; ++step) {
-        bool last = step == 4;
-        for (int mb = 0; mb < 2; ++mb) {
-          if (rank > 0) {
-            bool never = last && mb == 1 && rank >= 2;  // its sender never sent (rank 2) or is behind (rank 3)
-            records.push_back({&kWorldPg, "recv " + std::to_string(rank) + "<-" + std::to_string(rank - 1), ++recvs,
-                               never ? "started" : "completed", 230});
-          }
-          bool skip = last && mb == 1 && rank == 1;
-          if (rank < 3 && !skip)
-            records.push_back({&kWorldPg, "send " + std::to_string(rank) + "->" + std::to_string(rank + 1), ++sends,
-                               last && mb == 1 && rank == 2 ? "scheduled" : "completed", 234});
-        }
-        if (rank == 0 || rank == 3)
-          records.push_back({&kEmbedPg, "all_reduce", step, last ? (rank == 0 ? "started" : "scheduled") : "completed", 236});
-        records.push_back({&kWorldPg, "all_reduce", step, last ? (rank == 1 ? "started" : "scheduled") : "completed", 238});
+      std::vector<Record> records;
+      std::map<std::string, int64_t> seq;  // per kind: sends, receives, each group's all_reduces
+      for (size_t i = 0; i < ops.size(); ++i) {
+        const PpOp& op = ops[i];
+        std::string name = op.what == "send"   ? "send " + std::to_string(rank) + "->" + std::to_string(op.peer)
+                           : op.what == "recv" ? "recv " + std::to_string(rank) + "<-" + std::to_string(op.peer)
+                                               : "all_reduce";
+        std::string state = i < gpu[rank] ? "completed" : i == gpu[rank] ? "started" : "scheduled";
+        records.push_back({op.what == "embed" ? &kEmbedPg : &kWorldPg, name, ++seq[op.what], state, line_of(op)});
       }
       doc["torch"] = records_section(rank, groups, records);
     }
     documents.push_back(doc);
   }
   return documents;
+}
+
+// run_pp4 for four steps; in step 4 rank 1 skips its send of micro-batch 1 to rank 2. Every host
+// goes on to loss.item() except those in `blocking`, whose host waits in its step-4 recv of
+// micro-batch 1 (as with a blocking wait, or a host that reads the received tensor), issuing
+// nothing after it. GPUs, none blocking: rank 1 in world all_reduce #4 (waits for data from
+// rank 0), rank 2 in its recv from rank 1 (send to 3, world #4 queued), rank 3 in its recv from
+// rank 2 (embed #4, world #4 queued), rank 0 in embed #4 (waits on 3), world #4 queued.
+std::vector<PpRank> p2p_skip_program(const std::set<int>& blocking = {}) {
+  std::vector<PpRank> ranks(4);
+  for (int rank = 0; rank < 4; ++rank)
+    for (int step = 1; step <= 4; ++step)
+      for (const PpOp& op : pp4_step(rank, false)) {
+        bool last = step == 4;
+        if (last && rank == 1 && op.what == "send" && op.mb == 1) continue;
+        ranks[rank].issued.push_back(op);
+        if (last && blocking.count(rank) && op.what == "recv" && op.mb == 1) {
+          ranks[rank].host_line = 231;
+          break;
+        }
+      }
+  return ranks;
+}
+
+// The counter-example (docs/triage.md rule 3, "Not done"): run_pp4 with the all_reduces between
+// the micro-batches, where nobody skips. In step 4 ranks 2 and 3 moved their recv of micro-batch
+// 1 before the all_reduces and their hosts wait in it; ranks 0 and 1, in their program's order,
+// wait in a host synchronize after world all_reduce #4 (rank 0's GPU in embed #4, waiting on 3).
+// The wait-for graph and NCCL's counts on ranks 1 and 2 read as in the skip with ranks 2 and 3
+// blocking (rank 2 in recv #8 from rank 1 with 3 world all_reduces, rank 1 launched world
+// all_reduce #4 after 7 sends to rank 2); yet ranks 2 and 3 are the ones out of order.
+std::vector<PpRank> moved_recv_program() {
+  std::vector<PpRank> ranks(4);
+  for (int rank = 0; rank < 4; ++rank)
+    for (int step = 1; step <= 4; ++step) {
+      std::vector<PpOp> ops = pp4_step(rank, true);
+      bool last = step == 4, moved = last && rank >= 2;
+      if (moved) {  // recv mb 1 right after micro-batch 0
+        auto first_later = std::find_if(ops.begin(), ops.end(), [](const PpOp& op) { return op.mb != 0; });
+        auto recv = std::find_if(ops.begin(), ops.end(), [](const PpOp& op) { return op.what == "recv" && op.mb == 1; });
+        std::rotate(first_later, recv, recv + 1);
+      }
+      for (const PpOp& op : ops) {
+        ranks[rank].issued.push_back(op);
+        if (moved && op.what == "recv" && op.mb == 1) {
+          ranks[rank].host_line = 231;
+          break;
+        }
+        if (last && rank <= 1 && op.what == "world") {
+          ranks[rank].host_line = 239;
+          break;
+        }
+      }
+    }
+  return ranks;
 }
 
 void check_p2p_skip(const json& report) {
@@ -419,72 +554,22 @@ void check_p2p_skip(const json& report) {
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(p2p_skip_blames_the_sender_not_the_end_of_the_chain) {
-  check_p2p_skip(triage(p2p_skip(false)));
+  check_p2p_skip(triage(pp4_documents(p2p_skip_program(), false, false)));
 }
 
 BOOST_AUTO_TEST_CASE(p2p_skip_with_the_flight_recorder) {
-  check_p2p_skip(triage(p2p_skip(true)));
+  check_p2p_skip(triage(pp4_documents(p2p_skip_program(), true, false)));
 }
 
 // --- order-p2p-skip, receivers' hosts blocked in their recv -------------------------------
 
 namespace {
 
-// The same skip where a receiver's host waits for the received tensor (as with a blocking
-// wait) at the recv's line: rank 2 never issues its send of micro-batch 1 to rank 3 nor the
-// world all_reduce #4. `rank3_blocks`: rank 3's host waits so too (it issues neither embed #4
-// nor world #4); else it issued both and its GPU sits in the recv from rank 2. Rank 1 went on
-// to world all_reduce #4; rank 0 sits in embed #4 (waits on 3), world #4 queued behind.
-std::vector<json> p2p_skip_blocking_receivers(bool recorder, bool rank3_blocks) {
-  std::vector<json> documents;
-  const uint64_t pair_hash[3] = {kPair01, kPair12, kPair23};
-  for (int rank = 0; rank < 4; ++rank) {
-    bool blocked = rank == 2 || (rank == 3 && rank3_blocks);
-    json world = comm_at(kWorld, rank, 4, blocked ? 3 : 4, 0);
-    if (!blocked) world["proxy_ops"].push_back(ring_op((rank + 3) % 4, (rank + 1) % 4, rank == 1));
-    json comms = json::array({world});
-    if (rank == 0 || rank == 3) {
-      json embed = comm_at(kEmbed, rank == 0 ? 0 : 1, 2, blocked ? 3 : 4, kEmbedPg.address);
-      if (!blocked) embed["proxy_ops"].push_back(ring_op(rank == 0 ? 1 : 0, rank == 0 ? 1 : 0, rank == 0));
-      comms.push_back(embed);
-    }
-    for (int pair = 0; pair < 3; ++pair) {
-      if (rank != pair && rank != pair + 1) continue;
-      json c = comm_at(pair_hash[pair], rank - pair, 2, 0, 6 + pair);
-      if (pair + 1 == rank && rank >= 2) c["proxy_ops"].push_back(recv_op(0));  // mb 1: never sent
-      comms.push_back(c);
-    }
-    json doc = rank_doc(rank, comms, item_thread("run_pp4", blocked ? 231 : 244));
-    if (recorder) {
-      std::vector<Record> records;
-      std::vector<const Group*> groups = {&kWorldPg};
-      if (rank == 0 || rank == 3) groups.push_back(&kEmbedPg);
-      int64_t recvs = 0, sends = 0;
-      for (int64_t step = 1; step <= 4; ++step) {
-        bool last = step == 4;
-        bool stop = false;  // the host blocked in this recv: nothing after it
-        for (int mb = 0; mb < 2 && !stop; ++mb) {
-          if (rank > 0) {
-            bool never = last && mb == 1 && rank >= 2;
-            records.push_back({&kWorldPg, "recv " + std::to_string(rank) + "<-" + std::to_string(rank - 1), ++recvs,
-                               never ? "started" : "completed", 230});
-            stop = never && blocked;
-          }
-          bool skip = last && mb == 1 && rank == 1;
-          if (rank < 3 && !skip && !stop)
-            records.push_back({&kWorldPg, "send " + std::to_string(rank) + "->" + std::to_string(rank + 1), ++sends,
-                               "completed", 234});
-        }
-        if (stop) break;
-        if (rank == 0 || rank == 3)
-          records.push_back({&kEmbedPg, "all_reduce", step, last ? (rank == 0 ? "started" : "scheduled") : "completed", 236});
-        records.push_back({&kWorldPg, "all_reduce", step, last ? (rank == 1 ? "started" : "scheduled") : "completed", 238});
-      }
-      doc["torch"] = records_section(rank, groups, records);
-    }
-    documents.push_back(doc);
-  }
-  return documents;
+// The graph's blame entry that program order decided, or null.
+const json* program_order_decision(const json& report) {
+  for (const json& reason : report["graph"]["blame"])
+    if (reason.contains("program_order")) return &reason;
+  return nullptr;
 }
 
 // Rank 1 and rank 2 each alone break the cycle; the records' history decides for rank 1.
@@ -494,9 +579,7 @@ void check_p2p_skip_decided_by_records(const json& report) {
   BOOST_TEST(ints(report["culprit_ranks"]) == std::vector<int>({1}), text);
   BOOST_TEST(report["suspect_ranks"].empty(), text);
   BOOST_TEST(text.find("rank 2 waits in Recv for a Send rank 1 never posted") != std::string::npos, text);
-  const json* decision = nullptr;
-  for (const json& reason : report["graph"]["blame"])
-    if (reason.contains("program_order")) decision = &reason;
+  const json* decision = program_order_decision(report);
   BOOST_REQUIRE(decision != nullptr);
   BOOST_TEST(ints((*decision)["nodes"]) == std::vector<int>({1}));
   BOOST_TEST((*decision)["kind"] == "skipped-in-cycle");
@@ -512,16 +595,38 @@ void check_p2p_skip_decided_by_records(const json& report) {
   for (const json& owed : order["owed"]) BOOST_TEST(owed["order"] == "later", owed.dump());
 }
 
+// Without the recorder: the sender or the receiver, and what would decide (rank 1 and rank 2
+// each owe the other what the other waits in; NCCL's counts place neither).
+void check_undecided_without_records(const json& report) {
+  std::string text = headline(report);
+  BOOST_TEST(report["culprit_ranks"].empty(), text);
+  BOOST_TEST(ints(report["suspect_ranks"]) == std::vector<int>({1, 2}), text);
+  BOOST_TEST(text.find(": PyTorch's flight recorder (TORCH_FR_BUFFER_SIZE>0) would decide: NCCL's counts say what each "
+                       "rank issued, not in which order.") != std::string::npos, text);
+  for (int rank : {1, 2}) {
+    const json& order = report["graph"]["nodes"][rank]["program_order"];
+    BOOST_TEST(order["source"] == "nccl-counts");
+    BOOST_TEST(!order["owed"].empty());
+    for (const json& owed : order["owed"]) {
+      BOOST_TEST(owed["order"] == "unknown", owed.dump());
+      BOOST_TEST(owed["why"].dump().find("no count per peer and no order between a send and a collective") !=
+                     std::string::npos, owed.dump());
+    }
+  }
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(p2p_skip_with_blocked_receivers_blames_the_sender_by_its_records) {
-  check_p2p_skip_decided_by_records(triage(p2p_skip_blocking_receivers(true, true)));
+  for (bool p2p_on_world : {false, true})
+    BOOST_TEST_CONTEXT("p2p_on_world " << p2p_on_world)
+      check_p2p_skip_decided_by_records(triage(pp4_documents(p2p_skip_program({2, 3}), true, p2p_on_world)));
 }
 
 BOOST_AUTO_TEST_CASE(p2p_skip_chain_through_a_p2p_edge_and_a_collective_edge) {
   // Only rank 2's host blocks: rank 3 waits on it through the P2P edge and ranks 0,1,3 through
   // world all_reduce #4, which rank 2 owes after the recv it sits in.
-  json report = triage(p2p_skip_blocking_receivers(true, false));
+  json report = triage(pp4_documents(p2p_skip_program({2}), true, false));
   check_p2p_skip_decided_by_records(report);
   const json* missing = nullptr;
   for (const json& comm : report["communicators"])
@@ -533,10 +638,41 @@ BOOST_AUTO_TEST_CASE(p2p_skip_chain_through_a_p2p_edge_and_a_collective_edge) {
 }
 
 BOOST_AUTO_TEST_CASE(p2p_skip_with_blocked_receivers_and_no_records_stays_undecided) {
-  // NCCL's counts do not order the communicators: the sender or the receiver (limit, docs/triage.md).
-  json report = triage(p2p_skip_blocking_receivers(false, true));
-  std::string text = headline(report);
-  BOOST_TEST(report["culprit_ranks"].empty(), text);
-  BOOST_TEST(ints(report["suspect_ranks"]) == std::vector<int>({1, 2}), text);
-  BOOST_TEST(report["graph"]["nodes"][1]["program_order"]["source"] == "nccl-counts");
+  // P2P on communicators of their own, and on the world communicator as in the real captures:
+  // NCCL's counts do not order a send against a collective, on one communicator or across two.
+  for (bool p2p_on_world : {false, true}) {
+    BOOST_TEST_CONTEXT("p2p_on_world " << p2p_on_world) {
+      check_undecided_without_records(triage(pp4_documents(p2p_skip_program({2, 3}), false, p2p_on_world)));
+      check_undecided_without_records(triage(pp4_documents(p2p_skip_program({2}), false, p2p_on_world)));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_receiver_that_moved_its_recv_reads_the_same_counts_as_a_skipped_send) {
+  // Why NCCL's counts decide nothing here (docs/triage.md rule 3, "Not done"): the premise of a
+  // counts rule ("rank 2 sits in recv #8 from rank 1 with 3 world all_reduces, rank 1 launched
+  // world #4 after only 7 sends to rank 2: rank 1 moved past the send it owes") holds, yet rank 2
+  // is out of order. The records tell the two apart; the counts stay undecided.
+  for (bool p2p_on_world : {false, true}) {
+    BOOST_TEST_CONTEXT("p2p_on_world " << p2p_on_world) {
+      std::vector<PpRank> program = moved_recv_program();
+      json counts = triage(pp4_documents(program, false, p2p_on_world));
+      check_undecided_without_records(counts);
+      BOOST_TEST(counts["graph"]["nodes"][1]["program_order"]["communicators"][0]["collectives_launched"] == 4);
+      BOOST_TEST(counts["graph"]["nodes"][2]["program_order"]["communicators"][0]["collectives_launched"] == 3);
+      auto sends_to_2 = std::count_if(program[1].issued.begin(), program[1].issued.end(),
+                                      [](const PpOp& op) { return op.what == "send" && op.peer == 2; });
+      BOOST_TEST(sends_to_2 == 7);
+      json records = triage(pp4_documents(program, true, p2p_on_world));
+      std::string text = headline(records);
+      BOOST_TEST(ints(records["culprit_ranks"]) == std::vector<int>({2}), text);
+      BOOST_TEST(records["suspect_ranks"].empty(), text);
+      const json* decision = program_order_decision(records);
+      BOOST_REQUIRE(decision != nullptr);
+      BOOST_TEST(ints((*decision)["nodes"]) == std::vector<int>({2}));
+      std::string why = (*decision)["program_order"][0].get<std::string>();
+      BOOST_TEST(why.find("rank 2: its own records repeat every 3 operations of the two kinds and put a collective on "
+                          "pg 0 next, before the recv 2<-1 #8 on pg 0") != std::string::npos, why);
+    }
+  }
 }

@@ -424,8 +424,18 @@ class Headline {
     return (suspects_.size() == 1 ? "Suspect: " + who + "; " : "Undecided between " + who + ": ") + deciding_fact(reason) + ".";
   }
 
+  // Every node of the blame entry has only NCCL's counts for its program order (no records).
+  bool orders_from_counts(const json& reason) const {
+    for (const json& id : reason["nodes"])
+      if (node(id.get<int>()).value("program_order", json::object()).value("source", "") != "nccl-counts") return false;
+    return true;
+  }
+
   std::string deciding_fact(const json* reason) const {
     std::string kind = reason ? json_text((*reason)["kind"]) : "";
+    if (kind == "cycle-undecided" && orders_from_counts(*reason))
+      return "PyTorch's flight recorder (TORCH_FR_BUFFER_SIZE>0) would decide: NCCL's counts say what each rank issued, "
+             "not in which order";
     if (kind == "cycle-undecided")
       return "each waits for the other's matching operation; the order the program issues them in decides which is wrong";
     if (kind == "not-reached") return "what its GPU runs (cuda-gdb nccl-kernels) would decide";

@@ -15,6 +15,13 @@ using nlohmann::json;
 constexpr size_t kOpsShown = 8;       // the last records a node's program_order lists
 constexpr size_t kLongestPeriod = 16;  // operations of the two kinds in one repeat, at most
 
+// Why NCCL's counters never place an owed operation (docs/triage.md rule 3, "Not done"): a
+// pipeline whose receiver moved its recv before the all_reduce reads the same counts as one whose
+// sender skipped the send (tests/native/triage_order_test.cc, the counter-example).
+constexpr const char* kCountsDoNotOrder =
+    "NCCL counts each communicator's collectives and P2P operations apart, with no count per peer "
+    "and no order between a send and a collective; the flight recorder (TORCH_FR_BUFFER_SIZE>0) orders them";
+
 // A record's kind: its group's world ranks turn a send/receive's group ranks into world ranks.
 OpKind kind_of(const torch::FrRankRecords& records, const torch::FrRecord& record, const std::string& group) {
   std::string name = records.text(record.profiling_name);
@@ -99,7 +106,7 @@ json counts_json(const Job& job, int process) {
   const ThreadView* thread = view.principal();
   return {{"communicators", comms},
           {"host_call", thread && !thread->blocked_in.empty() ? json(thread->blocked_in) : json(nullptr)},
-          {"order_across_groups", "unknown: NCCL counts each communicator apart; the flight recorder orders them"}};
+          {"order_across_groups", std::string("unknown: ") + kCountsDoNotOrder}};
 }
 
 }  // namespace
@@ -113,6 +120,7 @@ ProgramOrder program_order_of(const Job& job, int process, bool whole) {
 }
 
 OwedPlace place_owed(const ProgramOrder& order, const OpKind& owed) {
+  if (order.source == "nccl-counts") return {OwedOrder::kUnknown, kCountsDoNotOrder};
   if (!order.whole || !order.sits_in || order.sits_in->kind == owed) return {};
   const OrderedOp& current = *order.sits_in;
   std::vector<int> history;  // 0: the owed kind, 1: the kind it sits in; oldest first

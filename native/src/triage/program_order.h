@@ -48,6 +48,7 @@ ProgramOrder program_order_of(const Job& job, int process, bool whole);
 // Where an operation the rank owes falls against the one it sits in, by the rank's own
 // history: its records, projected on the two kinds, repeat with a period; the one they put
 // next is what the program issues next. `why` says it in a sentence. Needs a whole order.
+// From NCCL's counts alone: unknown, and `why` says why they place nothing.
 struct OwedPlace {
   OwedOrder order = OwedOrder::kUnknown;
   std::string why;
