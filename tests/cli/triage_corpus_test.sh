@@ -110,6 +110,9 @@ if scenario.startswith("p2p-cycle") and verdict in ("hang", "deadlock") and r["g
     problems.append("cycles %s, want [[0, 1]]" % r["graph"]["cycles"])
 if scenario == "mismatched-collective-rank0-only" and r["suspect_ranks"] != [1]:
     problems.append("suspect_ranks %s, want [1]" % r["suspect_ranks"])
+# nvcc's launch stub named after its kernel (the symbol is __device_stub__ + a mangled name).
+if scenario == "cross-stream-lazy-load" and "rank 0 in __device_stub__consume_kernel() in run_cross_stream()" not in r["headline"]["text"]:
+    problems.append("headline does not name the kernel's launch stub: %r" % r["headline"]["text"])
 if rc not in (0, 1): problems.append("exit %d" % rc)
 if problems:
     print("FAIL %s: %s\n  %s" % (scenario, "; ".join(problems), r["summary"][:400])); sys.exit(1)

@@ -68,13 +68,24 @@ std::string dwfl_error_text() {
   return text;
 }
 
-std::string demangle(const char* symbol) {
-  if (symbol == nullptr) return "";
+std::string demangle_itanium(const char* symbol) {
   if (symbol[0] != '_' || symbol[1] != 'Z') return symbol;
   int status = 0;
   std::unique_ptr<char, decltype(&std::free)> demangled(
       abi::__cxa_demangle(symbol, nullptr, nullptr, &status), &std::free);
   return status == 0 && demangled ? std::string(demangled.get()) : std::string(symbol);
+}
+
+std::string demangle(const char* symbol) {
+  if (symbol == nullptr) return "";
+  std::string name = demangle_itanium(symbol);
+  // nvcc's host-side launch stub of a kernel, "__device_stub__" + the kernel's mangled name
+  // without its "_": "__device_stub__(anonymous namespace)::consume(float*)".
+  static const std::string kStub = "__device_stub__Z";
+  if (name.compare(0, kStub.size(), kStub) != 0) return name;
+  std::string kernel = "_" + name.substr(kStub.size() - 1, name.find('(') - (kStub.size() - 1));
+  std::string readable = demangle_itanium(kernel.c_str());
+  return readable == kernel ? name : "__device_stub__" + readable;
 }
 
 struct DwflDeleter {
