@@ -5,14 +5,8 @@
 # ("in uninterruptible sleep in the kernel (WCHAN) ...") in JSON and text, unwind the main thread
 # to main(), and leave the process running with no tracer.
 set -uo pipefail
-build=${NCCLSCOPE_BUILD:?}
-fixture=$build/fixtures/kernel_sleep_fixture
-[ -x "$fixture" ] || { echo "SKIP: $fixture not built"; exit 77; }
-work=$(mktemp -d)
-"$fixture" > "$work/fixture.out" &
-fixture_pid=$!
-trap 'kill -9 $fixture_pid 2>/dev/null; wait $fixture_pid 2>/dev/null; rm -rf "$work"' EXIT
-for _ in $(seq 200); do grep -qE '^(ready|not-in-D)$' "$work/fixture.out" && break; sleep 0.05; done
+source "$(dirname "$0")/live_fixture.sh"
+start_live_fixture kernel_sleep_fixture '^(ready|not-in-D)$'
 grep -q '^not-in-D$' "$work/fixture.out" && { echo "SKIP: this kernel does not show a vfork parent in state D"; exit 77; }
 grep -q '^ready$' "$work/fixture.out" || { echo "FAIL: fixture not ready"; exit 1; }
 pid=$(sed -n 's/^pid //p' "$work/fixture.out")

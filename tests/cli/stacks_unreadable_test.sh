@@ -5,14 +5,8 @@
 # to main(), finish in bounded time (the test's timeout), and leave the process running
 # (never stopped, never killed by the stop).
 set -uo pipefail
-build=${NCCLSCOPE_BUILD:?}
-fixture=$build/fixtures/unreadable_stack_fixture
-[ -x "$fixture" ] || { echo "SKIP: $fixture not built"; exit 77; }
-work=$(mktemp -d)
-"$fixture" > "$work/fixture.out" &
-fixture_pid=$!
-trap 'kill -9 $fixture_pid 2>/dev/null; wait $fixture_pid 2>/dev/null; rm -rf "$work"' EXIT
-for _ in $(seq 200); do grep -q '^ready$' "$work/fixture.out" && break; sleep 0.05; done
+source "$(dirname "$0")/live_fixture.sh"
+start_live_fixture unreadable_stack_fixture '^ready$'
 grep -q '^ready$' "$work/fixture.out" || { echo "FAIL: fixture not ready"; exit 1; }
 pid=$(sed -n 's/^pid //p' "$work/fixture.out")
 tid=$(sed -n 's/^tid fx-nostack //p' "$work/fixture.out")
