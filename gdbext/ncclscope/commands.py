@@ -123,12 +123,16 @@ def collect_comm(session, args):
                 "(starting at this rank) when readable, else prev -> rank -> next.\n"
                 "With --json: {\"communicators\": [{address, comm_hash, rank, nranks, channels}]}.")
 def collect_ring(session, args):
-    chosen = _filtered(session.document(), args.selector, session, "nccl-ring")
+    return _communicators_with(session, args, "nccl-ring", "channels")
+
+
+def _communicators_with(session, args, command, field):
+    """{"communicators": [identity + `field`]} of the communicators the selector picks."""
     communicators = []
-    for comm in chosen:
+    for comm in _filtered(session.document(), args.selector, session, command):
         subset = _identity(comm)
-        subset["channels"] = comm.get("channels")
-        communicators.append(_with_unavailable(subset, comm, {"channels"}))
+        subset[field] = comm.get(field)
+        communicators.append(_with_unavailable(subset, comm, {field}))
     return {"communicators": communicators}
 
 
@@ -140,13 +144,7 @@ def collect_ring(session, args):
     description="From proxyState->progressState.active (host memory: available in cores).\n"
                 "With --json: {\"communicators\": [{address, comm_hash, rank, nranks, proxy_ops}]}.")
 def collect_proxy(session, args):
-    chosen = _filtered(session.document(), args.selector, session, "nccl-proxy")
-    communicators = []
-    for comm in chosen:
-        subset = _identity(comm)
-        subset["proxy_ops"] = comm.get("proxy_ops")
-        communicators.append(_with_unavailable(subset, comm, {"proxy_ops"}))
-    return {"communicators": communicators}
+    return _communicators_with(session, args, "nccl-proxy", "proxy_ops")
 
 
 def merge_thread_names(threads, document_threads):
