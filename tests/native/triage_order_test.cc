@@ -508,7 +508,7 @@ std::vector<PpRank> p2p_skip_program(const std::set<int>& blocking = {}) {
 // The wait-for graph and NCCL's counts on ranks 1 and 2 read as in the skip with ranks 2 and 3
 // blocking (rank 2 in recv #8 from rank 1 with 3 world all_reduces, rank 1 launched world
 // all_reduce #4 after 7 sends to rank 2); yet ranks 2 and 3 are the ones out of order.
-std::vector<PpRank> moved_recv_program() {
+std::vector<PpRank> moved_recv_program(bool rank0_goes_on = false) {
   std::vector<PpRank> ranks(4);
   for (int rank = 0; rank < 4; ++rank)
     for (int step = 1; step <= 4; ++step) {
@@ -525,7 +525,7 @@ std::vector<PpRank> moved_recv_program() {
           ranks[rank].host_line = 231;
           break;
         }
-        if (last && rank <= 1 && op.what == "world") {
+        if (last && rank <= 1 && op.what == "world" && !(rank == 0 && rank0_goes_on)) {
           ranks[rank].host_line = 239;
           break;
         }
@@ -675,4 +675,17 @@ BOOST_AUTO_TEST_CASE(a_receiver_that_moved_its_recv_reads_the_same_counts_as_a_s
                           "pg 0 next, before the recv 2<-1 #8 on pg 0") != std::string::npos, why);
     }
   }
+}
+
+BOOST_AUTO_TEST_CASE(a_lone_breaker_whose_records_explain_its_wait_is_no_culprit) {
+  // The counter-example with rank 0's host going on: it issues its send #8 to rank 1 (queued
+  // behind world #4), which rank 1, waiting in world #4, has not posted the recv for. Rank 1 alone
+  // breaks the cycle, yet its own records put that recv after the all_reduce it sits in (rule 3):
+  // no culprit; ranks 2 and 3, whose records put world #4 before the recv each sits in, are
+  // suspects beside it (before: culprit rank 1, a waiter).
+  json report = triage(pp4_documents(moved_recv_program(true), true, false));
+  std::string text = headline(report);
+  BOOST_TEST(report["culprit_ranks"].empty(), text);
+  BOOST_TEST(ints(report["suspect_ranks"]) == std::vector<int>({1, 2, 3}), text);
+  BOOST_TEST(text.find("Undecided between ranks 2,3") != std::string::npos, text);
 }

@@ -230,6 +230,13 @@ int moved_past_owed(const std::vector<std::set<int>>& breakers, const std::vecto
   return found;
 }
 
+// A lone cycle breaker whose own records put everything it owes after the operation it sits in
+// (rule 3): its missing operations follow from its own wait, so it is no culprit for them.
+bool explained_by_own_wait(const std::set<int>& breaker, const std::vector<OwedOrder>& owed_order) {
+  return breaker.size() == 1 && static_cast<size_t>(*breaker.begin()) < owed_order.size() &&
+         owed_order[*breaker.begin()] == OwedOrder::kLater;
+}
+
 void decide_cycle(const WaitGraph& graph, const Component& component, const std::vector<bool>& waits_itself,
                   const std::vector<OwedOrder>& owed_order, BlameResult* result) {
   std::vector<int> candidates = blamed_members(graph, component);
@@ -240,9 +247,17 @@ void decide_cycle(const WaitGraph& graph, const Component& component, const std:
     return;
   }
   std::vector<std::set<int>> breakers = smallest_cycle_breakers(graph, component, candidates);
-  if (breakers.size() == 1) {
+  if (breakers.size() == 1 && !explained_by_own_wait(breakers[0], owed_order)) {
     result->culprits.insert(result->culprits.end(), breakers[0].begin(), breakers[0].end());
     result->reasons.push_back({{breakers[0].begin(), breakers[0].end()}, "skipped-in-cycle"});
+    return;
+  }
+  if (breakers.size() == 1) {  // the lone breaker waits in what comes first: who moved is not told
+    std::set<int> suspects(breakers[0].begin(), breakers[0].end());
+    for (int n : component.members)
+      if (static_cast<size_t>(n) < owed_order.size() && owed_order[n] == OwedOrder::kEarlier) suspects.insert(n);
+    result->suspects.insert(result->suspects.end(), suspects.begin(), suspects.end());
+    result->reasons.push_back({{suspects.begin(), suspects.end()}, "cycle-undecided"});
     return;
   }
   if (opposite_orders(graph, breakers, waits_itself)) {  // a deadlock by order: no culprit, no suspect
