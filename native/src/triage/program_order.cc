@@ -157,7 +157,7 @@ json program_order_json(const Job& job, int process, const ProgramOrder& order,
     json ops = json::array();
     for (const OrderedOp& op : order.ops) ops.push_back(op_json(op));
     out["records"] = order.records;
-    out["last_ops"] = ops;
+    out["last_ops"] = std::move(ops);
     out["sits_in"] = order.sits_in ? op_json(*order.sits_in) : json(nullptr);
   } else if (order.source == "nccl-counts") {
     out.update(counts_json(job, process));
@@ -166,7 +166,7 @@ json program_order_json(const Job& job, int process, const ProgramOrder& order,
   for (const auto& [kind, place] : owed)
     owed_json.push_back({{"op", op_kind_text(kind)}, {"order", order_name(place.order)},
                          {"why", place.why.empty() ? json(nullptr) : json(place.why)}});
-  out["owed"] = owed_json;
+  out["owed"] = std::move(owed_json);
   return out;
 }
 
