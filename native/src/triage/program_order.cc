@@ -94,9 +94,8 @@ json counts_json(const Job& job, int process) {
   const ProcessView& view = job.processes[process];
   json comms = json::array();
   for (const CommView& comm : view.comms) {
-    std::string pg;
-    for (const CommGroup& group : job.comms)
-      if (group.hash == comm.comm_hash) pg = group.pg_name;
+    auto group = job.group_of_hash.find(comm.comm_hash);
+    std::string pg = group == job.group_of_hash.end() ? "" : job.comms[group->second].pg_name;
     Maybe<int64_t> launched = comm.total_launched();
     comms.push_back({{"comm_hash", comm.comm_hash_text}, {"pg", pg.empty() ? json(nullptr) : json(pg)},
                      {"collectives_launched", launched ? json(*launched) : json(nullptr)},
