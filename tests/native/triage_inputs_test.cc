@@ -3,6 +3,8 @@
 #define BOOST_TEST_MODULE triage_inputs
 #include <boost/test/unit_test.hpp>
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -154,6 +156,30 @@ BOOST_AUTO_TEST_CASE(directories_expand_in_natural_order_and_skip_other_json) {
   json report = nsc::triage_processes(std::move(loaded.processes), loaded.failures, nsc::TriageOptions{});
   BOOST_TEST(report["culprit_ranks"] == json::array({11}));
   BOOST_TEST(nsc::triage_exit_code(report) == 0);
+}
+
+// A file is opened once and its first 64 KiB read first: a larger snapshot is read on after
+// them and summarized as a whole; one file named again (a symlink, a hard link) counts once.
+BOOST_AUTO_TEST_CASE(large_snapshots_read_whole_and_one_file_named_twice_counts_once) {
+  TempDir dir("triage-inputs");
+  std::vector<json> documents = missing_collective(2, 1);
+  documents[1]["padding"] = std::string(200000, 'x');  // a key triage does not read, past the first read
+  std::string rank0 = dir.write("rank-0.json", documents[0].dump(2));
+  std::string rank1 = dir.write("rank-1.json", documents[1].dump(2));
+  std::string soft = dir.path + "/soft.json", hard = dir.path + "/hard.json";
+  BOOST_REQUIRE(symlink(rank1.c_str(), soft.c_str()) == 0);
+  BOOST_REQUIRE(link(rank0.c_str(), hard.c_str()) == 0);
+  nsc::triage::LoadRequest request;
+  request.paths = {rank0, rank1, soft, hard};
+  nsc::triage::LoadedInputs loaded = nsc::triage::load_triage_inputs(request);
+  BOOST_REQUIRE_EQUAL(loaded.processes.size(), 2u);
+  BOOST_REQUIRE_EQUAL(loaded.failures.size(), 2u);
+  BOOST_TEST(loaded.failures[0].error == soft + ": given twice (same file as an earlier input); ignored");
+  BOOST_TEST(loaded.failures[1].error == hard + ": given twice (same file as an earlier input); ignored");
+  nsc::triage::ProcessView whole = nsc::triage::summarize_state_document(documents[1], rank1, "snapshot");
+  BOOST_TEST(nsc::fuzz::summary_json(loaded.processes[1]).dump() == nsc::fuzz::summary_json(whole).dump());
+  json report = nsc::triage_processes(std::move(loaded.processes), {}, nsc::TriageOptions{});
+  BOOST_TEST(report["culprit_ranks"] == json::array({1}));
 }
 
 BOOST_AUTO_TEST_CASE(cores_without_a_state_builder_are_reported) {

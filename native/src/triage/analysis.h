@@ -106,6 +106,7 @@ struct Job {
   std::vector<ProcessView> processes;
   std::vector<DuplicateInput> duplicate_inputs;  // not in processes: their threads do not count
   std::vector<CommGroup> comms;
+  std::unordered_map<uint64_t, size_t> group_of_hash;  // comm hash -> index in comms
   std::vector<std::vector<Finding>> findings;  // parallel to comms
   int world_comm = -1;
   std::vector<Maybe<int>> world_rank;          // per process: rank in the world comm

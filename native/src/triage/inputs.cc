@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
-#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -29,6 +28,7 @@ struct WorkItem {
   std::string path;   // "" for a pid
   int pid = 0;
   bool from_directory = false;  // found by listing a directory, not named by the user
+  bool unpacked = false;        // the file an .xz input holds (never unpacked twice)
 };
 
 struct WorkResult {
@@ -49,11 +49,6 @@ bool wanted_in_directory(std::string name) {
   return name.rfind("core", 0) == 0 || ends_with(".core") || ends_with(".json") || dump;
 }
 
-std::string canonical(const std::string& path) {
-  char resolved[PATH_MAX];
-  return realpath(path.c_str(), resolved) ? std::string(resolved) : path;
-}
-
 // nlohmann's messages start with "[json.exception.parse_error.101] ": keep the rest.
 std::string json_problem(const std::exception& error) {
   std::string message = error.what();
@@ -64,12 +59,16 @@ std::string json_problem(const std::exception& error) {
 
 std::string read_file(const std::string& path) { return read_regular_file(path, path); }
 
-// First bytes decide: '{' is a snapshot, "\x7fELF" a core.
-std::string sniff(const std::string& path) {
-  std::string bytes = read_file_head(path, path, 256);
+// What a file's first read takes: a whole snapshot of a rank (tens of KB) in one read.
+constexpr size_t kHeadBytes = 1 << 16;
+
+// First bytes decide: '{' is a snapshot, "\x7fELF" a core (the first 256 bytes, as ever).
+std::string sniff(std::string_view bytes, bool may_be_xz) {
+  bytes = bytes.substr(0, 256);
   const char* head = bytes.data();
   size_t n = bytes.size();
   if (n == 0) return "empty";
+  if (may_be_xz && has_xz_magic(bytes)) return "xz";
   if (n >= 4 && std::memcmp(head, "\x7f" "ELF", 4) == 0) return "core";
   if (torch::looks_like_pickle(bytes)) return "fr-dump";
   for (size_t i = 0; i < n; ++i) {
@@ -81,7 +80,7 @@ std::string sniff(const std::string& path) {
 
 // A PyTorch flight-recorder dump: a rank with records and no memory. Its rank is the number
 // its file name ends in, as torchfrtrace reads it (loader.py: fr_rank_3 -> 3).
-std::unique_ptr<ProcessView> load_fr_dump(const WorkItem& item) {
+std::unique_ptr<ProcessView> load_fr_dump(const WorkItem& item, std::string_view content) {
   int rank = 0;
   if (!torch::fr_dump_rank_from_name(item.name, &rank))
     throw BadInput(item.name + ": a flight-recorder dump whose name ends in no rank number (name it fr_rank_N, as "
@@ -91,8 +90,6 @@ std::unique_ptr<ProcessView> load_fr_dump(const WorkItem& item) {
   process->kind = "fr-dump";
   process->launcher_rank = rank;
   process->launcher_rank_from = "file name";
-  thread_local std::vector<char> bytes;  // one buffer per loading thread, reused for every dump
-  std::string_view content = read_regular_file_reusing(item.path, item.path, &bytes);
   process->fr_records = std::make_shared<torch::FrRankRecords>(torch::read_fr_dump(content, item.name));
   return process;
 }
@@ -142,10 +139,10 @@ namespace {
 
 std::vector<WorkItem> expand_inputs(const LoadRequest& request, std::vector<TriageFailure>* failures) {
   std::vector<WorkItem> items;
-  std::set<std::string> seen;
-  auto add_file = [&](const std::string& path, bool from_directory) {
-    std::string key = canonical(path);
-    if (!seen.insert(key).second) {
+  std::set<std::pair<dev_t, ino_t>> seen;  // what stat() names: symlinks and hard links to one file alike
+  std::set<int> seen_pids;
+  auto add_file = [&](const std::string& path, const struct stat& info, bool from_directory) {
+    if (!seen.insert({info.st_dev, info.st_ino}).second) {
       failures->push_back({path, "file", path + ": given twice (same file as an earlier input); ignored"});
       return;
     }
@@ -158,7 +155,7 @@ std::vector<WorkItem> expand_inputs(const LoadRequest& request, std::vector<Tria
       continue;
     }
     if (!S_ISDIR(info.st_mode)) {
-      add_file(path, false);
+      add_file(path, info, false);
       continue;
     }
     DIR* directory = opendir(path.c_str());
@@ -166,7 +163,7 @@ std::vector<WorkItem> expand_inputs(const LoadRequest& request, std::vector<Tria
       failures->push_back({path, "directory", path + ": " + std::strerror(errno)});
       continue;
     }
-    std::vector<std::string> names;
+    std::vector<std::pair<std::string, struct stat>> files;
     std::vector<std::pair<std::string, std::string>> unusable;  // path, why
     while (dirent* entry = readdir(directory)) {
       std::string name = entry->d_name;
@@ -179,22 +176,22 @@ std::vector<WorkItem> expand_inputs(const LoadRequest& request, std::vector<Tria
       } else if (!S_ISREG(file_info.st_mode)) {
         unusable.emplace_back(full, S_ISDIR(file_info.st_mode) ? "not a regular file (a directory)" : "not a regular file");
       } else {
-        names.push_back(full);
+        files.emplace_back(std::move(full), file_info);
       }
     }
     closedir(directory);
     std::sort(unusable.begin(), unusable.end(),
               [](const auto& a, const auto& b) { return natural_less(a.first, b.first); });
     for (const auto& [file, why] : unusable) failures->push_back({file, "file", file + ": " + why + "; skipped"});
-    if (names.empty() && unusable.empty()) {
+    if (files.empty() && unusable.empty()) {
       failures->push_back({path, "directory", path + ": empty directory (no core*, *.core, *.json or fr_rank*/*.pkl file in it)"});
       continue;
     }
-    std::sort(names.begin(), names.end(), natural_less);
-    for (const std::string& name : names) add_file(name, true);
+    std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return natural_less(a.first, b.first); });
+    for (const auto& [name, file_info] : files) add_file(name, file_info, true);
   }
   for (int pid : request.pids) {
-    if (!seen.insert("pid:" + std::to_string(pid)).second) continue;
+    if (!seen_pids.insert(pid).second) continue;
     items.push_back({"pid " + std::to_string(pid), "", pid, false});
   }
   return items;
@@ -235,23 +232,34 @@ void measure_numerics(const LoadRequest& request, StateRequest state, const nloh
   }
 }
 
+WorkResult load_xz_item(const LoadRequest& request, const WorkItem& item);
+
+// A file is opened once: its first bytes say what it is, and a snapshot's rest is read after
+// them into one buffer per loading thread, reused for every snapshot.
 WorkResult load_plain_item(const LoadRequest& request, const WorkItem& item) {
   WorkResult result;
   std::string kind = item.pid ? "live" : "file";
   try {
-    if (!item.pid) kind = sniff(item.path);
+    thread_local std::vector<char> bytes;
+    InputFile file;
+    std::string_view head;
+    if (!item.pid) {
+      file = open_regular_file(item.path, item.path);
+      head = read_head(file, kHeadBytes, &bytes, item.path);
+      kind = sniff(head, !item.unpacked);
+    }
+    if (kind == "xz") return load_xz_item(request, item);
     if (kind == "empty") throw BadInput(item.path + ": empty file (neither a snapshot nor a core)");
     if (kind == "other") throw BadInput(item.path + ": neither a JSON snapshot, an ELF core nor a flight-recorder dump");
     if (kind == "fr-dump") {
-      result.process = load_fr_dump(item);
+      result.process = load_fr_dump(item, read_rest(file, head.size(), &bytes, item.path));
       return result;
     }
     if (kind == "snapshot") {
       // Summarized straight from the text (SAX): no document is built for 4,096 ranks.
       auto process = std::make_unique<ProcessView>();
-      thread_local std::vector<char> bytes;  // one buffer per loading thread, reused for every snapshot
       std::string schema;
-      std::string_view text = read_regular_file_reusing(item.path, item.path, &bytes);
+      std::string_view text = read_rest(file, head.size(), &bytes, item.path);
       if (summarize_state_text(text, item.name, "snapshot", process.get(), &schema)) {
         result.process = std::move(process);
         return result;
@@ -291,9 +299,9 @@ WorkResult load_plain_item(const LoadRequest& request, const WorkItem& item) {
 }
 
 // An .xz input is read from a private unpacked copy; every message names the user's file.
-WorkResult load_item(const LoadRequest& request, const WorkItem& item) {
-  if (item.pid || !is_xz_file(item.path)) return load_plain_item(request, item);
+WorkResult load_xz_item(const LoadRequest& request, const WorkItem& item) {
   WorkItem unpacked_item = item;
+  unpacked_item.unpacked = true;
   try {
     UnpackedXz unpacked(item.path);
     unpacked_item.path = unpacked.path();
@@ -318,7 +326,7 @@ LoadedInputs load_triage_inputs(const LoadRequest& request) {
   jobs = static_cast<unsigned>(std::min<size_t>(jobs, std::max<size_t>(items.size(), 1)));
   std::atomic<size_t> next{0};
   auto worker = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < items.size();) results[i] = load_item(request, items[i]);
+    for (size_t i; (i = next.fetch_add(1)) < items.size();) results[i] = load_plain_item(request, items[i]);
   };
   std::vector<std::thread> threads;
   for (unsigned t = 1; t < jobs; ++t) threads.emplace_back(worker);

@@ -180,7 +180,7 @@ void set_aside_duplicate_inputs(Job* job) {
 void merge_communicators(Job* job) {
   for (ProcessView& process : job->processes) check_ranges(&process);
   set_aside_duplicate_inputs(job);
-  std::unordered_map<uint64_t, size_t> group_of_hash;
+  std::unordered_map<uint64_t, size_t>& group_of_hash = job->group_of_hash;
   for (size_t p = 0; p < job->processes.size(); ++p) {
     const ProcessView& process = job->processes[p];
     // An unreadable input is not a rank that lost its communicators: it stands for nobody.

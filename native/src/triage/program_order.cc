@@ -94,9 +94,8 @@ json counts_json(const Job& job, int process) {
   const ProcessView& view = job.processes[process];
   json comms = json::array();
   for (const CommView& comm : view.comms) {
-    std::string pg;
-    for (const CommGroup& group : job.comms)
-      if (group.hash == comm.comm_hash) pg = group.pg_name;
+    auto group = job.group_of_hash.find(comm.comm_hash);
+    std::string pg = group == job.group_of_hash.end() ? "" : job.comms[group->second].pg_name;
     Maybe<int64_t> launched = comm.total_launched();
     comms.push_back({{"comm_hash", comm.comm_hash_text}, {"pg", pg.empty() ? json(nullptr) : json(pg)},
                      {"collectives_launched", launched ? json(*launched) : json(nullptr)},
@@ -157,7 +156,7 @@ json program_order_json(const Job& job, int process, const ProgramOrder& order,
     json ops = json::array();
     for (const OrderedOp& op : order.ops) ops.push_back(op_json(op));
     out["records"] = order.records;
-    out["last_ops"] = ops;
+    out["last_ops"] = std::move(ops);
     out["sits_in"] = order.sits_in ? op_json(*order.sits_in) : json(nullptr);
   } else if (order.source == "nccl-counts") {
     out.update(counts_json(job, process));
@@ -166,7 +165,7 @@ json program_order_json(const Job& job, int process, const ProgramOrder& order,
   for (const auto& [kind, place] : owed)
     owed_json.push_back({{"op", op_kind_text(kind)}, {"order", order_name(place.order)},
                          {"why", place.why.empty() ? json(nullptr) : json(place.why)}});
-  out["owed"] = owed_json;
+  out["owed"] = std::move(owed_json);
   return out;
 }
 

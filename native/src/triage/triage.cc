@@ -136,7 +136,7 @@ json communicator_json(const Job& job, size_t g, const VerdictBlame& blame) {
     const triage::CommView& view = job.comm_of(member);
     for (int c = 0; c < triage::kNumCollectives; ++c)
       counters[triage::kCollectiveNames[c]] = view.seq_launched[c] ? json(*view.seq_launched[c]) : json(nullptr);
-    seq_launched.push_back(counters);
+    seq_launched.push_back(std::move(counters));
     const auto& world = job.world_rank[member.process];
     world_ranks.push_back(world ? json(*world) : json(nullptr));
     inputs.push_back(job.processes[member.process].input_name);
@@ -148,14 +148,14 @@ json communicator_json(const Job& job, size_t g, const VerdictBlame& blame) {
           {"is_world", static_cast<int>(g) == job.world_comm},
           {"process_group", group.pg_name.empty() ? json(nullptr)
                                                   : json({{"name", group.pg_name}, {"desc", group.pg_desc}})},
-          {"ranks_seen", ranks_seen},
-          {"world_ranks", world_ranks},
-          {"inputs", inputs},
-          {"seq_launched", seq_launched},
+          {"ranks_seen", std::move(ranks_seen)},
+          {"world_ranks", std::move(world_ranks)},
+          {"inputs", std::move(inputs)},
+          {"seq_launched", std::move(seq_launched)},
           {"missing_ranks", group.missing_ranks},
           {"duplicate_inputs", group.duplicates},
           {"warnings", group.warnings},
-          {"findings", findings}};
+          {"findings", std::move(findings)}};
 }
 
 // A mismatch PyTorch's or NCCL's flight recorder saw (host counters cannot see it).
@@ -432,7 +432,7 @@ json inputs_json(const Job& job, const std::vector<TriageFailure>& failures) {
                       {"world_rank", job.world_rank[p] ? json(*job.world_rank[p]) : json(nullptr)},
                       {"nccl_version", process.nccl_version.empty() ? json(nullptr) : json(process.nccl_version)},
                       {"build_id_mismatch", process.build_id_mismatch ? json(*process.build_id_mismatch) : json(nullptr)},
-                      {"communicators", comms}, {"snapshot_errors", process.document_errors.size()},
+                      {"communicators", std::move(comms)}, {"snapshot_errors", process.document_errors.size()},
                       {"stack_notes", process.stack_notes}});
   }
   for (const TriageFailure& failure : failures)
@@ -522,15 +522,15 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
   if (!hang) suspect_ranks.insert(suspect_ranks.begin(), culprit_ranks.begin(), culprit_ranks.end());
   // By rank, whatever the input order (a crash's suspects keep their order: earliest failure first).
   if (verdict != "crash") std::sort(suspect_ranks.begin(), suspect_ranks.end());
-  report["suspect_ranks"] = suspect_ranks;
+  report["suspect_ranks"] = std::move(suspect_ranks);
   report["world_comm"] = job.world_comm >= 0 ? json(job.comms[job.world_comm].hash_text) : json(nullptr);
   json communicators = json::array();
   VerdictBlame blame(job, graph);
   for (size_t g = 0; g < job.comms.size(); ++g) communicators.push_back(communicator_json(job, g, blame));
-  report["communicators"] = communicators;
+  report["communicators"] = std::move(communicators);
   json startup = json::array();
   for (const Finding& finding : job.startup) startup.push_back(startup_json(finding));
-  report["startup"] = startup;
+  report["startup"] = std::move(startup);
   if (!job.recorder.is_null()) {
     // Each chain also says what its rank's node waits in.
     for (const json& chain : job.recorder["chains"])

@@ -345,7 +345,7 @@ class GraphBuilder {
         json python = json::array();  // the HTML page's per-rank panel: innermost first
         for (const FrameView& frame : thread->frames)
           if (frame.python && python.size() < 24) python.push_back(frame_text(frame));
-        node["python_stack"] = python;
+        node["python_stack"] = std::move(python);
         waits_in.push_back({{"what", "host-thread"}, {"tid", thread->tid ? json(*thread->tid) : json(nullptr)},
                             {"blocked_in", thread->blocked_in}});
       } else if (p < job_.recorded_site.size() && !job_.recorded_site[p].empty()) {
@@ -363,9 +363,9 @@ class GraphBuilder {
                             {"collective", edge.finding->collective.empty() ? json(nullptr) : json(edge.finding->collective)},
                             {"seq", edge.finding->seq ? json(*edge.finding->seq) : json(nullptr)}});
       }
-      node["waits_in"] = waits_in;
+      node["waits_in"] = std::move(waits_in);
       node["program_order"] = program_order_json(job_, n, orders_[p], owed_[p]);
-      nodes.push_back(node);
+      nodes.push_back(std::move(node));
     }
     for (size_t a = 0; a < absent_nodes_.size(); ++a) {
       const auto& [comm, rank] = absent_nodes_[a];

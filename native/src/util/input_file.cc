@@ -116,27 +116,52 @@ std::string read_regular_file(const std::string& path, const std::string& contex
 std::string_view read_regular_file_reusing(const std::string& path, const std::string& context,
                                            std::vector<char>* storage, uint64_t max_bytes) {
   InputFile file = open_regular_file(path, context);
-  if (file.size() > max_bytes)
-    throw BadInput(context + ": too large (" + std::to_string(file.size()) + " bytes; the limit is " +
-                   std::to_string(max_bytes) + ")");
-  if (file.size() == 0) {  // a /proc file (or an empty one): read to the cap
-    std::string content = read_regular_file(path, context, max_bytes);
-    storage->assign(content.begin(), content.end());
-    return {storage->data(), storage->size()};
-  }
-  size_t size = static_cast<size_t>(file.size());
-  if (storage->size() < size) storage->resize(size);
+  return read_rest(file, 0, storage, context, max_bytes);
+}
+
+namespace {
+
+// Reads up to `want` bytes at `at`, fewer at end of file; throws on a read error.
+size_t read_into(int fd, char* at, size_t want, const std::string& context) {
   size_t done = 0;
-  while (done < size) {
-    ssize_t got = ::read(file.fd(), storage->data() + done, size - done);
-    if (got == 0) break;  // the file shrank since fstat: what is there
+  while (done < want) {
+    ssize_t got = ::read(fd, at + done, want - done);
+    if (got == 0) break;
     if (got < 0) {
       if (errno == EINTR) continue;
       throw BadInput(context + ": read error: " + std::strerror(errno));
     }
     done += static_cast<size_t>(got);
   }
-  return {storage->data(), done};
+  return done;
+}
+
+}  // namespace
+
+std::string_view read_head(const InputFile& file, size_t count, std::vector<char>* storage,
+                           const std::string& context) {
+  if (file.size() > 0) count = static_cast<size_t>(std::min<uint64_t>(count, file.size()));  // no read at end of file
+  if (storage->size() < count) storage->resize(count);
+  return {storage->data(), read_into(file.fd(), storage->data(), count, context)};
+}
+
+std::string_view read_rest(const InputFile& file, size_t have, std::vector<char>* storage,
+                           const std::string& context, uint64_t max_bytes) {
+  if (file.size() > max_bytes)
+    throw BadInput(context + ": too large (" + std::to_string(file.size()) + " bytes; the limit is " +
+                   std::to_string(max_bytes) + ")");
+  // A /proc file (or an empty one) says size 0: read to the cap, one byte past it to tell "larger" apart.
+  for (uint64_t limit = file.size() > 0 ? file.size() : max_bytes + 1; have < limit;) {
+    size_t want = file.size() > 0 ? static_cast<size_t>(limit - have)
+                                  : static_cast<size_t>(std::min<uint64_t>(1 << 16, limit - have));
+    if (storage->size() < have + want) storage->resize(have + want);
+    size_t got = read_into(file.fd(), storage->data() + have, want, context);
+    have += got;
+    if (got < want) break;  // end of file (a file that shrank since fstat: what is there)
+  }
+  if (have > max_bytes)
+    throw BadInput(context + ": too large (over the limit of " + std::to_string(max_bytes) + " bytes)");
+  return {storage->data(), have};
 }
 
 std::string read_file_head(const std::string& path, const std::string& context, size_t count) {

@@ -51,6 +51,15 @@ std::string read_regular_file(const std::string& path, const std::string& contex
 // (Not mmap: a file truncated while mapped would kill the process with SIGBUS.)
 std::string_view read_regular_file_reusing(const std::string& path, const std::string& context,
                                            std::vector<char>* storage, uint64_t max_bytes = kMaxInputTextBytes);
+// An open file read in two steps, so that its first bytes decide whether the rest is wanted
+// (one open, and one read for a file no larger than `count`): read_head puts up to `count`
+// first bytes into *storage; read_rest appends the rest after them, bounded as
+// read_regular_file_reusing. Both throw nsc::BadInput "<context>: ..."; valid until the next
+// call with that storage.
+std::string_view read_head(const InputFile& file, size_t count, std::vector<char>* storage,
+                           const std::string& context);
+std::string_view read_rest(const InputFile& file, size_t have, std::vector<char>* storage,
+                           const std::string& context, uint64_t max_bytes = kMaxInputTextBytes);
 // Up to `count` first bytes ("" when the file is empty); throws as read_regular_file.
 std::string read_file_head(const std::string& path, const std::string& context, size_t count);
 

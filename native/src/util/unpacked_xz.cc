@@ -90,12 +90,8 @@ std::string unpack(int in, int out) {
 }  // namespace
 
 // Only a regular file is looked into (input_file.h): a FIFO would block the read forever.
-bool is_xz_file(const std::string& path) {
-  std::string why;
-  InputFile file = try_open_regular_file(path, &why);
-  uint8_t head[sizeof kXzMagic];
-  return file.ok() && read(file.fd(), head, sizeof head) == static_cast<ssize_t>(sizeof head) &&
-         std::memcmp(head, kXzMagic, sizeof head) == 0;
+bool has_xz_magic(std::string_view head) {
+  return head.size() >= sizeof kXzMagic && std::memcmp(head.data(), kXzMagic, sizeof kXzMagic) == 0;
 }
 
 UnpackedXz::UnpackedXz(const std::string& xz_path) {

@@ -3,11 +3,12 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 namespace nsc {
 
-// True when the file begins with xz's magic bytes (false when it cannot be read).
-bool is_xz_file(const std::string& path);
+// True when these first bytes of a file are xz's magic.
+bool has_xz_magic(std::string_view head);
 
 // The file an .xz holds, unpacked to a private temporary file (in $TMPDIR, else /tmp) for as
 // long as this object lives. The file is unlinked as soon as it is created, so nothing is left
