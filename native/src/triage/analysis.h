@@ -87,7 +87,7 @@ struct RankFailure {
   std::string brief;       // the headline's: "aborted by PyTorch's watchdog after ncclRemoteError"
   std::string pgs;         // where it saw ncclRemoteError: "pg dp0, tp1" ("" none)
   std::string pending;     // its oldest unfinished recorded collective: "all_reduce #4 on pg tp1" ("" none)
-  bool located = false;    // `text` names the failing thread's Python line
+  bool located = false;    // `text` names where it failed (the signal's site or Python line)
 };
 
 struct CrashAnalysis {

@@ -177,8 +177,10 @@ class CrashAnalyzer {
       return;
     }
     failure->kind = signal.origin == "abort" ? "abort" : "fault";
-    const ThreadView* principal = process.principal();  // its site is the signal's own when it took it
-    failure->located = signal.python_located || (principal && principal->tid && signal.tid && *principal->tid == *signal.tid);
+    // Its text names where it failed: the signal's site or Python line, or the principal thread took it.
+    const ThreadView* principal = process.principal();
+    failure->located = signal.python_located || !signal.site_in.empty() ||
+                       (principal && principal->tid && signal.tid && *principal->tid == *signal.tid);
     failure->reaction = remote && signal.origin == "abort";  // abort() after NCCL reported a peer's failure
     failure->text = signal.text + (remote ? "; it saw ncclRemoteError on " + failure->pgs : "");
     failure->brief = failure->reaction ? "abort() after ncclRemoteError" : failure->text;
