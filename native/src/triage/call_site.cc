@@ -84,8 +84,9 @@ CallSite native_call_site(const std::vector<FrameView>& frames, const std::strin
 
 std::string CallSite::text() const {
   if (!found()) return "";
-  // "unknown" is the stack class of a thread whose blocking call was not recognized: no call to name.
-  if (!location.empty()) return (call.empty() || call == "unknown" ? function : call) + " at " + location;
+  // "unknown" and "user-code" are stack classes of a thread in no recognized call: none to name.
+  bool no_call = call.empty() || call == "unknown" || call == "user-code";
+  if (!location.empty()) return (no_call ? function : call) + " at " + location;
   return call.empty() || call == function ? function : call + " in " + function;
 }
 

@@ -148,6 +148,7 @@ class CrashAnalyzer {
         failure->kind = "cuda-error";
         failure->text = cuda_error + "; then " + by + " aborted it";
         failure->brief = cuda_error_in(cuda_error).empty() ? "a failed CUDA check" : cuda_error;
+        failure->located = cuda_error_in(cuda_error).empty();  // a failed check names its thread's line
         return;
       }
       failure->kind = remote ? "watchdog-abort" : !cuda.empty() ? "cuda-error" : "watchdog-abort";
