@@ -239,13 +239,14 @@ BOOST_AUTO_TEST_CASE(dwarf_equals_committed_profile, *boost::unit_test::precondi
   BOOST_TEST(committed.source == "profile:" + committed_profile_path());
 }
 
-BOOST_AUTO_TEST_CASE(extraction_is_fast, *boost::unit_test::precondition(real_library_available)) {
+// Its speed against gdb is measured by bench/ (docs/bench-layout.md), never asserted here: a
+// loaded CI machine must not fail a test on wall time.
+BOOST_AUTO_TEST_CASE(extraction_of_the_whole_real_library, *boost::unit_test::precondition(real_library_available)) {
   auto start = std::chrono::steady_clock::now();
   nsc::LayoutProfile profile = nsc::extract_layout_from_dwarf(kRealLibrary);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   BOOST_TEST_MESSAGE("extraction took " << seconds << " s");
   BOOST_TEST(profile.structs.size() == profile_2_28_9().structs.size());
-  BOOST_TEST(seconds < 0.5);  // gdb's ptype/o struct ncclComm: 1.35 s; ours ~0.02 s
 }
 
 BOOST_AUTO_TEST_CASE(elf_helpers_on_the_real_library, *boost::unit_test::precondition(real_library_available)) {

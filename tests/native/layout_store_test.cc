@@ -303,6 +303,5 @@ BOOST_AUTO_TEST_CASE(real_library_uses_the_shipped_profile, *boost::unit_test::p
   std::string shipped = nsc::installed_profile_dir() + "/" + kRealBuildId + ".json";
   BOOST_TEST(why == "profile " + shipped);
   BOOST_TEST(profile.find_struct("ncclComm")->size == 1082968u);
-  BOOST_TEST_MESSAGE("profile load took " << seconds << " s");
-  BOOST_TEST(seconds < 0.2);
+  BOOST_TEST_MESSAGE("profile load took " << seconds << " s");  // measured in bench/, never asserted
 }
