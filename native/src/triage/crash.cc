@@ -213,15 +213,16 @@ class CrashAnalyzer {
     return name;
   }
 
-  // ", timeout 15000 ms" ("" without one).
+  // "timeout 15000 ms" ("" without one).
   static std::string entry_timeout(const json& entry) {
     const json& timeout = json_member(entry, "timeout_ms");
-    return timeout.is_number() && timeout.get<uint64_t>() > 0 ? ", timeout " + timeout.dump() + " ms" : "";
+    return timeout.is_number() && timeout.get<uint64_t>() > 0 ? "timeout " + timeout.dump() + " ms" : "";
   }
 
   // "all_reduce #4 on pg dp1, timeout 15000 ms (started)".
   static std::string entry_text(const json& entry) {
-    return entry_name(entry) + entry_timeout(entry) + " (" + json_text(entry["state"]) + ")";
+    std::string timeout = entry_timeout(entry);
+    return entry_name(entry) + (timeout.empty() ? "" : ", " + timeout) + " (" + json_text(entry["state"]) + ")";
   }
 
   static std::string pending_work(const ProcessView& process) {
@@ -270,8 +271,8 @@ class CrashAnalyzer {
         std::optional<uint64_t> last = last_seq_on(job_.processes[q], pg);
         if (last && *last < seq) {
           culprits.insert(q);
-          std::string timeout = entry_timeout(*entry);  // ", timeout 15000 ms"
-          if (text->empty()) *text = entry_name(*entry) + (timeout.empty() ? "" : " (" + timeout.substr(2) + ")");
+          std::string timeout = entry_timeout(*entry);
+          if (text->empty()) *text = entry_name(*entry) + (timeout.empty() ? "" : " (" + timeout + ")");
         }
       }
     }
