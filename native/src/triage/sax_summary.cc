@@ -335,6 +335,7 @@ class Summarizer : public json::json_sax_t {
         merged_.clear();
         python_.clear();
         mark_python_thread(&thread);
+        thread.frames.shrink_to_fit();  // kept until the report is written: no spare capacity per rank
         break;
       }
       default: break;
