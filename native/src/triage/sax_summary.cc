@@ -453,7 +453,7 @@ class Summarizer : public json::json_sax_t {
         if (k == "up") comm().channels.back().tree_up = neighbour_rule(as_int(v));
         break;
       case Where::kTreeDown:
-        if (auto child = index_rule(as_int(v))) comm().channels.back().tree_down.push_back(*child);
+        if (auto child = index_rule(as_int(v))) comm().channels.back().tree_down.add(*child);
         break;
       case Where::kProxyOp: {
         ProxyOpView& op = comm().proxy_ops.back();
