@@ -19,7 +19,7 @@ namespace nsc::fuzz {
 
 inline nlohmann::json channel_json(const triage::ChannelView& channel) {
   return {channel.id, json_or_null(channel.ring_prev), json_or_null(channel.ring_next), json_or_null(channel.tree_up),
-          channel.tree_down};
+          std::vector<int>(channel.tree_down.begin(), channel.tree_down.end())};
 }
 
 inline nlohmann::json proxy_op_json(const triage::ProxyOpView& op) {

@@ -62,6 +62,12 @@ BOOST_AUTO_TEST_CASE(missing_collective_two_ranks_names_rank_1_and_allgather_1) 
   BOOST_TEST(nsc::triage_exit_code(report) == 0);
 }
 
+BOOST_AUTO_TEST_CASE(tree_children_keep_nccl_arity) {
+  nsc::triage::TreeChildren children;
+  for (int rank : {4, 9, 11, 12}) children.add(rank);  // a fourth child is not NCCL's: dropped
+  BOOST_TEST(std::vector<int>(children.begin(), children.end()) == (std::vector<int>{4, 9, 11}));
+}
+
 BOOST_AUTO_TEST_CASE(missing_collective_eight_ranks_and_ring_relations) {
   json report = run(missing_collective(8, 5));
   const json* finding = find_kind(only_comm(report), "missing-collective");
@@ -74,6 +80,10 @@ BOOST_AUTO_TEST_CASE(missing_collective_eight_ranks_and_ring_relations) {
   for (const json& relation : edge["peer_relations"])
     ring_relation = ring_relation || relation == "ring: rank 6 receives from rank 5 on channels 0,1";
   BOOST_TEST(ring_relation, edge["peer_relations"].dump());
+  bool tree_relation = false;  // rank 2's tree children are 5 and 6 (triage_synthetic.h)
+  for (const json& relation : edge["peer_relations"])
+    tree_relation = tree_relation || relation == "tree: rank 5 is a child of rank 2 on channels 0,1";
+  BOOST_TEST(tree_relation, edge["peer_relations"].dump());
   BOOST_TEST(report["stack_classes"]["summary"] ==
              "rank 5: pause() called from main() [user-code]; ranks 0-4,6,7: cudaStreamSynchronize() called "
              "from main() [cudaStreamSynchronize]");

@@ -170,6 +170,7 @@ void set_aside_duplicate_inputs(Job* job) {
     job->duplicate_inputs.push_back(std::move(duplicate));
   }
   std::vector<ProcessView> kept;
+  kept.reserve(job->processes.size());
   for (size_t p = 0; p < job->processes.size(); ++p)
     if (!aside[p]) kept.push_back(std::move(job->processes[p]));
   job->processes = std::move(kept);

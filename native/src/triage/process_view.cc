@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <climits>
+#include <unordered_map>
 
 #include "stacks/cxx_exception.h"
 #include "triage/summary_helpers.h"
@@ -41,15 +42,11 @@ bool is_runtime_function(const std::string& name) {
   return name.size() > 2 && name[0] == 'c' && name[1] == 'u' && std::isupper(static_cast<unsigned char>(name[2]));
 }
 
-FrameView make_frame(const std::string& function, std::string module, const Maybe<int64_t>& offset,
-                     const Maybe<std::string>& pc, std::vector<std::string>* notes) {
+namespace {
+
+FrameView build_frame(const std::string& function, const std::string& module, const Maybe<int64_t>& offset,
+                      const Maybe<std::string>& pc) {
   FrameView frame;
-  // "libc.so.6 (build-id mismatch: core a4a7..., file 93ac...)": the note goes to the input.
-  size_t note = module.find(" (");
-  if (note != std::string::npos) {
-    if (std::find(notes->begin(), notes->end(), module) == notes->end()) notes->push_back(module);
-    module.resize(note);
-  }
   std::string base = module.substr(module.find_last_of('/') == std::string::npos
                                        ? 0 : module.find_last_of('/') + 1);
   if (!function.empty()) {
@@ -64,6 +61,26 @@ FrameView make_frame(const std::string& function, std::string module, const Mayb
   frame.user_code = !base.empty() && base.find(".so") == std::string::npos && !is_runtime_function(function);
   frame.signal_role = signal_role(function, base);
   return frame;
+}
+
+}  // namespace
+
+FrameView make_frame(const std::string& function, std::string module, const Maybe<int64_t>& offset,
+                     const Maybe<std::string>& pc, std::vector<std::string>* notes) {
+  // "libc.so.6 (build-id mismatch: core a4a7..., file 93ac...)": the note goes to the input.
+  size_t note = module.find(" (");
+  if (note != std::string::npos) {
+    if (std::find(notes->begin(), notes->end(), module) == notes->end()) notes->push_back(module);
+    module.resize(note);
+  }
+  // Ranks show the same few frames: each is built once per reading thread (bounded).
+  thread_local std::unordered_map<std::string, FrameView> built;
+  // Lengths first: no two frames share a key, whatever bytes a hostile snapshot puts in them.
+  std::string key = std::to_string(function.size()) + ',' + std::to_string(module.size()) + ':' + function + module;
+  if (function.empty()) key += (offset ? std::to_string(*offset) : "?") + (pc ? '=' + *pc : "?");
+  if (auto found = built.find(key); found != built.end()) return found->second;
+  if (built.size() >= 4096) built.clear();
+  return built.emplace(std::move(key), build_frame(function, module, offset, pc)).first->second;
 }
 
 FrameView make_python_frame(const std::string& function, const std::string& file, const Maybe<int64_t>& line,

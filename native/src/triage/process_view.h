@@ -25,11 +25,23 @@ using Maybe = std::optional<T>;
 constexpr int kNumCollectives = 5;
 extern const char* const kCollectiveNames[kNumCollectives];
 
+// A tree node's children: at most NCCL_MAX_TREE_ARITY (3 in every NCCL version), held inline so
+// that a rank's channels take no heap block each; a snapshot naming more (not NCCL's) keeps 3.
+struct TreeChildren {
+  std::array<int, 3> ranks{};
+  uint8_t count = 0;
+  void add(int rank) {
+    if (count < ranks.size()) ranks[count++] = rank;
+  }
+  const int* begin() const { return ranks.data(); }
+  const int* end() const { return ranks.data() + count; }
+};
+
 struct ChannelView {
   int id = 0;
   Maybe<int> ring_prev, ring_next;
   Maybe<int> tree_up;
-  std::vector<int> tree_down;
+  TreeChildren tree_down;
 };
 
 enum class P2pDirection { kNone, kSend, kRecv };

@@ -88,9 +88,9 @@ const char* order_name(OwedOrder order) {
   return order == OwedOrder::kEarlier ? "earlier" : order == OwedOrder::kLater ? "later" : "unknown";
 }
 
-// NCCL's side: each communicator's launch counts (their order across communicators unknown)
-// and the call its host thread is in.
-json counts_json(const Job& job, int process) {
+// NCCL's side, added to `out`: each communicator's launch counts (their order across
+// communicators unknown) and the call its host thread is in. Moved in, never copied: one per rank.
+void add_counts(const Job& job, int process, json* out) {
   const ProcessView& view = job.processes[process];
   json comms = json::array();
   for (const CommView& comm : view.comms) {
@@ -103,9 +103,9 @@ json counts_json(const Job& job, int process) {
                      {"work_in_flight", comm.has_proxy_work_in_flight()}, {"work_planned", comm.has_planned_work()}});
   }
   const ThreadView* thread = view.principal();
-  return {{"communicators", comms},
-          {"host_call", thread && !thread->blocked_in.empty() ? json(thread->blocked_in) : json(nullptr)},
-          {"order_across_groups", std::string("unknown: ") + kCountsDoNotOrder}};
+  (*out)["communicators"] = std::move(comms);
+  (*out)["host_call"] = thread && !thread->blocked_in.empty() ? json(thread->blocked_in) : json(nullptr);
+  (*out)["order_across_groups"] = std::string("unknown: ") + kCountsDoNotOrder;
 }
 
 }  // namespace
@@ -159,7 +159,7 @@ json program_order_json(const Job& job, int process, const ProgramOrder& order,
     out["last_ops"] = std::move(ops);
     out["sits_in"] = order.sits_in ? op_json(*order.sits_in) : json(nullptr);
   } else if (order.source == "nccl-counts") {
-    out.update(counts_json(job, process));
+    add_counts(job, process, &out);
   }
   json owed_json = json::array();
   for (const auto& [kind, place] : owed)

@@ -335,6 +335,7 @@ class Summarizer : public json::json_sax_t {
         merged_.clear();
         python_.clear();
         mark_python_thread(&thread);
+        thread.frames.shrink_to_fit();  // kept until the report is written: no spare capacity per rank
         break;
       }
       default: break;
@@ -452,7 +453,7 @@ class Summarizer : public json::json_sax_t {
         if (k == "up") comm().channels.back().tree_up = neighbour_rule(as_int(v));
         break;
       case Where::kTreeDown:
-        if (auto child = index_rule(as_int(v))) comm().channels.back().tree_down.push_back(*child);
+        if (auto child = index_rule(as_int(v))) comm().channels.back().tree_down.add(*child);
         break;
       case Where::kProxyOp: {
         ProxyOpView& op = comm().proxy_ops.back();
