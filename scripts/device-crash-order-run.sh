@@ -18,11 +18,11 @@ case ${1:-} in
   crash) set -- crash-sigkill crash-exception crash-native-segfault crash-cuda-illegal-address crash-watchdog-timeout
          export CRASH_WAIT_S=${CRASH_WAIT_S:-100} SPIN_GDB=0 ;;
   order) set -- order-p2p-skip order-split-vs-collective order-lock-inversion order-gpu-spin \
-                order-p2p-skip-fr-off order-lock-inversion-fr-off
+                order-p2p-skip-fr-off order-lock-inversion-fr-off order-split-vs-collective-fr-off order-gpu-spin-fr-off
          export SPIN_GDB=${SPIN_GDB:-1} HANG_TIMEOUT_S=${HANG_TIMEOUT_S:-60} ;;
   all) set -- crash-watchdog-timeout crash-sigkill crash-exception crash-cuda-illegal-address crash-native-segfault \
               order-p2p-skip order-split-vs-collective order-lock-inversion order-gpu-spin \
-              order-p2p-skip-fr-off order-lock-inversion-fr-off
+              order-p2p-skip-fr-off order-lock-inversion-fr-off order-split-vs-collective-fr-off order-gpu-spin-fr-off
        export CRASH_WAIT_S=${CRASH_WAIT_S:-90} SPIN_GDB=${SPIN_GDB:-1} HANG_TIMEOUT_S=${HANG_TIMEOUT_S:-45} \
               PARALLEL=${PARALLEL:-4} PYTHON_SLICES=${PYTHON_SLICES:-0} LIVE_CHECK=${LIVE_CHECK:-0} TRIAGE_TEXT=${TRIAGE_TEXT:-0} \
               TRIAGE_FULL=${TRIAGE_FULL:-0} SPIN_GDB_AFTER=order-gpu-spin CAPTURE_DEADLINE_S=${CAPTURE_DEADLINE_S:-300} ;;

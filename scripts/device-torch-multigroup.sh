@@ -227,8 +227,8 @@ capture_crash() {
   log "$scenario cores: $(ls -s --block-size=1M "$dir"/*.core 2>/dev/null | tr '\n' ' ')"
 }
 
-# A separate order-gpu-spin job, never captured: cuda-gdb attaches to the spinning rank (2) and
-# to a waiting rank (0); what it and the extension print goes to order-gpu-spin/gdb/:
+# A separate order-gpu-spin job, never captured: cuda-gdb attaches to every rank in turn (the
+# spinning rank 2 first); what it and the extension print goes to order-gpu-spin/gdb/:
 # rank<R>.state.json (every rank, live), rank<R>.cuda-gdb.txt, rank<R>.nccl-kernels.json (the
 # kernels/1 view triage takes), rank<R>.nccl-kernels.replay.json (replay bundle), rank<R>.log.
 spin_gdb_probe() {
@@ -244,7 +244,7 @@ spin_gdb_probe() {
   for rank in 0 1 2 3; do
     "$NSC" state --pid "${pids[$rank]}" --json > "$out/rank$rank.state.json" 2> "$out/rank$rank.state.err"
   done
-  for rank in 2 0; do
+  for rank in 2 0 1 3; do
     NCCLSCOPE_LIB=$CARRY/lib/libncclscope.so LD_LIBRARY_PATH=$CARRY/lib \
     timeout "${SPIN_GDB_TIMEOUT_S:-150}" cuda-gdb -nx -batch -p "${pids[$rank]}" \
       -ex "source $REPO/gdbext/ncclscope-gdb.py" \

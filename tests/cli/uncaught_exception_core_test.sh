@@ -6,7 +6,7 @@
 # vptr), and the same rethrown with std::rethrow_exception as PyTorch's watchdog does. Checked:
 # `state --json` (type, message, object), gdb on the same core (`info symbol` of the object's
 # vptr and of the type_info pointer 112 bytes before it), the `state` text, gdb `nccl-state` (library
-# and callback memory) and triage's per-rank failure (the crash verdict's culprit line) lead with
+# and callback memory), `state` on a slice of the core (the same exception) and triage's per-rank failure (the crash verdict's culprit line) lead with
 # "terminate: TYPE: MESSAGE".
 set -uo pipefail
 build=${NCCLSCOPE_BUILD:?} src=${NCCLSCOPE_SRC:?}
@@ -71,6 +71,11 @@ PY
     grep -q "^vtable for $type + 16 in section" "$dir/gdb.txt" || fail "$kind: gdb: the object's vptr is not $type's vtable: $(tail -2 "$dir/gdb.txt")"
     grep -q "^typeinfo for $type in section" "$dir/gdb.txt" || fail "$kind: gdb: no typeinfo for $type before the object: $(tail -2 "$dir/gdb.txt")"
   fi
+  # The slice keeps the stack words, headers, type name and message: the same exception there.
+  "$cli" slice "$core" -o "$dir/slice.core" --profile-path "$work/profiles" > /dev/null 2> "$dir/slice.err" || fail "$kind: slice: $(tail -1 "$dir/slice.err")"
+  "$cli" state --core "$dir/slice.core" --profile-path "$work/profiles" --json 2> /dev/null |
+    python3 -c 'import json, sys; a, b = (json.load(f)["fatal_signal"].get("exception") for f in (open(sys.argv[1]), sys.stdin)); sys.exit(0 if a == b else "%r != %r" % (b, a))' "$dir/state.json" ||
+    fail "$kind: the slice does not show the core's exception"
   first_line=${message%%$'\n'*}
   want="terminate: $type: \"$first_line\" (message found by pattern)"
   sed -n "1,/^communicator /p" "$dir/state.txt" | grep -qF "FATAL SIGNAL $want" || fail "$kind: no '$want' before the communicators: $(head -n 8 "$dir/state.txt")"

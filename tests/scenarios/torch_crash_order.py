@@ -36,7 +36,8 @@ Program-order hangs: the job hangs; the capture script SIGABRTs every rank.
                               grad_b, with torch.cuda.synchronize() between: deadlock, no skip.
   order-gpu-spin              tpdp: rank 2's GPU runs torch.cuda._sleep(1e13 cycles) on its
                               current stream before its step-4 collectives (host launches them).
-  order-p2p-skip-fr-off, order-lock-inversion-fr-off: the same with TORCH_FR_BUFFER_SIZE=0.
+  order-p2p-skip-fr-off, order-lock-inversion-fr-off, order-split-vs-collective-fr-off,
+  order-gpu-spin-fr-off: the same with TORCH_FR_BUFFER_SIZE=0.
 
 Prints "GROUND_TRUTH {json}" (the last one of a rank is its truth: role origin/culprit/waiter/
 survivor, the call it is in, what it launched on each group, the wall time), then
@@ -71,6 +72,8 @@ SCENARIOS = {
 VARIANTS = {
     "order-p2p-skip-fr-off": ("order-p2p-skip", {"TORCH_FR_BUFFER_SIZE": "0"}),
     "order-lock-inversion-fr-off": ("order-lock-inversion", {"TORCH_FR_BUFFER_SIZE": "0"}),
+    "order-split-vs-collective-fr-off": ("order-split-vs-collective", {"TORCH_FR_BUFFER_SIZE": "0"}),
+    "order-gpu-spin-fr-off": ("order-gpu-spin", {"TORCH_FR_BUFFER_SIZE": "0"}),
 }
 CRASH_SETTINGS = {"TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC": "2000", "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC": "20",
                   "TORCH_NCCL_LOG_CPP_STACK_ON_UNCLEAN_SHUTDOWN": "0"}

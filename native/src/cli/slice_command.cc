@@ -19,6 +19,7 @@
 #include "cuda/recorder_decoder.h"
 #include "snapshot/numerics_document.h"
 #include "snapshot/state_document.h"
+#include "stacks/cxx_exception.h"
 #include "stacks/thread_stacks.h"
 #include "target/core_file.h"
 #include "target/core_notes.h"
@@ -109,6 +110,21 @@ std::vector<AddressRange> record_recorder_reads(CoreFile& core) {
   decode_recorder(recording, &errors);
   read_launcher_environment(recording);  // the launcher object of `state` on the slice
   return recording.recorded_ranges();
+}
+
+// The C++ exception the process died of (std::terminate's): the stack words that point to it,
+// its headers, type name and message stay in the slice, so `state` on it shows the same text.
+std::vector<AddressRange> record_exception_reads(CoreFile& core, const SliceRequest& request) {
+  std::optional<SignalInfo> signal = core.fatal_signal();
+  if (!signal) return {};
+  for (const ThreadInfo& thread : core.threads())
+    if (thread.tid == signal->tid)
+      if (std::optional<InFlightException> exception = find_in_flight_exception(core, thread, request.search)) {
+        RecordingTarget recording(core);
+        reread_in_flight_exception(recording, *exception, request.search);
+        return recording.recorded_ranges();
+      }
+  return {};
 }
 
 StackOptions stack_options(const SliceRequest& request) {
@@ -297,6 +313,8 @@ int slice(const SliceRequest& request, bool json_output) {
       std::fprintf(stderr, "ncclscope slice: NCCL pass skipped: %s\n", escape_for_terminal(skipped_pass).c_str());
       decoded = record_recorder_reads(*core);
     }
+    std::vector<AddressRange> exception = record_exception_reads(*core, request);
+    decoded.insert(decoded.end(), exception.begin(), exception.end());
   }
   for (const std::string& warning : core->warnings())
     std::fprintf(stderr, "ncclscope slice: input %s (said in the slice)\n", escape_for_terminal(warning).c_str());

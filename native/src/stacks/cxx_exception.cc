@@ -191,19 +191,28 @@ std::vector<uint64_t> stack_words(Target& target, uint64_t sp) {
   return words;
 }
 
-// Whether a dependent exception (std::rethrow_exception's) referring to `primary` is among
-// `words`: the stack may hold a pointer to the primary before the dependent one (clang's code).
-bool rethrown_further_up(Target& target, const std::vector<uint64_t>& words, size_t from,
-                         const InFlightException& primary, const LibrarySearch& search) {
+// The index among `words` of a dependent exception (std::rethrow_exception's) referring to
+// `primary`: the stack may hold a pointer to the primary before the dependent one (clang's code).
+std::optional<size_t> rethrown_further_up(Target& target, const std::vector<uint64_t>& words, size_t from,
+                                          const InFlightException& primary, const LibrarySearch& search) {
   for (size_t i = from; i < words.size(); ++i) {
     uint64_t pointer = words[i];
     if (pointer < 4096 || pointer % 8 != 0 || !is_readable(target, pointer)) continue;
     auto exception_class = read_word(target, pointer);
     if (!exception_class || *exception_class != kGnuCxxDependentClass) continue;
     std::optional<InFlightException> dependent = decode_header(target, pointer, search);
-    if (dependent && dependent->object == primary.object) return true;
+    if (dependent && dependent->object == primary.object) return i;
   }
-  return false;
+  return std::nullopt;
+}
+
+// The exception a stack word points to (at its _Unwind_Exception or at the object after it).
+std::optional<InFlightException> exception_pointed_by(Target& target, uint64_t pointer, const LibrarySearch& search) {
+  if (pointer < 4096 || pointer % 8 != 0) return std::nullopt;
+  for (uint64_t header : {pointer, pointer - kObjectAfterHeader})
+    if (is_readable(target, header))
+      if (std::optional<InFlightException> exception = decode_header(target, header, search)) return exception;
+  return std::nullopt;
 }
 
 }  // namespace
@@ -213,20 +222,25 @@ std::optional<InFlightException> find_in_flight_exception(Target& target, const 
   std::optional<uint64_t> sp = stack_pointer_of(thread);
   if (!sp) return std::nullopt;
   std::vector<uint64_t> words = stack_words(target, *sp);
+  uint64_t first_word = *sp & ~uint64_t(7);
   for (size_t i = 0; i < words.size(); ++i) {
-    uint64_t pointer = words[i];
-    if (pointer < 4096 || pointer % 8 != 0) continue;
-    // A pointer to the _Unwind_Exception itself, or to the thrown object after it.
-    for (uint64_t header : {pointer, pointer - kObjectAfterHeader}) {
-      if (!is_readable(target, header)) continue;
-      std::optional<InFlightException> exception = decode_header(target, header, search);
-      if (!exception) continue;
-      exception->stack_address = (*sp & ~uint64_t(7)) + i * 8;
-      if (!exception->rethrown) exception->rethrown = rethrown_further_up(target, words, i + 1, *exception, search);
-      return exception;
-    }
+    std::optional<InFlightException> exception = exception_pointed_by(target, words[i], search);
+    if (!exception) continue;
+    exception->stack_address = first_word + i * 8;
+    if (!exception->rethrown)
+      if (std::optional<size_t> dependent = rethrown_further_up(target, words, i + 1, *exception, search)) {
+        exception->rethrown = true;
+        exception->dependent_stack_address = first_word + *dependent * 8;
+      }
+    return exception;
   }
   return std::nullopt;
+}
+
+void reread_in_flight_exception(Target& target, const InFlightException& exception, const LibrarySearch& search) {
+  for (uint64_t word : {exception.stack_address, exception.dependent_stack_address})
+    if (word != 0)
+      if (std::optional<uint64_t> pointer = read_word(target, word)) exception_pointed_by(target, *pointer, search);
 }
 
 nlohmann::json in_flight_exception_json(const InFlightException& exception) {

@@ -31,6 +31,7 @@ struct InFlightException {
   uint64_t message_offset = 0;     // of the string (or COW pointer) within the object
   bool message_truncated = false;  // longer than kMaxMessage bytes
   uint64_t stack_address = 0;      // the stack word that pointed to it
+  uint64_t dependent_stack_address = 0;  // the one that pointed to its dependent header, further up (0: none)
 };
 
 constexpr size_t kStackScanBytes = 64 * 1024;
@@ -42,6 +43,11 @@ constexpr size_t kMaxMessage = 4096;
 // of that library, found and build-id checked by `search` as gdb would.
 std::optional<InFlightException> find_in_flight_exception(Target& target, const ThreadInfo& thread,
                                                           const LibrarySearch& search);
+
+// Reads through `target` only what decoding `exception` took: the stack words that pointed to
+// it, its headers, type name and message. A slice records these reads and keeps those bytes
+// (the rest of the stack may be redacted), so the sliced core shows the same exception.
+void reread_in_flight_exception(Target& target, const InFlightException& exception, const LibrarySearch& search);
 
 // The "exception" object of docs/schema-state.md's fatal_signal.
 nlohmann::json in_flight_exception_json(const InFlightException& exception);
