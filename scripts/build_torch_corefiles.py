@@ -56,6 +56,7 @@ EXPECTED_TRIAGE = {
     # Ranks 0-2 sit in new_group (ncclCommSplit of the world comm); rank 3 launched a world
     # all_reduce instead.
     "order-split-vs-collective": {"verdict": "hang", "culprit_ranks": [3], "suspect_ranks": []},
+    "order-split-vs-collective-fr-off": {"verdict": "hang", "culprit_ranks": [3], "suspect_ranks": []},
     # Ranks 0 and 1 issued grad_a and grad_b in opposite orders with a host synchronize between:
     # nobody skipped anything.
     "order-lock-inversion": {"verdict": "deadlock", "culprit_ranks": [], "suspect_ranks": []},
@@ -64,6 +65,7 @@ EXPECTED_TRIAGE = {
     # Its cores alone cannot show what a GPU runs: every waiting rank stays a suspect. cuda-gdb's
     # kernel views (order-gpu-spin/gdb, a separate probe job) name the spin kernel (issue 33 item 4).
     "order-gpu-spin": {"verdict": "incomplete", "culprit_ranks": [], "suspect_ranks": [0, 1, 2, 3]},
+    "order-gpu-spin-fr-off": {"verdict": "incomplete", "culprit_ranks": [], "suspect_ranks": [0, 1, 2, 3]},
 }
 CAPTURE_HANG = ("python -X faulthandler, SIGABRT once every rank reached its hang point; sliced on the "
                 "GPU machine (scripts/device-torch-multigroup.sh)")

@@ -2,7 +2,8 @@
 // (the real layout is checked on a kernel-written core by tests/cli/uncaught_exception_core_test.sh):
 // a stack word pointing to the _Unwind_Exception or to the thrown object, the type_info's
 // name, the message as a COW string, a short and a long std::string, a rethrown (dependent)
-// header, and what is not one (another language's exception class, an unreadable type name,
+// header, a type name the core did not save and no local file holds (type unavailable, message
+// still read), and what is not one (another language's exception class, an unreadable type name,
 // control bytes where a message would be).
 #define BOOST_TEST_MODULE cxx_exception
 #include <boost/test/unit_test.hpp>
@@ -23,6 +24,7 @@ constexpr uint64_t kHeader = kHeap + 0x1000;       // _Unwind_Exception
 constexpr uint64_t kObject = kHeader + 32;         // the thrown object
 constexpr uint64_t kTypeInfo = kHeap + 0x100, kTypeName = kHeap + 0x180;
 constexpr uint64_t kClass = 0x474e5543432b2b00;
+constexpr uint64_t kUnsavedLibrary = 0x7f0000000000;  // a library's .rodata the core left out
 
 class FlatTarget : public nsc::Target {
  public:
@@ -32,6 +34,11 @@ class FlatTarget : public nsc::Target {
     region.end = kBase + kSize;
     region.readable = region.writable = true;
     regions_.push_back(region);
+    nsc::MappedFile library;
+    library.start = kUnsavedLibrary;
+    library.end = kUnsavedLibrary + 0x1000;
+    library.path = "/nonexistent/ncclscope-test/libtorch_cuda.so";
+    files_.push_back(library);
   }
   std::string describe() const override { return "synthetic memory"; }
   bool is_core() const override { return true; }
@@ -39,7 +46,8 @@ class FlatTarget : public nsc::Target {
   bool read(uint64_t addr, void* buf, size_t len, nsc::ReadError* error) override {
     if (addr < kBase || addr + len > kBase + kSize) {
       error->address = addr;
-      error->reason = nsc::ReadFailure::kNotMapped;
+      bool in_library = addr >= kUnsavedLibrary && addr < kUnsavedLibrary + 0x1000;
+      error->reason = in_library ? nsc::ReadFailure::kNotSavedInCore : nsc::ReadFailure::kNotMapped;
       return false;
     }
     std::memcpy(buf, &bytes_[addr - kBase], len);
@@ -136,6 +144,30 @@ BOOST_AUTO_TEST_CASE(rethrown_through_a_dependent_header) {
   BOOST_TEST(!exception->message);
   BOOST_TEST(nsc::in_flight_exception_text(nsc::in_flight_exception_json(*exception)) ==
              "terminate: c10::DistBackendError (message not found)");
+}
+
+BOOST_AUTO_TEST_CASE(type_name_not_in_the_core_and_no_local_library) {
+  FlatTarget memory;
+  put_exception(&memory, "N3c1016DistBackendErrorE", kObject);
+  memory.word(kTypeInfo + 8, kUnsavedLibrary + 0x40);  // the name: in the library's unsaved .rodata
+  memory.word(kObject + 8, kObject + 24);
+  memory.word(kObject + 16, 5);
+  memory.text(kObject + 24, "timed");
+  auto exception = find(&memory);
+  BOOST_REQUIRE(exception);
+  BOOST_TEST(exception->type.empty());
+  BOOST_TEST(exception->type_name.empty());
+  BOOST_TEST(exception->type_name_unavailable.find("libtorch_cuda.so, not saved in the core") != std::string::npos);
+  BOOST_REQUIRE(exception->message);
+  BOOST_TEST(*exception->message == "timed");
+  nlohmann::json json = nsc::in_flight_exception_json(*exception);
+  BOOST_TEST(json["type"].is_null());
+  BOOST_TEST(json["type_name"].is_null());
+  BOOST_TEST(json["type_name_from"].is_null());
+  BOOST_TEST(json["type_name_unavailable"].is_string());
+  BOOST_TEST(nsc::in_flight_exception_text(json) == "terminate: type unavailable: \"timed\" (message found by pattern)");
+  memory.word(kHeader, 0x474e5543432b2b02);  // without libstdc++'s exception class: nothing
+  BOOST_TEST(!find(&memory));
 }
 
 BOOST_AUTO_TEST_CASE(what_is_not_an_exception) {

@@ -114,6 +114,14 @@ void find_message(Target& target, InFlightException* exception) {
   }
 }
 
+// The file mapped at `address` (its base name), or "an unnamed mapping".
+std::string file_mapped_at(Target& target, uint64_t address) {
+  for (const MappedFile& mapping : target.mapped_files())
+    if (address >= mapping.start && address < mapping.end && !mapping.path.empty())
+      return mapping.path.substr(mapping.path.rfind('/') + 1);
+  return "an unnamed mapping";
+}
+
 // A NUL-terminated string at `address` in a file-backed mapping the core did not save, read
 // from the local copy of that file (`file` gets its path); nullopt when there is none or the
 // build-ids differ.
@@ -158,14 +166,22 @@ std::optional<InFlightException> decode_header(Target& target, uint64_t header, 
   ReadError error;
   std::optional<std::string> name = read_c_string(target, *name_pointer, kMaxTypeName, &error);
   std::string name_file;
-  if (!name && error.reason == ReadFailure::kNotSavedInCore) name = read_c_string_from_file(target, *name_pointer, search, &name_file);
-  if (!name || !is_type_name(*name)) return std::nullopt;
+  bool name_not_here = !name && error.reason == ReadFailure::kNotSavedInCore;
+  if (name_not_here) name = read_c_string_from_file(target, *name_pointer, search, &name_file);
   InFlightException exception;
+  if (name) {
+    if (!is_type_name(*name)) return std::nullopt;
+    exception.type_name = *name;
+    exception.type = demangle_type(name->front() == '*' ? name->substr(1) : *name);
+  } else if (name_not_here) {  // libstdc++'s 8-byte exception class already vouches for the header
+    exception.type_name_unavailable = "its name lies in " + file_mapped_at(target, *name_pointer) +
+                                      ", not saved in the core, and no local copy of that file was found";
+  } else {
+    return std::nullopt;
+  }
   exception.type_name_file = name_file;
   exception.unwind_header = header;
   exception.object = header + kObjectAfterHeader;
-  exception.type_name = *name;
-  exception.type = demangle_type(name->front() == '*' ? name->substr(1) : *name);
   find_message(target, &exception);
   return exception;
 }
@@ -250,14 +266,20 @@ nlohmann::json in_flight_exception_json(const InFlightException& exception) {
                {"offset", exception.message_offset},
                {"truncated", exception.message_truncated},
                {"found_by", "pattern"}};
-  return {{"type", exception.type.empty() ? nlohmann::json(nullptr) : nlohmann::json(exception.type)},
-          {"type_name", valid_utf8(exception.type_name)},
-          {"type_name_from", exception.type_name_file.empty() ? nlohmann::json("memory")
-                                                               : nlohmann::json(valid_utf8(exception.type_name_file))},
-          {"object", hex(exception.object)},
-          {"rethrown", exception.rethrown},
-          {"found_at", hex(exception.stack_address)},
-          {"message", message}};
+  nlohmann::json name_from = !exception.type_name_unavailable.empty() ? nlohmann::json(nullptr)
+                             : exception.type_name_file.empty()       ? nlohmann::json("memory")
+                                                                      : nlohmann::json(valid_utf8(exception.type_name_file));
+  nlohmann::json out = {
+      {"type", exception.type.empty() ? nlohmann::json(nullptr) : nlohmann::json(exception.type)},
+      {"type_name", exception.type_name_unavailable.empty() ? nlohmann::json(valid_utf8(exception.type_name)) : nlohmann::json(nullptr)},
+      {"type_name_from", name_from},
+      {"object", hex(exception.object)},
+      {"rethrown", exception.rethrown},
+      {"found_at", hex(exception.stack_address)},
+      {"message", message}};
+  if (!exception.type_name_unavailable.empty())
+    out["type_name_unavailable"] = valid_utf8(exception.type_name_unavailable);
+  return out;
 }
 
 std::string in_flight_exception_text(const nlohmann::json& exception) {
@@ -266,8 +288,9 @@ std::string in_flight_exception_text(const nlohmann::json& exception) {
     return value.is_string() ? value.get<std::string>() : std::string();
   };
   std::string type = text_of(exception, "type"), type_name = text_of(exception, "type_name");
-  if (type.empty() && type_name.empty()) return "";
-  std::string text = "terminate: " + (type.empty() ? "type " + type_name : type);
+  bool type_unavailable = json_member(exception, "type_name_unavailable").is_string();
+  if (type.empty() && type_name.empty() && !type_unavailable) return "";
+  std::string text = "terminate: " + (!type.empty() ? type : !type_name.empty() ? "type " + type_name : "type unavailable");
   const nlohmann::json& message = json_member(exception, "message");
   std::string body = text_of(message, "text");
   if (body.empty()) return text + " (message not found)";

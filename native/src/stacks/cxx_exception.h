@@ -27,6 +27,7 @@ struct InFlightException {
   std::string type_name;           // std::type_info::name() as stored: "N3c1016DistBackendErrorE"
   std::string type;                // demangled: "c10::DistBackendError" ("" when it does not demangle)
   std::string type_name_file;      // the local file the name was read from ("" the target's memory)
+  std::string type_name_unavailable;  // why the name is unknown ("" when it was read)
   std::optional<std::string> message;  // found by pattern; nullopt when no string matched
   uint64_t message_offset = 0;     // of the string (or COW pointer) within the object
   bool message_truncated = false;  // longer than kMaxMessage bytes
