@@ -84,7 +84,7 @@ struct CommView {
   bool coll_op_count_shared_resources = false;
   std::string shared_resources;
   HealthView health;
-  std::vector<ChannelView> channels;
+  std::vector<ChannelView> channels;  // freed once the wait-for graph is built (triage.cc)
   bool proxy_ops_known = false;
   std::vector<ProxyOpView> proxy_ops;
   bool planned_known = false;

@@ -418,6 +418,13 @@ std::string decide_verdict(const Job& job) {
   return incomplete ? "incomplete" : "no-hang";
 }
 
+// A channel's ring and tree neighbours are read by the wait-for graph alone: freed once it is
+// built, so that the report's sections built after it reuse the memory (1.4 KB a rank).
+void release_channels(Job* job) {
+  for (triage::ProcessView& process : job->processes)
+    for (triage::CommView& comm : process.comms) std::vector<triage::ChannelView>().swap(comm.channels);
+}
+
 json inputs_json(const Job& job, const std::vector<TriageFailure>& failures) {
   json inputs = json::array();
   for (size_t p = 0; p < job.processes.size(); ++p) {
@@ -484,6 +491,7 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
                  {"tool", {{"name", "ncclscope"}, {"version", NCCLSCOPE_VERSION}}}};
   std::string verdict = decide_verdict(job);
   json graph = triage::build_wait_graph(job);
+  release_channels(&job);
   // Absence is never evidence: a hang that blames only ranks without usable input is undecided.
   if (verdict == "hang" && graph["root_culprits"].empty() && !graph["no_input_suspects"].empty()) verdict = "incomplete";
   // A job that died: its origin replaces the chain ends (a timeout's origin is the hang's culprit).
