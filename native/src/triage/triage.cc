@@ -425,6 +425,15 @@ void release_channels(Job* job) {
     for (triage::CommView& comm : process.comms) std::vector<triage::ChannelView>().swap(comm.channels);
 }
 
+// Threads are read by the graph, the verdict's sentences and the stack classes: freed after
+// those, so that the inputs section reuses the memory (about 1.6 KB a rank).
+void release_threads(Job* job) {
+  for (triage::ProcessView& process : job->processes) {
+    std::vector<triage::ThreadView>().swap(process.threads);
+    process.principal_thread = -1;
+  }
+}
+
 json inputs_json(const Job& job, const std::vector<TriageFailure>& failures) {
   json inputs = json::array();
   for (size_t p = 0; p < job.processes.size(); ++p) {
@@ -570,6 +579,7 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
   report["crash"] = triage::crash_json(job.crash);
   report["graph"] = std::move(graph);
   report["stack_classes"] = triage::build_stack_classes(job);
+  release_threads(&job);
   report["inputs"] = inputs_json(job, failures);
   if (!job.kernel_views.is_null())
     for (const json& view : job.kernel_views["inputs"]) {
