@@ -157,17 +157,19 @@ class Summarizer : public json::json_sax_t {
   }
 
   // True when the container was taken by the capture (so enter() must not see it).
+  // A container is made only inside a capture: one made and dropped for every container of
+  // every snapshot was a third of the allocations at 4,096 ranks (heaptrack).
   bool capture_enter(bool is_object) {
-    json container = is_object ? json::object() : json::array();
     if (!capturing()) {
       if (stack_.size() != 1 || stack_.back().where != Where::kRoot || !is_object ||
           (key_ != "recorder" && key_ != "torch" && key_ != "fatal_signal"))
         return false;
       captured_key_ = key_;
-      captured_ = std::move(container);
+      captured_ = json::object();
       capture_stack_.push_back(&captured_);
       return true;
     }
+    json container = is_object ? json::object() : json::array();
     json& parent = *capture_stack_.back();
     json* child;
     if (parent.is_array()) {
