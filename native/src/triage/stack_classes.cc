@@ -49,7 +49,7 @@ class StackTrie {
 
  private:
   int intern(const std::string& label) {
-    auto [it, inserted] = label_ids_.emplace(label, static_cast<int>(labels_.size()));
+    auto [it, inserted] = label_ids_.try_emplace(label, static_cast<int>(labels_.size()));  // no node made for a known label
     if (inserted) labels_.push_back(label);
     return it->second;
   }
