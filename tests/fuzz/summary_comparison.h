@@ -57,7 +57,7 @@ inline nlohmann::json comm_json(const triage::CommView& comm) {
 inline nlohmann::json thread_json(const triage::ThreadView& thread) {
   nlohmann::json frames = nlohmann::json::array();
   for (const triage::FrameView& frame : thread.frames)
-    frames.push_back({frame.label, frame.user_code, frame.python, frame.python_library,
+    frames.push_back({frame.label(), frame.user_code, frame.python, frame.python_library,
                       static_cast<int>(frame.signal_role)});
   return {json_or_null(thread.tid), thread.name, thread.blocked_in, frames};
 }

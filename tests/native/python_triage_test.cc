@@ -47,7 +47,7 @@ BOOST_AUTO_TEST_CASE(merged_frames_in_both_readers) {
     BOOST_REQUIRE_EQUAL(view->threads.size(), 1u);
     const auto& frames = view->threads[0].frames;
     BOOST_REQUIRE_EQUAL(frames.size(), 7u);
-    BOOST_TEST(frames[4].label == "finish (train.py:62)");
+    BOOST_TEST(frames[4].label() == "finish (train.py:62)");
     BOOST_TEST(frames[4].python);
     BOOST_TEST(frames[4].user_code);
     BOOST_TEST(!frames[6].user_code);  // main() of the interpreter executable: not the user's code

@@ -11,14 +11,14 @@ using nsc::triage::user_call_site;
 
 FrameView native(const std::string& label, bool user = false) {
   FrameView frame;
-  frame.label = label;
+  frame.set_label(label);
   frame.user_code = user;
   return frame;
 }
 
 FrameView python(const std::string& label, bool library) {
   FrameView frame;
-  frame.label = label;
+  frame.set_label(label);
   frame.python = frame.user_code = true;
   frame.python_library = library;
   return frame;

@@ -100,8 +100,8 @@ BOOST_AUTO_TEST_CASE(sax_summary_equals_document_summary) {
   json all_document = nsc::triage_processes(from_document, {}, nsc::TriageOptions{});
   BOOST_TEST(all_text.dump() == all_document.dump());
   BOOST_TEST(from_text[1].stack_notes.size() == 1u);
-  BOOST_TEST(from_text[1].threads[0].frames[0].label == "libc.so.6+0xfa4f6");
-  BOOST_TEST(from_text[1].threads[0].frames[1].label == "0x7f0002");
+  BOOST_TEST(from_text[1].threads[0].frames[0].label() == "libc.so.6+0xfa4f6");
+  BOOST_TEST(from_text[1].threads[0].frames[1].label() == "0x7f0002");
   BOOST_TEST(from_text[2].document_errors.size() == 2u);  // the bad comm and the read error
   BOOST_TEST((from_text[0].launcher_rank == 0));
   BOOST_TEST((from_text[0].launcher_world_size == 4));

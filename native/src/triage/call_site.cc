@@ -17,7 +17,7 @@ void split_python_label(const std::string& label, std::string* function, std::st
 
 std::string python_function(const FrameView& frame) {
   std::string function, location;
-  split_python_label(frame.label, &function, &location);
+  split_python_label(frame.label(), &function, &location);
   return function;
 }
 
@@ -57,7 +57,7 @@ size_t python_site(const std::vector<FrameView>& frames) {
 
 CallSite python_call_site(const std::vector<FrameView>& frames, size_t site, const std::string& blocked_in) {
   CallSite out;
-  split_python_label(frames[site].label, &out.function, &out.location);
+  split_python_label(frames[site].label(), &out.function, &out.location);
   for (size_t f = 0; f < site; ++f)
     if (frames[f].python_library) {
       out.call = python_function(frames[f]);
@@ -70,11 +70,11 @@ CallSite python_call_site(const std::vector<FrameView>& frames, size_t site, con
 CallSite native_call_site(const std::vector<FrameView>& frames, const std::string& blocked_in) {
   CallSite out;
   for (size_t f = 0; f < frames.size(); ++f) {
-    const std::string& label = frames[f].label;
+    const std::string& label = frames[f].label();
     if (!frames[f].user_code || frames[f].python || unsymbolized(label) || interpreter_function(label)) continue;
     out.function = short_function_name(label) + "()";
-    bool named_callee = f > 0 && !unsymbolized(frames[f - 1].label);
-    out.call = named_callee ? short_function_name(frames[f - 1].label) + "()" : blocked_in;
+    bool named_callee = f > 0 && !unsymbolized(frames[f - 1].label());
+    out.call = named_callee ? short_function_name(frames[f - 1].label()) + "()" : blocked_in;
     break;
   }
   return out;

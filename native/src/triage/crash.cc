@@ -47,11 +47,11 @@ std::string cuda_error_in(const std::string& exception) {
 std::string failed_cuda_check(const ProcessView& process) {
   for (const ThreadView& thread : process.threads)
     for (size_t f = 1; f < thread.frames.size(); ++f) {
-      if (thread.frames[f].label.find("c10_cuda_check_implementation") == std::string::npos) continue;
+      if (thread.frames[f].label().find("c10_cuda_check_implementation") == std::string::npos) continue;
       std::string where = thread.tid ? " in thread " + std::to_string(*thread.tid) : "";
       for (size_t caller = f + 1; caller < thread.frames.size(); ++caller)
         if (thread.frames[caller].python) {
-          where += " at " + thread.frames[caller].label;
+          where += " at " + thread.frames[caller].label();
           break;
         }
       return "a failed CUDA check (c10_cuda_check_implementation building its error" + where +

@@ -193,7 +193,7 @@ class CommAnalyzer {
       return "aborted by PyTorch (its watchdog, or abort() in libtorch)";
     for (const ThreadView& thread : process.threads)
       for (const FrameView& frame : thread.frames)
-        if (frame.label.find("ProcessGroupNCCL") != std::string::npos && frame.label.find("abort") != std::string::npos)
+        if (frame.label().find("ProcessGroupNCCL") != std::string::npos && frame.label().find("abort") != std::string::npos)
           return "aborted by PyTorch (ProcessGroupNCCL's abort on a stack)";
     return "";
   }

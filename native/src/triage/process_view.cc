@@ -42,6 +42,8 @@ bool is_runtime_function(const std::string& name) {
   return name.size() > 2 && name[0] == 'c' && name[1] == 'u' && std::isupper(static_cast<unsigned char>(name[2]));
 }
 
+const std::string FrameView::kNoLabel;
+
 namespace {
 
 FrameView build_frame(const std::string& function, const std::string& module, const Maybe<int64_t>& offset,
@@ -50,11 +52,11 @@ FrameView build_frame(const std::string& function, const std::string& module, co
   std::string base = module.substr(module.find_last_of('/') == std::string::npos
                                        ? 0 : module.find_last_of('/') + 1);
   if (!function.empty()) {
-    frame.label = function;
+    frame.set_label(function);
   } else if (!base.empty()) {
-    frame.label = base + (offset ? "+" + hex(static_cast<uint64_t>(*offset)) : "");
+    frame.set_label(base + (offset ? "+" + hex(static_cast<uint64_t>(*offset)) : ""));
   } else {
-    frame.label = pc.value_or("??");
+    frame.set_label(pc.value_or("??"));
   }
   // Shared objects are libraries; anything else (the executable) is user code, except
   // runtimes linked statically into it (cudart_static: cudaStreamSynchronize, ...).
@@ -88,11 +90,11 @@ FrameView make_python_frame(const std::string& function, const std::string& file
   FrameView frame;
   frame.python = frame.user_code = true;
   if (!error.empty()) {
-    frame.label = error;
+    frame.set_label(error);
     return frame;
   }
   std::string base = file.substr(file.find_last_of('/') == std::string::npos ? 0 : file.find_last_of('/') + 1);
-  frame.label = function + " (" + base + ":" + (line ? std::to_string(*line) : "?") + ")";
+  frame.set_label(function + " (" + base + ":" + (line ? std::to_string(*line) : "?") + ")");
   // Installed packages, the standard library, and PyTorch wherever it sits (a source checkout).
   frame.python_library = file.find("/site-packages/") != std::string::npos ||
                          file.find("/dist-packages/") != std::string::npos ||
@@ -241,8 +243,8 @@ bool is_nccl_host_call(const std::string& blocked_in) {
 bool in_communicator_creation(const ThreadView& thread) {
   if (thread.blocked_in == "ncclCommInitRank") return true;  // ncclCommInitRank*, ncclCommInitAll, ncclCommSplit
   for (const FrameView& frame : thread.frames)
-    if (frame.python && (frame.label.rfind("new_group (", 0) == 0 || frame.label.rfind("new_subgroups (", 0) == 0 ||
-                         frame.label.rfind("_new_process_group_helper (", 0) == 0))
+    if (frame.python && (frame.label().rfind("new_group (", 0) == 0 || frame.label().rfind("new_subgroups (", 0) == 0 ||
+                         frame.label().rfind("_new_process_group_helper (", 0) == 0))
       return true;
   return false;
 }
@@ -255,7 +257,7 @@ bool is_gpu_wait(const std::string& blocked_in) {
 bool guessed_gpu_wait(const ThreadView& thread) {
   if (thread.blocked_in != "unknown") return false;
   for (const FrameView& frame : thread.frames)
-    if (frame.label.rfind("libcuda.so", 0) == 0 || frame.label.rfind("libnccl.so", 0) == 0) return true;
+    if (frame.label().rfind("libcuda.so", 0) == 0 || frame.label().rfind("libnccl.so", 0) == 0) return true;
   return false;
 }
 
@@ -269,7 +271,7 @@ size_t signal_delivery_frames(const ThreadView& thread) {
 }
 
 std::string frame_text(const FrameView& frame) {
-  return frame.python ? frame.label : short_function_name(frame.label) + "()";
+  return frame.python ? frame.label() : short_function_name(frame.label()) + "()";
 }
 
 std::string describe_thread(const ThreadView& thread) {
@@ -287,7 +289,7 @@ std::string describe_thread(const ThreadView& thread) {
     size_t entry = user == first || user == thread.frames.size() ? first : user - 1;
     // Called from Python: name the C function, not the interpreter's calling glue.
     if (user < thread.frames.size() && thread.frames[user].python)
-      while (entry > first && is_python_call_glue(thread.frames[entry].label)) --entry;
+      while (entry > first && is_python_call_glue(thread.frames[entry].label())) --entry;
     text = frame_text(thread.frames[entry]);
     if (user < thread.frames.size() && user != entry) text += " called from " + frame_text(thread.frames[user]);
     // A library's Python function (torch's barrier): the user's own line that called it too.

@@ -84,7 +84,7 @@ struct CommView {
   bool coll_op_count_shared_resources = false;
   std::string shared_resources;
   HealthView health;
-  std::vector<ChannelView> channels;
+  std::vector<ChannelView> channels;  // freed once the wait-for graph is built (triage.cc)
   bool proxy_ops_known = false;
   std::vector<ProxyOpView> proxy_ops;
   bool planned_known = false;
@@ -107,11 +107,20 @@ struct CommView {
 };
 
 struct FrameView {
-  std::string label;   // function, or module+0xoffset, or pc; Python: "finish (train.py:62)"
+  // Function, or module+0xoffset, or pc; Python: "finish (train.py:62)". Held once and shared
+  // by every copy: ranks show the same few frames (make_frame), so a copy costs a count, not a
+  // heap block (100,000 ranks x 48 frames).
+  const std::string& label() const { return label_ ? *label_ : kNoLabel; }
+  void set_label(std::string text) { label_ = std::make_shared<const std::string>(std::move(text)); }
+
   bool user_code = false;  // not inside a shared library (Python frames are user code)
   bool python = false;     // a Python frame of the merged stack (docs/schema-state.md)
   bool python_library = false;  // ... in an installed package or the standard library
   SignalRole signal_role = SignalRole::none;  // in delivering the signal that stopped the thread
+
+ private:
+  static const std::string kNoLabel;
+  std::shared_ptr<const std::string> label_;
 };
 
 struct ThreadView {

@@ -30,7 +30,7 @@ class StackTrie {
     touch(node, rank);
     size_t depth = std::min(thread.frames.size(), kMaxFramesPerThread);
     for (size_t f = depth; f-- > 0;) {  // frames are innermost first
-      node = child(node, intern(thread.frames[f].label));
+      node = child(node, intern(thread.frames[f].label()));
       touch(node, rank);
     }
   }
@@ -49,7 +49,7 @@ class StackTrie {
 
  private:
   int intern(const std::string& label) {
-    auto [it, inserted] = label_ids_.emplace(label, static_cast<int>(labels_.size()));
+    auto [it, inserted] = label_ids_.try_emplace(label, static_cast<int>(labels_.size()));  // no node made for a known label
     if (inserted) labels_.push_back(label);
     return it->second;
   }
@@ -98,7 +98,7 @@ json build_stack_classes(const Job& job) {
     const ThreadView* principal = process.principal();
     if (principal == nullptr) continue;
     std::string key = principal->blocked_in;
-    for (const FrameView& frame : principal->frames) key += "\n" + frame.label;
+    for (const FrameView& frame : principal->frames) key += "\n" + frame.label();
     PrincipalClass& entry = classes.try_emplace(key, PrincipalClass{{}, {}, principal}).first->second;
     if (rank >= 0) entry.ranks.push_back(rank);
     else entry.inputs.push_back(process.input_name);
@@ -114,7 +114,7 @@ json build_stack_classes(const Job& job) {
   for (const PrincipalClass* entry : sorted) {
     std::string description = describe_thread(*entry->example);
     json frames = json::array();
-    for (size_t f = entry->example->frames.size(); f-- > 0;) frames.push_back(entry->example->frames[f].label);
+    for (size_t f = entry->example->frames.size(); f-- > 0;) frames.push_back(entry->example->frames[f].label());
     principal.push_back({{"ranks", entry->ranks}, {"rank_set", format_rank_set(entry->ranks)},
                          {"inputs", entry->inputs}, {"description", description},
                          {"blocked_in", entry->example->blocked_in}, {"frames", frames}});

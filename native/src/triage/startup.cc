@@ -24,10 +24,10 @@ bool in_rendezvous(const ProcessView& process, const ThreadView& thread, bool* g
   if (thread.blocked_in == "ncclCommInitRank" || thread.blocked_in == "nccl-bootstrap") return true;
   bool torch_frame = false;
   for (const FrameView& frame : thread.frames) {
-    if (contains_any(frame.label, {"TCPStore", "rendezvous", "init_process_group", "c10d::Store",
+    if (contains_any(frame.label(), {"TCPStore", "rendezvous", "init_process_group", "c10d::Store",
                                    "store_based_barrier", "ncclCommInitRank", "bootstrap"}))
       return true;
-    torch_frame = torch_frame || contains_any(frame.label, {"libtorch", "libc10"});
+    torch_frame = torch_frame || contains_any(frame.label(), {"libtorch", "libc10"});
   }
   bool waiting = thread.blocked_in == "poll/epoll" || thread.blocked_in == "sleep" ||
                  thread.blocked_in == "unknown" || thread.blocked_in.empty();

@@ -418,6 +418,22 @@ std::string decide_verdict(const Job& job) {
   return incomplete ? "incomplete" : "no-hang";
 }
 
+// A channel's ring and tree neighbours are read by the wait-for graph alone: freed once it is
+// built, so that the report's sections built after it reuse the memory (1.4 KB a rank).
+void release_channels(Job* job) {
+  for (triage::ProcessView& process : job->processes)
+    for (triage::CommView& comm : process.comms) std::vector<triage::ChannelView>().swap(comm.channels);
+}
+
+// Threads are read by the graph, the verdict's sentences and the stack classes: freed after
+// those, so that the inputs section reuses the memory (about 1.6 KB a rank).
+void release_threads(Job* job) {
+  for (triage::ProcessView& process : job->processes) {
+    std::vector<triage::ThreadView>().swap(process.threads);
+    process.principal_thread = -1;
+  }
+}
+
 json inputs_json(const Job& job, const std::vector<TriageFailure>& failures) {
   json inputs = json::array();
   for (size_t p = 0; p < job.processes.size(); ++p) {
@@ -484,6 +500,7 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
                  {"tool", {{"name", "ncclscope"}, {"version", NCCLSCOPE_VERSION}}}};
   std::string verdict = decide_verdict(job);
   json graph = triage::build_wait_graph(job);
+  release_channels(&job);
   // Absence is never evidence: a hang that blames only ranks without usable input is undecided.
   if (verdict == "hang" && graph["root_culprits"].empty() && !graph["no_input_suspects"].empty()) verdict = "incomplete";
   // A job that died: its origin replaces the chain ends (a timeout's origin is the hang's culprit).
@@ -562,6 +579,7 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
   report["crash"] = triage::crash_json(job.crash);
   report["graph"] = std::move(graph);
   report["stack_classes"] = triage::build_stack_classes(job);
+  release_threads(&job);
   report["inputs"] = inputs_json(job, failures);
   if (!job.kernel_views.is_null())
     for (const json& view : job.kernel_views["inputs"]) {
