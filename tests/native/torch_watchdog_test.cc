@@ -1,0 +1,269 @@
+// Issue 32: PyTorch's watchdog liveness (torch/watchdog.h) on synthetic memory laid out by a
+// synthetic profile: the chain thread stack -> std::thread state (vptr) -> Watchdog /
+// HeartbeatMonitor -> ProcessGroupNCCL -> Options, and what must not decode: a wrong vtable,
+// an object pointer to nowhere, a process group that does not point back, an unreadable field
+// (unavailable, never 0), a profile or symbol that is missing, a thread with no stack pointer.
+#define BOOST_TEST_MODULE torch_watchdog
+#include <boost/test/unit_test.hpp>
+
+#include <cstring>
+
+#include "target/core_notes.h"
+#include "torch/torch_layout.h"
+#include "torch/watchdog.h"
+
+using nsc::MemberLayout;
+using nsc::ValueKind;
+
+namespace {
+
+constexpr uint64_t kBase = 0x100000, kSize = 0x40000;
+constexpr uint64_t kStackA = kBase, kStackB = kBase + 0x4000, kStackC = kBase + 0x8000;  // 16 KiB stacks
+constexpr uint64_t kHeap = kBase + 0x10000;
+constexpr uint64_t kWatchdogState = kHeap, kMonitorState = kHeap + 0x40;
+constexpr uint64_t kWatchdog = kHeap + 0x100, kMonitor = kHeap + 0x200, kGroup = kHeap + 0x1000, kOptions = kHeap + 0x2000;
+constexpr uint64_t kLibrary = kBase + 0x30000;
+constexpr uint64_t kWatchdogVtable = kLibrary, kMonitorVtable = kBase + 0x30100, kShouldDump = kBase + 0x30200;
+constexpr uint64_t kNowhere = 0xdead0000;
+
+class FlatTarget : public nsc::Target {
+ public:
+  // One mapping per thread stack (a scan stops at its end), the heap, libtorch's data.
+  FlatTarget() : bytes_(kSize, 0) {
+    for (uint64_t start : {kStackA, kStackB, kStackC}) add_region(start, start + 0x4000);
+    add_region(kHeap, kLibrary);
+    add_region(kLibrary, kBase + kSize);
+  }
+  void add_region(uint64_t start, uint64_t end) {
+    nsc::MemoryRegion region;
+    region.start = start;
+    region.end = end;
+    region.readable = region.writable = true;
+    regions_.push_back(region);
+  }
+  std::string describe() const override { return "synthetic memory"; }
+  bool is_core() const override { return true; }
+  int pid() const override { return 1; }
+  bool read(uint64_t addr, void* buf, size_t len, nsc::ReadError* error) override {
+    if (addr < kBase || addr + len > kBase + kSize) {
+      error->address = addr;
+      error->reason = nsc::ReadFailure::kNotMapped;
+      return false;
+    }
+    std::memcpy(buf, &bytes_[addr - kBase], len);
+    return true;
+  }
+  const std::vector<nsc::MemoryRegion>& regions() const override { return regions_; }
+  const std::vector<nsc::MappedFile>& mapped_files() const override { return files_; }
+  std::vector<nsc::ThreadInfo> threads() override { return {}; }
+  std::string executable() const override { return ""; }
+  void put(uint64_t addr, uint64_t value, size_t len = 8) { std::memcpy(&bytes_[addr - kBase], &value, len); }
+
+ private:
+  std::vector<uint8_t> bytes_;
+  std::vector<nsc::MemoryRegion> regions_;
+  std::vector<nsc::MappedFile> files_;
+};
+
+MemberLayout member(const std::string& name, uint64_t offset, uint64_t size, ValueKind kind, const std::string& type = "") {
+  MemberLayout out;
+  out.name = name;
+  out.offset = offset;
+  out.size = out.element_size = size;
+  out.kind = kind;
+  out.type_name = type;
+  return out;
+}
+
+void add_struct(nsc::LayoutProfile* profile, const std::string& name, uint64_t size, std::vector<MemberLayout> members) {
+  nsc::StructLayout layout;
+  layout.name = name;
+  layout.size = size;
+  layout.members = std::move(members);
+  profile->structs[name] = layout;
+}
+
+// Offsets unlike PyTorch 2.11's on purpose: the decoder must take them from the profile.
+nsc::LayoutProfile profile() {
+  nsc::LayoutProfile out;
+  add_struct(&out, nsc::kTorchWatchdogStruct, 96,
+             {member("ncclCommWatchdogThread_", 8, 8, ValueKind::kStruct, "std::thread"),
+              member("pg_", 16, 8, ValueKind::kPointer, "c10d::ProcessGroupNCCL"),
+              member("watchDogException_", 32, 8, ValueKind::kStruct, "std::__exception_ptr::exception_ptr"),
+              member("heartbeat_", 56, 8, ValueKind::kStruct, "std::atomic<long unsigned int>")});
+  add_struct(&out, nsc::kTorchMonitorStruct, 192,
+             {member("pg_", 8, 8, ValueKind::kPointer, "c10d::ProcessGroupNCCL"),
+              member("heartbeatTimeoutInSec_", 20, 4, ValueKind::kSigned, "int"),
+              member("waitTimeoutDumpInMilSec_", 24, 4, ValueKind::kSigned, "int"),
+              member("watchdogHeartbeatMonitorEnabled_", 32, 1, ValueKind::kBool, "bool"),
+              member("terminateHeartbeatMonitorThread_", 48, 1, ValueKind::kStruct, "std::atomic<bool>"),
+              member("lastWorkListUpdateTime_", 160, 8, ValueKind::kStruct, "std::chrono::time_point")});
+  add_struct(&out, nsc::kTorchProcessGroupStruct, 0x400,
+             {member("rank_", 40, 4, ValueKind::kSigned, "int"), member("size_", 44, 4, ValueKind::kSigned, "int"),
+              member("heartbeatMonitor_", 0x100, 8, ValueKind::kStruct, "std::unique_ptr"),
+              member("watchdog_", 0x108, 8, ValueKind::kStruct, "std::unique_ptr"),
+              member("options_", 0x120, 8, ValueKind::kStruct, "c10::intrusive_ptr"),
+              member("terminateProcessGroup_", 0x200, 1, ValueKind::kStruct, "std::atomic<bool>"),
+              member("error_", 0x204, 4, ValueKind::kEnum, nsc::kTorchErrorTypeEnum),
+              member("local_id_", 0x300, 8, ValueKind::kUnsigned, "long unsigned int")});
+  add_struct(&out, nsc::kTorchPgOptionsStruct, 64, {member("timeout", 0x18, 8, ValueKind::kStruct, "std::chrono::duration")});
+  nsc::EnumLayout errors;
+  errors.name = nsc::kTorchErrorTypeEnum;
+  errors.values = {{0, "SUCCESS"}, {1, "TIMEOUT"}, {2, "COMM_ERROR"}, {3, "REMOTE_ERROR"}};
+  out.enums[errors.name] = errors;
+  return out;
+}
+
+nsc::ThreadInfo thread(int tid, uint64_t sp) {
+  nsc::ThreadInfo out;
+  out.tid = tid;
+  out.prstatus = nsc::prstatus_from_registers(tid, {{"rsp", sp}, {"rip", 0x1000}});
+  return out;
+}
+
+const nsc::TorchLivenessSymbols kSymbols{kWatchdogVtable, kMonitorVtable, kShouldDump};
+
+// A rank whose watchdog timed out: thread 11 runs the watchdog, 12 the monitor, 13 neither.
+struct Job {
+  FlatTarget memory;
+  std::vector<nsc::ThreadInfo> threads{thread(11, kStackA + 0x100), thread(12, kStackB + 0x80), thread(13, kStackC + 0x40)};
+  Job() {
+    memory.put(kWatchdogState, kWatchdogVtable + 16);
+    memory.put(kWatchdogState + 8, kWatchdog);
+    memory.put(kMonitorState, kMonitorVtable + 16);
+    memory.put(kMonitorState + 8, kMonitor);
+    memory.put(kStackA + 0x3f00, kWatchdogState);  // execute_native_thread_routine's frame, near the top
+    memory.put(kStackA + 0x200, kMonitorState);    // a stale copy in a deeper frame: must not win
+    memory.put(kStackB + 0x3f80, kMonitorState);
+    memory.put(kStackC + 0x100, kHeap + 0x3000);   // a pointer to something else
+    memory.put(kWatchdog + 16, kGroup);
+    memory.put(kWatchdog + 32, kHeap + 0x4000);  // watchDogException_: set
+    memory.put(kWatchdog + 56, 1234);
+    memory.put(kMonitor + 8, kGroup);
+    memory.put(kMonitor + 20, 20, 4);
+    memory.put(kMonitor + 24, 2000, 4);
+    memory.put(kMonitor + 32, 1, 1);
+    memory.put(kMonitor + 48, 0, 1);
+    memory.put(kMonitor + 160, 987654321000);
+    memory.put(kGroup + 40, 1, 4);
+    memory.put(kGroup + 44, 2, 4);
+    memory.put(kGroup + 0x100, kMonitor);
+    memory.put(kGroup + 0x108, kWatchdog);
+    memory.put(kGroup + 0x120, kOptions);
+    memory.put(kGroup + 0x200, 1, 1);
+    memory.put(kGroup + 0x204, 1, 4);  // TIMEOUT
+    memory.put(kGroup + 0x300, 0);
+    memory.put(kOptions + 0x18, 80000);
+    memory.put(kShouldDump, 1, 1);
+  }
+  nsc::TorchLiveness decode(const nsc::LayoutProfile& layout = profile(), const nsc::TorchLivenessSymbols& symbols = kSymbols) {
+    return nsc::decode_torch_liveness(memory, layout, symbols, threads);
+  }
+};
+
+bool mentions(const std::vector<std::string>& lines, const std::string& text) {
+  for (const std::string& line : lines)
+    if (line.find(text) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(watchdog_and_monitor_chain) {
+  Job job;
+  nsc::TorchLiveness liveness = job.decode();
+  BOOST_TEST(liveness.unavailable == "");
+  BOOST_TEST(liveness.threads_scanned == 3u);
+  BOOST_REQUIRE(liveness.watchdogs.size() == 1u);
+  const nsc::TorchWatchdog& dog = liveness.watchdogs[0];
+  BOOST_TEST(dog.tid == 11);
+  BOOST_TEST(dog.stack_slot == kStackA + 0x3f00);
+  BOOST_TEST(dog.watchdog == kWatchdog);
+  BOOST_TEST(dog.process_group == kGroup);
+  BOOST_TEST(*dog.heartbeat.value == 1234);
+  BOOST_TEST(*dog.pg_uid.value == 0);
+  BOOST_TEST(*dog.pg_rank.value == 1);
+  BOOST_TEST(*dog.pg_size.value == 2);
+  BOOST_TEST(*dog.timeout_ms.value == 80000);
+  BOOST_TEST(*dog.error.value == "TIMEOUT");
+  BOOST_TEST(*dog.terminating.value == 1);
+  BOOST_TEST(*dog.exception_stored.value == 1);
+  BOOST_REQUIRE(liveness.monitors.size() == 1u);
+  const nsc::TorchHeartbeatMonitor& monitor = liveness.monitors[0];
+  BOOST_TEST(monitor.tid == 12);
+  BOOST_TEST(monitor.monitor == kMonitor);
+  BOOST_TEST(*monitor.heartbeat_timeout_s.value == 20);
+  BOOST_TEST(*monitor.dump_timeout_ms.value == 2000);
+  BOOST_TEST(*monitor.monitoring_enabled.value == 1);
+  BOOST_TEST(*monitor.terminate_requested.value == 0);
+  BOOST_TEST(*monitor.last_work_list_update_ns.value == 987654321000);
+  BOOST_TEST(*liveness.should_dump.value == 1);
+  nlohmann::json out = nsc::torch_liveness_json(liveness);
+  BOOST_TEST(out["watchdogs"][0]["heartbeat"] == 1234);
+  BOOST_TEST(out["watchdogs"][0]["error"] == "TIMEOUT");
+  BOOST_TEST(out["watchdogs"][0]["unavailable"].empty());
+  BOOST_TEST(out["heartbeat_monitors"][0]["last_work_list_update_steady_ns"] == 987654321000);
+  BOOST_TEST(out["should_dump"] == true);
+}
+
+BOOST_AUTO_TEST_CASE(wrong_vtable_is_no_watchdog) {
+  Job job;
+  job.memory.put(kWatchdogState, kWatchdogVtable + 8);  // not vtable + 16
+  nsc::TorchLiveness liveness = job.decode();
+  BOOST_TEST(liveness.watchdogs.empty());
+  BOOST_TEST(liveness.monitors.size() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(object_pointer_to_nowhere_is_an_error_not_zero) {
+  Job job;
+  job.memory.put(kWatchdogState + 8, kNowhere);
+  nsc::TorchLiveness liveness = job.decode();
+  BOOST_TEST(liveness.watchdogs.empty());
+  BOOST_TEST(mentions(liveness.errors, "pg_"));
+  BOOST_TEST(nsc::torch_liveness_json(liveness)["errors"].size() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(group_not_pointing_back_is_not_believed) {
+  Job job;
+  job.memory.put(kGroup + 0x108, kHeap + 0x3000);
+  nsc::TorchLiveness liveness = job.decode();
+  BOOST_TEST(liveness.watchdogs.empty());
+  BOOST_TEST(mentions(liveness.errors, "watchdog_ is 0x113000, not 0x110100"));
+  BOOST_TEST(liveness.monitors.size() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(unreadable_field_is_unavailable) {
+  Job job;
+  job.memory.put(kGroup + 0x120, kNowhere);  // options_ points nowhere
+  nsc::TorchLiveness liveness = job.decode();
+  BOOST_REQUIRE(liveness.watchdogs.size() == 1u);
+  BOOST_TEST(!liveness.watchdogs[0].timeout_ms.ok());
+  nlohmann::json dog = nsc::torch_liveness_json(liveness)["watchdogs"][0];
+  BOOST_TEST(dog["timeout_ms"].is_null());
+  BOOST_TEST(dog["unavailable"].contains("timeout_ms"));
+  BOOST_TEST(dog["heartbeat"] == 1234);
+}
+
+BOOST_AUTO_TEST_CASE(missing_profile_struct_or_symbol_is_unavailable) {
+  Job job;
+  nsc::LayoutProfile old = profile();
+  old.structs.erase(nsc::kTorchWatchdogStruct);
+  BOOST_TEST(job.decode(old).unavailable.find("no layout of c10d::ProcessGroupNCCL::Watchdog") != std::string::npos);
+  nsc::TorchLiveness no_symbol = job.decode(profile(), {0, kMonitorVtable, kShouldDump});
+  BOOST_TEST(no_symbol.unavailable.find("vtable") != std::string::npos);
+  BOOST_TEST(nsc::torch_liveness_json(no_symbol).size() == 1u);  // only "unavailable"
+  nsc::TorchLiveness no_flag = job.decode(profile(), {kWatchdogVtable, kMonitorVtable, 0});
+  BOOST_TEST(!no_flag.should_dump.ok());
+  BOOST_TEST(nsc::torch_liveness_json(no_flag)["should_dump"].is_null());
+}
+
+BOOST_AUTO_TEST_CASE(thread_without_stack_pointer_is_said) {
+  Job job;
+  job.threads[0].prstatus.clear();
+  nsc::TorchLiveness liveness = job.decode();
+  BOOST_TEST(liveness.watchdogs.empty());
+  BOOST_TEST(liveness.threads_scanned == 2u);
+  BOOST_TEST(mentions(liveness.errors, "1 thread(s) not searched"));
+  job.threads[0].syscall_stack_pointer = kStackA + 0x100;  // a live thread in a system call
+  BOOST_TEST(job.decode().watchdogs.size() == 1u);
+}
