@@ -228,17 +228,17 @@ TorchLiveness decode_torch_liveness(Target& target, const LayoutProfile& layout,
   // A state belongs to one thread: where two stacks point at it, the slot nearer its
   // stack's top (the owner's outermost frame) wins over a stale copy.
   std::map<uint64_t, StateHit> hits;
-  int without_stack_pointer = 0;
   for (const ThreadInfo& thread : threads) {
     std::optional<uint64_t> sp = scan_start(thread);
     if (!sp) {
-      ++without_stack_pointer;
+      ++out.threads_without_stack_pointer;
       continue;
     }
     ++out.threads_scanned;
     std::optional<StateHit> hit = find_thread_state(target, regions, *sp, {watchdog_vptr, monitor_vptr});
     if (!hit) continue;
     hit->tid = thread.tid;
+    read_word(target, hit->slot);  // an ordinary read: a slice keeps the word (scan reads are not recorded)
     auto [it, fresh] = hits.emplace(hit->state, *hit);
     if (!fresh && hit->below_top < it->second.below_top) it->second = *hit;
   }
@@ -254,9 +254,6 @@ TorchLiveness decode_torch_liveness(Target& target, const LayoutProfile& layout,
     else
       decoder.add_monitor(hit.tid, hit, *object);
   }
-  if (without_stack_pointer > 0)
-    out.errors.push_back(std::to_string(without_stack_pointer) +
-                         " thread(s) not searched: no stack pointer (a live thread not in a system call; --freeze reads every one)");
   return out;
 }
 
@@ -352,6 +349,7 @@ json torch_liveness_json(const TorchLiveness& liveness) {
               {"heartbeat_monitors", monitors},
               {"should_dump", flag_json(liveness.should_dump)},
               {"threads_scanned", liveness.threads_scanned},
+              {"threads_without_stack_pointer", liveness.threads_without_stack_pointer},
               {"errors", errors}};
   if (!liveness.should_dump.ok()) out["should_dump_unavailable"] = valid_utf8(liveness.should_dump.unavailable);
   return out;

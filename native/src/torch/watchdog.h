@@ -55,7 +55,8 @@ struct TorchLiveness {
   std::vector<TorchHeartbeatMonitor> monitors;
   Fetched<int64_t> should_dump;      // ProcessGroupNCCL::shouldDump_: some watchdog saw a failure, or a peer said so
   uint64_t threads_scanned = 0;
-  std::vector<std::string> errors;   // objects found but not believed, threads with no stack pointer
+  uint64_t threads_without_stack_pointer = 0;  // live threads not in a system call (--freeze reads them)
+  std::vector<std::string> errors;   // objects found but not believed
 };
 
 // Absolute addresses (load bias added) of the symbols the decoder needs; 0 when unknown.
