@@ -6,6 +6,7 @@
 #define BOOST_TEST_MODULE torch_watchdog
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <cstring>
 
 #include "target/core_notes.h"
@@ -252,6 +253,15 @@ BOOST_AUTO_TEST_CASE(missing_profile_struct_or_symbol_is_unavailable) {
   nsc::TorchLiveness no_symbol = job.decode(profile(), {0, kMonitorVtable, kShouldDump});
   BOOST_TEST(no_symbol.unavailable.find("vtable") != std::string::npos);
   BOOST_TEST(nsc::torch_liveness_json(no_symbol).size() == 1u);  // only "unavailable"
+  nsc::LayoutProfile older = profile();  // a torch build whose group has no error_
+  auto& members = older.structs[nsc::kTorchProcessGroupStruct].members;
+  members.erase(std::remove_if(members.begin(), members.end(), [](const MemberLayout& m) { return m.name == "error_"; }),
+                members.end());
+  nsc::TorchLiveness no_error = job.decode(older);
+  BOOST_REQUIRE(no_error.watchdogs.size() == 1u);
+  BOOST_TEST(no_error.watchdogs[0].error.unavailable ==
+             "not in this torch build (c10d::ProcessGroupNCCL has no member error_)");
+  BOOST_TEST(*no_error.watchdogs[0].heartbeat.value == 1234);
   nsc::TorchLiveness no_flag = job.decode(profile(), {kWatchdogVtable, kMonitorVtable, 0});
   BOOST_TEST(!no_flag.should_dump.ok());
   BOOST_TEST(nsc::torch_liveness_json(no_flag)["should_dump"].is_null());

@@ -80,10 +80,16 @@ std::optional<StateHit> find_thread_state(Target& target, const RegionIndex& reg
 
 // An integer member read by its DWARF offset and size (atomics, durations, time points and
 // bools are plain integers in memory).
+// Why a member is missing: the profile's struct lacks it (a torch build without that member).
+std::string absent_member(const ObjectView& view, const std::string& path) {
+  return "not in this torch build (" + (view.type() ? view.type()->name : std::string("the struct")) + " has no member " +
+         path + ")";
+}
+
 Fetched<int64_t> member_integer(const ObjectView& view, const std::string& path) {
   std::string why;
   std::optional<ResolvedField> field = view.resolve(path, &why);
-  if (!field) return Fetched<int64_t>::missing(why);
+  if (!field) return Fetched<int64_t>::missing(absent_member(view, path));
   uint64_t size = field->member->size;
   if (size != 1 && size != 2 && size != 4 && size != 8)
     return Fetched<int64_t>::missing(path + ": " + std::to_string(size) + " bytes, not an integer");
@@ -99,7 +105,7 @@ Fetched<int64_t> member_integer(const ObjectView& view, const std::string& path)
 Fetched<uint64_t> member_word(const ObjectView& view, const std::string& path) {
   std::string why;
   std::optional<ResolvedField> field = view.resolve(path, &why);
-  if (!field) return Fetched<uint64_t>::missing(why);
+  if (!field) return Fetched<uint64_t>::missing(absent_member(view, path));
   return read_raw_integer(*view.target(), view.address() + field->offset, 8);
 }
 
@@ -151,7 +157,7 @@ class LivenessDecoder {
     dog.pg_rank = member_integer(*group, "rank_");
     dog.pg_size = member_integer(*group, "size_");
     dog.terminating = member_integer(*group, "terminateProcessGroup_");
-    dog.error = group->enum_name("error_");
+    dog.error = group->has("error_") ? group->enum_name("error_") : Fetched<std::string>::missing(absent_member(*group, "error_"));
     dog.timeout_ms = timeout_of(*group);
     out_->watchdogs.push_back(std::move(dog));
   }
