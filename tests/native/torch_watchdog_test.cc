@@ -12,6 +12,7 @@
 #include "target/core_notes.h"
 #include "torch/torch_layout.h"
 #include "torch/watchdog.h"
+#include "support/synthetic.h"
 
 using nsc::MemberLayout;
 using nsc::ValueKind;
@@ -27,87 +28,52 @@ constexpr uint64_t kLibrary = kBase + 0x30000;
 constexpr uint64_t kWatchdogVtable = kLibrary, kMonitorVtable = kBase + 0x30100, kShouldDump = kBase + 0x30200;
 constexpr uint64_t kNowhere = 0xdead0000;
 
-class FlatTarget : public nsc::Target {
+// One block per thread stack (a scan stops at its end), the heap, libtorch's data.
+class FlatTarget : public nsc::test::SyntheticTarget {
  public:
-  // One mapping per thread stack (a scan stops at its end), the heap, libtorch's data.
-  FlatTarget() : bytes_(kSize, 0) {
-    for (uint64_t start : {kStackA, kStackB, kStackC}) add_region(start, start + 0x4000);
-    add_region(kHeap, kLibrary);
-    add_region(kLibrary, kBase + kSize);
+  FlatTarget() {
+    for (uint64_t start : {kStackA, kStackB, kStackC}) add_block(start, 0x4000);
+    add_block(kHeap, kLibrary - kHeap);
+    add_block(kLibrary, kBase + kSize - kLibrary);
   }
-  void add_region(uint64_t start, uint64_t end) {
-    nsc::MemoryRegion region;
-    region.start = start;
-    region.end = end;
-    region.readable = region.writable = true;
-    regions_.push_back(region);
+  void put(uint64_t addr, uint64_t value, size_t len = 8) {
+    if (len == 8) SyntheticTarget::put<uint64_t>(addr, value);
+    if (len == 4) SyntheticTarget::put<uint32_t>(addr, static_cast<uint32_t>(value));
+    if (len == 1) SyntheticTarget::put<uint8_t>(addr, static_cast<uint8_t>(value));
   }
-  std::string describe() const override { return "synthetic memory"; }
-  bool is_core() const override { return true; }
-  int pid() const override { return 1; }
-  bool read(uint64_t addr, void* buf, size_t len, nsc::ReadError* error) override {
-    if (addr < kBase || addr + len > kBase + kSize) {
-      error->address = addr;
-      error->reason = nsc::ReadFailure::kNotMapped;
-      return false;
-    }
-    std::memcpy(buf, &bytes_[addr - kBase], len);
-    return true;
-  }
-  const std::vector<nsc::MemoryRegion>& regions() const override { return regions_; }
-  const std::vector<nsc::MappedFile>& mapped_files() const override { return files_; }
-  std::vector<nsc::ThreadInfo> threads() override { return {}; }
-  std::string executable() const override { return ""; }
-  void put(uint64_t addr, uint64_t value, size_t len = 8) { std::memcpy(&bytes_[addr - kBase], &value, len); }
-
- private:
-  std::vector<uint8_t> bytes_;
-  std::vector<nsc::MemoryRegion> regions_;
-  std::vector<nsc::MappedFile> files_;
 };
-
-MemberLayout member(const std::string& name, uint64_t offset, uint64_t size, ValueKind kind, const std::string& type = "") {
-  MemberLayout out;
-  out.name = name;
-  out.offset = offset;
-  out.size = out.element_size = size;
-  out.kind = kind;
-  out.type_name = type;
-  return out;
-}
-
-void add_struct(nsc::LayoutProfile* profile, const std::string& name, uint64_t size, std::vector<MemberLayout> members) {
-  nsc::StructLayout layout;
-  layout.name = name;
-  layout.size = size;
-  layout.members = std::move(members);
-  profile->structs[name] = layout;
-}
 
 // Offsets unlike PyTorch 2.11's on purpose: the decoder must take them from the profile.
 nsc::LayoutProfile profile() {
+  using nsc::test::StructBuilder;
   nsc::LayoutProfile out;
-  add_struct(&out, nsc::kTorchWatchdogStruct, 96,
-             {member("ncclCommWatchdogThread_", 8, 8, ValueKind::kStruct, "std::thread"),
-              member("pg_", 16, 8, ValueKind::kPointer, "c10d::ProcessGroupNCCL"),
-              member("watchDogException_", 32, 8, ValueKind::kStruct, "std::__exception_ptr::exception_ptr"),
-              member("heartbeat_", 56, 8, ValueKind::kStruct, "std::atomic<long unsigned int>")});
-  add_struct(&out, nsc::kTorchMonitorStruct, 192,
-             {member("pg_", 8, 8, ValueKind::kPointer, "c10d::ProcessGroupNCCL"),
-              member("heartbeatTimeoutInSec_", 20, 4, ValueKind::kSigned, "int"),
-              member("waitTimeoutDumpInMilSec_", 24, 4, ValueKind::kSigned, "int"),
-              member("watchdogHeartbeatMonitorEnabled_", 32, 1, ValueKind::kBool, "bool"),
-              member("terminateHeartbeatMonitorThread_", 48, 1, ValueKind::kStruct, "std::atomic<bool>"),
-              member("lastWorkListUpdateTime_", 160, 8, ValueKind::kStruct, "std::chrono::time_point")});
-  add_struct(&out, nsc::kTorchProcessGroupStruct, 0x400,
-             {member("rank_", 40, 4, ValueKind::kSigned, "int"), member("size_", 44, 4, ValueKind::kSigned, "int"),
-              member("heartbeatMonitor_", 0x100, 8, ValueKind::kStruct, "std::unique_ptr"),
-              member("watchdog_", 0x108, 8, ValueKind::kStruct, "std::unique_ptr"),
-              member("options_", 0x120, 8, ValueKind::kStruct, "c10::intrusive_ptr"),
-              member("terminateProcessGroup_", 0x200, 1, ValueKind::kStruct, "std::atomic<bool>"),
-              member("error_", 0x204, 4, ValueKind::kEnum, nsc::kTorchErrorTypeEnum),
-              member("local_id_", 0x300, 8, ValueKind::kUnsigned, "long unsigned int")});
-  add_struct(&out, nsc::kTorchPgOptionsStruct, 64, {member("timeout", 0x18, 8, ValueKind::kStruct, "std::chrono::duration")});
+  out.structs[nsc::kTorchWatchdogStruct] = StructBuilder(nsc::kTorchWatchdogStruct)
+      .scalar("ncclCommWatchdogThread_", 8, 8, ValueKind::kStruct, "std::thread")
+      .scalar("pg_", 16, 8, ValueKind::kPointer, "c10d::ProcessGroupNCCL")
+      .scalar("watchDogException_", 32, 8, ValueKind::kStruct, "std::__exception_ptr::exception_ptr")
+      .scalar("heartbeat_", 56, 8, ValueKind::kStruct, "std::atomic<long unsigned int>")
+      .build(96);
+  out.structs[nsc::kTorchMonitorStruct] = StructBuilder(nsc::kTorchMonitorStruct)
+      .scalar("pg_", 8, 8, ValueKind::kPointer, "c10d::ProcessGroupNCCL")
+      .scalar("heartbeatTimeoutInSec_", 20, 4, ValueKind::kSigned, "int")
+      .scalar("waitTimeoutDumpInMilSec_", 24, 4, ValueKind::kSigned, "int")
+      .scalar("watchdogHeartbeatMonitorEnabled_", 32, 1, ValueKind::kBool, "bool")
+      .scalar("terminateHeartbeatMonitorThread_", 48, 1, ValueKind::kStruct, "std::atomic<bool>")
+      .scalar("lastWorkListUpdateTime_", 160, 8, ValueKind::kStruct, "std::chrono::time_point")
+      .build(192);
+  out.structs[nsc::kTorchProcessGroupStruct] = StructBuilder(nsc::kTorchProcessGroupStruct)
+      .scalar("rank_", 40, 4, ValueKind::kSigned, "int")
+      .scalar("size_", 44, 4, ValueKind::kSigned, "int")
+      .scalar("heartbeatMonitor_", 0x100, 8, ValueKind::kStruct, "std::unique_ptr")
+      .scalar("watchdog_", 0x108, 8, ValueKind::kStruct, "std::unique_ptr")
+      .scalar("options_", 0x120, 8, ValueKind::kStruct, "c10::intrusive_ptr")
+      .scalar("terminateProcessGroup_", 0x200, 1, ValueKind::kStruct, "std::atomic<bool>")
+      .scalar("error_", 0x204, 4, ValueKind::kEnum, nsc::kTorchErrorTypeEnum)
+      .scalar("local_id_", 0x300, 8, ValueKind::kUnsigned, "long unsigned int")
+      .build(0x400);
+  out.structs[nsc::kTorchPgOptionsStruct] = StructBuilder(nsc::kTorchPgOptionsStruct)
+      .scalar("timeout", 0x18, 8, ValueKind::kStruct, "std::chrono::duration")
+      .build(64);
   nsc::EnumLayout errors;
   errors.name = nsc::kTorchErrorTypeEnum;
   errors.values = {{0, "SUCCESS"}, {1, "TIMEOUT"}, {2, "COMM_ERROR"}, {3, "REMOTE_ERROR"}};
