@@ -183,7 +183,9 @@ json sanitize_liveness(const json* liveness) {
     for (const json& monitor : *list)
       if (monitors.size() < kMaxGroups && monitor.is_object())
         monitors.push_back({{"tid", uint_or_null(monitor, "tid")}, {"pg_uid", uint_or_null(monitor, "pg_uid")}});
-  return {{"watchdogs", watchdogs}, {"heartbeat_monitors", monitors}, {"should_dump", bool_or_null(*liveness, "should_dump")}};
+  json should_dump = bool_or_null(*liveness, "should_dump");
+  if (watchdogs.empty() && monitors.empty() && should_dump.is_null()) return nullptr;  // unavailable: nothing to use
+  return {{"watchdogs", watchdogs}, {"heartbeat_monitors", monitors}, {"should_dump", should_dump}};
 }
 
 // The process group a member's recorder joined to this member's communicator; null if none.
