@@ -16,34 +16,8 @@ trap '[ -n "${MOCK_PID:-}" ] && kill -KILL "$MOCK_PID" 2> /dev/null; rm -rf "$wo
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
-g++ -std=c++17 -g -O0 -fPIC -shared -Wl,--build-id -o "$work/libtorch_cuda.so" "$src/tests/cli/torch_watchdog_mock.cc" -lpthread ||
-  { echo "FAIL: mock library did not build"; exit 1; }
-printf 'extern "C" void start_watchdog_mock();\n#include <unistd.h>\nint main() { start_watchdog_mock(); for (;;) pause(); }\n' > "$work/main.cc"
-g++ -O0 -o "$work/mock" "$work/main.cc" -L"$work" -ltorch_cuda -Wl,-rpath,"$work" -lpthread || { echo "FAIL: mock did not build"; exit 1; }
-
-"$cli" layout extract "$work/libtorch_cuda.so" -o "$work/structs.json" --enum c10d::ErrorType \
-  --root c10d::ProcessGroupNCCL --root c10d::ProcessGroupNCCL::Watchdog \
-  --root c10d::ProcessGroupNCCL::HeartbeatMonitor --root c10d::ProcessGroupNCCL::Options 2> /dev/null ||
-  { echo "FAIL: layout extract"; exit 1; }
-readelf -sW "$work/libtorch_cuda.so" > "$work/symbols.txt"
-mkdir -p "$work/profiles/torch"
-python3 - "$work" <<'PY' || { echo "FAIL: profile"; exit 1; }
-import json, sys
-work = sys.argv[1]
-profile = json.load(open(work + "/structs.json"))
-wanted = ("_ZTVNSt6thread11_State_implINS_8_InvokerISt5tupleIJMN4c10d16ProcessGroupNCCL8WatchdogEFvvEPS5_EEEEEE",
-          "_ZTVNSt6thread11_State_implINS_8_InvokerISt5tupleIJMN4c10d16ProcessGroupNCCL16HeartbeatMonitorEFvvEPS5_EEEEEE",
-          "_ZN4c10d16ProcessGroupNCCL11shouldDump_E")
-symbols = {}
-for line in open(work + "/symbols.txt"):
-    fields = line.split()
-    if len(fields) >= 8 and fields[7] in wanted:
-        symbols[fields[7]] = int(fields[1], 16)
-assert len(symbols) == 3, symbols
-profile.update(library="libtorch_cuda.so of torch 2.11.0+mock", symbols=symbols,
-               constants={"TORCH_VERSION_MAJOR": 2, "TORCH_VERSION_MINOR": 11, "TORCH_VERSION_PATCH": 0})
-json.dump(profile, open("%s/profiles/torch/%s.json" % (work, profile["build_id"]), "w"))
-PY
+source "$src/tests/cli/torch_watchdog_mock.sh"
+build_watchdog_mock "$work" "$cli" || { echo "FAIL: the stand-in did not build"; exit 1; }
 
 check() {  # state.json expected.json label
   python3 - "$1" "$2" "$3" <<'PY'
