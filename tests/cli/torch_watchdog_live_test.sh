@@ -6,7 +6,7 @@
 # `layout extract` (the structs and enum by name) plus the two state vtables and shouldDump_
 # from its .symtab, as the torch profile carries them. Checked: the objects' addresses and tids
 # the program printed, every value it set, without --freeze (a live thread's stack pointer from
-# /proc/PID/task/TID/syscall), and the `state` text's failure line.
+# /proc/PID/task/TID/syscall), from the core and from its slice, and the `state` text's failure line.
 set -uo pipefail
 build=${NCCLSCOPE_BUILD:?} src=${NCCLSCOPE_SRC:?}
 cli=$build/bin/ncclscope
@@ -79,8 +79,13 @@ case "$pattern" in
     else
       "$cli" state --core "$core" --exe "$work/mock" --json --profile-path "$work/profiles" > "$work/core.json" 2> /dev/null
       check "$work/core.json" "$work/expected.json" core || failures=$((failures + 1))
+      # A slice keeps what the decoder read (the stack word, the objects, shouldDump_).
+      "$cli" slice "$core" -o "$work/small.core" --exe "$work/mock" --profile-path "$work/profiles" > /dev/null 2>&1 ||
+        fail "slice failed"
+      "$cli" state --core "$work/small.core" --exe "$work/mock" --json --profile-path "$work/profiles" > "$work/slice.json" 2> /dev/null
+      check "$work/slice.json" "$work/expected.json" slice || failures=$((failures + 1))
     fi ;;
   *) echo "note: core_pattern '$pattern' writes no core here: the core half skipped" ;;
 esac
-[ "$failures" -eq 0 ] && echo "PASS: watchdog liveness live and from the core"
+[ "$failures" -eq 0 ] && echo "PASS: watchdog liveness live, from the core and from its slice"
 exit $((failures > 0))
