@@ -208,48 +208,61 @@ std::optional<uint64_t> scan_start(const ThreadInfo& thread) {
 
 }  // namespace
 
-TorchLiveness decode_torch_liveness(Target& target, const LayoutProfile& layout, const TorchLivenessSymbols& symbols,
-                                    const std::vector<ThreadInfo>& threads) {
-  TorchLiveness out;
+namespace {
+
+// "" when the profile and symbols can decode; else why not.
+std::string cannot_decode(const LayoutProfile& layout, const TorchLivenessSymbols& symbols) {
   for (const char* type : {kTorchProcessGroupStruct, kTorchWatchdogStruct, kTorchMonitorStruct, kTorchPgOptionsStruct})
-    if (layout.find_struct(type) == nullptr) {
-      out.unavailable = std::string("the torch profile has no layout of ") + type +
-                        " (made before the watchdog was decoded: remake it with scripts/torch-layout-from-tu.sh)";
-      return out;
-    }
-  if (symbols.watchdog_state_vtable == 0 || symbols.monitor_state_vtable == 0) {
-    out.unavailable = "no symbol of the watchdog's std::thread state vtable (not in the profile nor in a local copy of libtorch_cuda.so)";
-    return out;
-  }
-  if (symbols.should_dump != 0) {
-    Fetched<uint64_t> flag = read_raw_integer(target, symbols.should_dump, 1);
-    out.should_dump = flag.ok() ? Fetched<int64_t>{static_cast<int64_t>(*flag.value), "", flag.address}
-                                : Fetched<int64_t>::missing(flag.unavailable, flag.address);
-  } else {
-    out.should_dump = Fetched<int64_t>::missing("no symbol ProcessGroupNCCL::shouldDump_");
-  }
-  uint64_t watchdog_vptr = symbols.watchdog_state_vtable + kVtableHeader;
-  uint64_t monitor_vptr = symbols.monitor_state_vtable + kVtableHeader;
+    if (layout.find_struct(type) == nullptr)
+      return std::string("the torch profile has no layout of ") + type +
+             " (made before the watchdog was decoded: scripts/torch-profile-add-watchdog.py adds it)";
+  if (symbols.watchdog_state_vtable == 0 || symbols.monitor_state_vtable == 0)
+    return "no symbol of the watchdog's std::thread state vtable (not in the profile nor in a local copy of libtorch_cuda.so)";
+  return "";
+}
+
+Fetched<int64_t> read_should_dump(Target& target, uint64_t address) {
+  if (address == 0) return Fetched<int64_t>::missing("no symbol ProcessGroupNCCL::shouldDump_");
+  Fetched<uint64_t> flag = read_raw_integer(target, address, 1);
+  if (!flag.ok()) return Fetched<int64_t>::missing(flag.unavailable, flag.address);
+  return Fetched<int64_t>{static_cast<int64_t>(*flag.value), "", flag.address};
+}
+
+// Each thread's std::thread state, by state address. A state belongs to one thread: where two
+// stacks point at it, the slot nearer its stack's top (the owner's outermost frame) wins.
+std::map<uint64_t, StateHit> find_thread_states(Target& target, const std::vector<ThreadInfo>& threads,
+                                                const std::vector<uint64_t>& vptrs, TorchLiveness* out) {
   RegionIndex regions(target.regions());
-  // A state belongs to one thread: where two stacks point at it, the slot nearer its
-  // stack's top (the owner's outermost frame) wins over a stale copy.
   std::map<uint64_t, StateHit> hits;
   for (const ThreadInfo& thread : threads) {
     std::optional<uint64_t> sp = scan_start(thread);
     if (!sp) {
-      ++out.threads_without_stack_pointer;
+      ++out->threads_without_stack_pointer;
       continue;
     }
-    ++out.threads_scanned;
-    std::optional<StateHit> hit = find_thread_state(target, regions, *sp, {watchdog_vptr, monitor_vptr});
+    ++out->threads_scanned;
+    std::optional<StateHit> hit = find_thread_state(target, regions, *sp, vptrs);
     if (!hit) continue;
     hit->tid = thread.tid;
     read_word(target, hit->slot);  // an ordinary read: a slice keeps the word (scan reads are not recorded)
     auto [it, fresh] = hits.emplace(hit->state, *hit);
     if (!fresh && hit->below_top < it->second.below_top) it->second = *hit;
   }
+  return hits;
+}
+
+}  // namespace
+
+TorchLiveness decode_torch_liveness(Target& target, const LayoutProfile& layout, const TorchLivenessSymbols& symbols,
+                                    const std::vector<ThreadInfo>& threads) {
+  TorchLiveness out;
+  out.unavailable = cannot_decode(layout, symbols);
+  if (!out.unavailable.empty()) return out;
+  out.should_dump = read_should_dump(target, symbols.should_dump);
+  uint64_t watchdog_vptr = symbols.watchdog_state_vtable + kVtableHeader;
+  uint64_t monitor_vptr = symbols.monitor_state_vtable + kVtableHeader;
   LivenessDecoder decoder(target, layout, &out);
-  for (const auto& [state, hit] : hits) {
+  for (const auto& [state, hit] : find_thread_states(target, threads, {watchdog_vptr, monitor_vptr}, &out)) {
     std::optional<uint64_t> object = read_word(target, state + kStateObjectOffset);
     if (!object || *object == 0) {
       out.errors.push_back("std::thread state at " + hex(state) + " (thread " + std::to_string(hit.tid) + "): no object pointer");
