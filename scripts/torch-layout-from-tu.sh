@@ -30,6 +30,7 @@ library=$torch_dir/lib/libtorch_cuda.so
 # -femit-class-debug-always: CapturedTraceback's key function is in libtorch, so g++ would only declare it.
 g++ -g -O0 -femit-class-debug-always -c -std=c++17 -Wno-interference-size -D_GLIBCXX_USE_CXX11_ABI=1 -DUSE_C10D_NCCL -DUSE_CUDA \
   -I "$torch_dir/include" -I "$torch_dir/include/torch/csrc/api/include" -I "$cuda_include" \
+  -I "$(dirname "$torch_dir")/nvidia/nccl/include" \
   -o "$work/tu.o" native/src/torch/recorder_layout_tu.cpp
 link "$work/tu.o" "$work/tu.elf"
 build_id=$(readelf -n "$library" | sed -n 's/.*Build ID: *\([0-9a-f]*\).*/\1/p' | head -1)

@@ -415,6 +415,42 @@ BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(crash_reactions)
 
+// PyTorch's watchdog memory (torch.liveness, torch/watchdog.h) says why the communicators are
+// gone: rank 0's watchdog recorded a TIMEOUT; rank 1 was ended by its heartbeat monitor thread
+// (its watchdog recorded nothing); with REMOTE_ERROR (a peer signalled its error) a reaction.
+BOOST_AUTO_TEST_CASE(watchdog_memory_says_why) {
+  json monitor_abort = thread(0, "unknown",
+                              {frame("__pthread_kill_implementation", kLibc), frame("raise", kLibc), frame("abort", kLibc),
+                               frame("c10d::ProcessGroupNCCL::terminateProcess(std::string const&)", "libtorch_cuda.so"),
+                               frame("c10d::ProcessGroupNCCL::HeartbeatMonitor::runLoop()", "libtorch_cuda.so")});
+  std::vector<json> docs;
+  for (int rank = 0; rank < 2; ++rank) {
+    json doc = crashed_rank(rank, 2, {0, 0, 0, 0, 4}, waiting_thread(0), abort_signal(), false,
+                            rank == 0 ? watchdog_abort_thread(0) : monitor_abort);
+    doc["communicators"] = json::array();
+    doc["launcher"] = {{"rank", rank}, {"world_size", 2}, {"rank_from", "RANK"}};
+    int pid = doc["target"]["pid"].get<int>();
+    json dog = {{"tid", pid + 1}, {"pg_uid", 0}, {"heartbeat", 900}, {"timeout_ms", 80000},
+                {"error", rank == 0 ? "TIMEOUT" : "SUCCESS"}, {"terminating", rank == 0}, {"exception_stored", rank == 0}};
+    doc["torch"] = {{"liveness", {{"watchdogs", {dog}}, {"heartbeat_monitors", {{{"tid", rank == 1 ? pid + 7 : pid + 3}, {"pg_uid", 0}}}},
+                                  {"should_dump", true}}}};
+    docs.push_back(doc);
+  }
+  BOOST_TEST(nsc::failure_lines(docs[0]).back() ==
+             "PYTORCH shouldDump_ set: a watchdog of this process saw a failure, or a peer signalled one");
+  json report = triage(docs);
+  BOOST_TEST(report["verdict"] == "crash");
+  std::string rank0 = report["crash"]["ranks"][0]["text"].get<std::string>();
+  BOOST_TEST(rank0.find("aborted by PyTorch's watchdog after a watchdog TIMEOUT (80000 ms timeout, pg 0)") == 0, rank0);
+  std::string rank1 = report["crash"]["ranks"][1]["text"].get<std::string>();
+  BOOST_TEST(rank1.find("aborted by PyTorch's heartbeat monitor; it holds no communicator") == 0, rank1);
+  docs[0]["torch"]["liveness"]["watchdogs"][0]["error"] = "REMOTE_ERROR";
+  json remote = triage(docs);
+  std::string text = remote["crash"]["ranks"][0]["text"].get<std::string>();
+  BOOST_TEST(text == "aborted by PyTorch's watchdog after a watchdog REMOTE_ERROR (80000 ms timeout, pg 0)", text);
+  BOOST_TEST(remote["crash"]["ranks"][0]["reaction"] == true);
+}
+
 // An in-flight exception (stacks/cxx_exception.h) leads the signal's sentence, and a watchdog
 // abort's failure in the crash verdict: the exception it rethrew, first.
 BOOST_AUTO_TEST_CASE(exception_leads_the_failure) {

@@ -22,7 +22,7 @@ namespace nsc::cli {
 namespace {
 
 const char kLayoutUsage[] =
-    "usage: ncclscope layout extract LIB -o FILE.json [--root TYPE]... [--cache] [--headers]\n"
+    "usage: ncclscope layout extract LIB -o FILE.json [--root TYPE]... [--enum ENUM]... [--cache] [--headers]\n"
     "       ncclscope layout show LIB|FILE.json [STRUCT|ENUM] [--json] [--dwarf] [--profile-path D:D]\n"
     "       ncclscope layout dirs [--profile-path D:D]\n"
     "       ncclscope layout python DWARF_FILE --interpreter PYTHON -o FILE.json\n"
@@ -31,7 +31,7 @@ const char kLayoutUsage[] =
     "  extract         read struct layouts from the DWARF of LIB into a profile (<build-id>.json\n"
     "                  in a profile directory makes a stripped library of that build decodable);\n"
     "                  -o - writes to stdout; --cache also stores it in the user cache;\n"
-    "                  --root adds a type beyond the ones the decoders need; --headers: LIB is\n"
+    "                  --root adds a type beyond the ones the decoders need (--enum an enum); --headers: LIB is\n"
     "                  NCCL's headers built with -g (scripts/nccl-layout-from-headers.sh), the\n"
     "                  profile is keyed by NCCL version (nccl-<version>.headers.json), not build-id\n"
     "  show            a profile, or one struct as a ptype/o-like table (offset, size, member);\n"
@@ -76,7 +76,9 @@ int run_extract(const ParsedOptions& options) {
   auto start = std::chrono::steady_clock::now();
   std::vector<std::string> roots = required_struct_names();
   for (const auto& extra : options.all("--root")) roots.push_back(extra);
-  LayoutProfile profile = extract_layout_from_dwarf(library, roots, required_enum_names());
+  std::vector<std::string> enums = required_enum_names();
+  for (const auto& extra : options.all("--enum")) enums.push_back(extra);
+  LayoutProfile profile = extract_layout_from_dwarf(library, roots, enums);
   if (options.has("--headers")) {
     if (options.has("--cache")) throw UsageError("--headers profiles are keyed by version: use -o");
     profile = as_header_profile(std::move(profile), nccl_version_string(library).value_or(""));
@@ -278,7 +280,7 @@ int run_dirs(const ParsedOptions& options) {
 
 int run_layout_command(const std::vector<std::string>& args) {
   return run_guarded("layout", kLayoutUsage, [&]() -> int {
-    ParsedOptions options = parse_options(args, {"-o", "--output", "--root", "--profile-path", "--interpreter",
+    ParsedOptions options = parse_options(args, {"-o", "--output", "--root", "--enum", "--profile-path", "--interpreter",
                                            "--libtorch", "--libtorch-symbols", "--libtorch-headers", "--torch-version"},
                                           {"--json", "--dwarf", "--cache", "--headers", "--from-source", "--help", "-h"});
     if (options.has("--help") || options.has("-h")) {

@@ -21,6 +21,7 @@
 #include "snapshot/launcher_section.h"
 #include "python/python_stacks.h"
 #include "torch/flight_recorder.h"
+#include "torch/watchdog.h"
 #include "torch/pg_join.h"
 #include "stacks/thread_stacks.h"
 #include "target/callback_target.h"
@@ -502,9 +503,15 @@ RecorderSearch recorder_search(const StateRequest& request, const LibrarySearch&
 // communicators (docs/torch.md). No libtorch_cuda.so mapped: no section.
 void add_torch(Target& target, const PythonStacks& python, const StateRequest& request, const LibrarySearch& library,
                json* document, json* errors) {
-  FlightRecorderState recorder = read_flight_recorder(target, python, recorder_search(request, library));
+  RecorderSearch search = recorder_search(request, library);
+  FlightRecorderState recorder = read_flight_recorder(target, python, search);
   if (!recorder.library_mapped) return;
   json torch = flight_recorder_json(recorder);
+  if (std::optional<TorchLiveness> liveness = read_torch_liveness(target, search)) {
+    torch["liveness"] = torch_liveness_json(*liveness);
+    for (const std::string& error : liveness->errors)
+      errors->push_back({{"kind", "torch"}, {"subject", "watchdog"}, {"reason", valid_utf8(error)}});
+  }
   if (!recorder.unavailable.empty() && !recorder.not_created)
     errors->push_back({{"kind", "torch"}, {"subject", valid_utf8(recorder.library)}, {"reason", valid_utf8(recorder.unavailable)}});
   for (const std::string& error : recorder.errors)

@@ -132,6 +132,7 @@ void render_torch(const json& document, std::ostringstream& out) {
   if (!torch.is_object()) return;
   out << "\ntorch   flight recorder, torch " << cell_text(field(torch, "torch_version")) << ", libtorch_cuda build-id "
       << cell_text(field(torch, "build_id")) << "\n";
+  for (const std::string& line : torch_liveness_lines(document)) out << "  " << escape_for_terminal(line) << "\n";
   if (field(torch, "unavailable").is_string()) {
     out << "  not read: " << escape_for_terminal(field(torch, "unavailable").get<std::string>()) << "\n";
     return;

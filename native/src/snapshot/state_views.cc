@@ -547,6 +547,51 @@ std::string comm_title(const json& comm) {
          field.text("address", hex_text) + ")";
 }
 
+namespace {
+
+// "unavailable" for null, as every view says it.
+std::string value_text(const json& value) { return value.is_null() ? "unavailable" : plain_text(value); }
+
+std::string watchdog_line(const json& dog) {
+  std::string line = "watchdog pg " + value_text(json_member(dog, "pg_uid")) + " (rank " + value_text(json_member(dog, "pg_rank")) +
+                     "/" + value_text(json_member(dog, "pg_size")) + ", thread " + value_text(json_member(dog, "tid")) +
+                     "): heartbeat " + value_text(json_member(dog, "heartbeat")) + ", timeout " +
+                     value_text(json_member(dog, "timeout_ms")) + " ms, error " + value_text(json_member(dog, "error"));
+  if (json_member(dog, "terminating") == true) line += ", terminating";
+  if (json_member(dog, "exception_stored") == true) line += ", rethrew an exception";
+  return line;
+}
+
+std::string monitor_line(const json& monitor) {
+  return "heartbeat monitor pg " + value_text(json_member(monitor, "pg_uid")) + " (thread " +
+         value_text(json_member(monitor, "tid")) + "): heartbeat timeout " +
+         value_text(json_member(monitor, "heartbeat_timeout_s")) + " s, monitoring " +
+         value_text(json_member(monitor, "monitoring_enabled")) + ", stop requested " +
+         value_text(json_member(monitor, "terminate_requested")) + ", work list last changed at steady " +
+         value_text(json_member(monitor, "last_work_list_update_steady_ns")) + " ns";
+}
+
+bool watchdog_failed(const json& dog) {
+  const json& error = json_member(dog, "error");
+  return (error.is_string() && error != "SUCCESS") || json_member(dog, "terminating") == true ||
+         json_member(dog, "exception_stored") == true;
+}
+
+}  // namespace
+
+Lines torch_liveness_lines(const json& document) {
+  const json& liveness = json_member(json_member(document, "torch"), "liveness");
+  if (!liveness.is_object()) return {};
+  if (json_member(liveness, "unavailable").is_string())
+    return {"watchdog unavailable: " + plain_text(json_member(liveness, "unavailable"))};
+  Lines lines;
+  for (const json& dog : array_or_empty(json_member(liveness, "watchdogs"))) lines.push_back(watchdog_line(dog));
+  for (const json& monitor : array_or_empty(json_member(liveness, "heartbeat_monitors"))) lines.push_back(monitor_line(monitor));
+  lines.push_back("shouldDump_ " + value_text(json_member(liveness, "should_dump")) + "; " +
+                  value_text(json_member(liveness, "threads_scanned")) + " threads searched");
+  return lines;
+}
+
 Lines failure_lines(const json& document) {
   Lines lines;
   const json& signal = json_member(document, "fatal_signal");
@@ -565,6 +610,11 @@ Lines failure_lines(const json& document) {
   const json& last_error = json_member(json_member(document, "nccl"), "last_error");
   if (json_member(last_error, "text").is_string() && !last_error["text"].get<std::string>().empty())
     lines.push_back("NCCL last error: \"" + escape_for_terminal(last_error["text"].get<std::string>()) + "\"");
+  const json& liveness = json_member(json_member(document, "torch"), "liveness");
+  for (const json& dog : array_or_empty(json_member(liveness, "watchdogs")))
+    if (watchdog_failed(dog)) lines.push_back("PYTORCH " + watchdog_line(dog));
+  if (json_member(liveness, "should_dump") == true)
+    lines.push_back("PYTORCH shouldDump_ set: a watchdog of this process saw a failure, or a peer signalled one");
   return lines;
 }
 

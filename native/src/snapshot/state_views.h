@@ -25,6 +25,8 @@ std::string comm_title(const nlohmann::json& comm);
 // What failed, first (issue 32): the fatal signal (a core's; labelled when another process sent
 // it), each communicator whose health is not ok, NCCL's last error message. Empty when none.
 std::vector<std::string> failure_lines(const nlohmann::json& document);
+// PyTorch's watchdog liveness (torch.liveness): one line per watchdog and heartbeat monitor.
+std::vector<std::string> torch_liveness_lines(const nlohmann::json& document);
 
 // nccl-state: the target line, one line per communicator, a summary line.
 std::string render_state_list(const nlohmann::json& document);

@@ -13,9 +13,11 @@
 #include <climits>
 #include <algorithm>
 #include <cstring>
+#include <sstream>
 
 #include "target/proc_maps.h"
 #include "util/errors.h"
+#include "util/strings.h"
 
 namespace nsc {
 namespace {
@@ -196,6 +198,21 @@ ReadError LiveProcess::classify_failure(uint64_t fail_addr, size_t bytes_done,
   return error;
 }
 
+namespace {
+// "NR ARG1 .. ARG6 SP PC" of /proc/PID/task/TID/syscall: SP while the thread is in a system
+// call ("running" or "-1 SP PC" otherwise: nullopt).
+std::optional<uint64_t> syscall_stack_pointer(const std::string& task) {
+  std::optional<std::string> text = read_proc_file(task + "/syscall");
+  if (!text) return std::nullopt;
+  std::vector<std::string> fields;
+  std::istringstream in(*text);
+  for (std::string field; in >> field;) fields.push_back(field);
+  uint64_t sp = 0;
+  if (fields.size() != 9 || !parse_u64(fields[7], &sp)) return std::nullopt;
+  return sp;
+}
+}  // namespace
+
 ThreadInfo LiveProcess::thread_info(int tid) const {
   std::string task = "/proc/" + std::to_string(pid_) + "/task/" + std::to_string(tid);
   ThreadInfo thread;
@@ -206,6 +223,7 @@ ThreadInfo LiveProcess::thread_info(int tid) const {
   }
   thread.state = thread_state(pid_, tid);
   if (freezer_ && freezer_->is_stopped(tid)) thread.prstatus = prstatus_of_stopped_thread(tid);
+  if (thread.prstatus.empty()) thread.syscall_stack_pointer = syscall_stack_pointer(task);
   return thread;
 }
 

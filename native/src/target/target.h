@@ -61,6 +61,9 @@ struct ThreadInfo {
   // callback target, one built from the registers its front end read (prstatus_from_registers).
   std::vector<uint8_t> prstatus;
   std::string registers_unavailable;  // callback target: why prstatus is empty ("" otherwise)
+  // Live, no registers read: the stack pointer /proc/PID/task/TID/syscall gives while the
+  // thread sits in a system call (nullopt otherwise).
+  std::optional<uint64_t> syscall_stack_pointer;
 };
 
 // NT_SIGINFO: the siginfo_t of the signal that killed the process (x86-64 layout).

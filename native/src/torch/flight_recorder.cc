@@ -615,12 +615,6 @@ class RecorderDecoder {
   std::string python_unavailable_ = "no Python interpreter read";
 };
 
-std::vector<std::string> torch_profile_dirs(const std::vector<std::string>& caller_dirs) {
-  std::vector<std::string> dirs;
-  for (const std::string& dir : profile_search_dirs(caller_dirs)) dirs.push_back(dir + "/" + kTorchProfileSubdir);
-  return dirs;
-}
-
 }  // namespace
 
 std::string RecorderEntry::state() const {

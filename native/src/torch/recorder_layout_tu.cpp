@@ -4,6 +4,8 @@
 #include <c10/cuda/CUDAEvent.h>
 #include <torch/csrc/distributed/c10d/FlightRecorder.hpp>
 #include <torch/csrc/profiler/combined_traceback.h>
+// The watchdog's liveness (torch/watchdog.h): needs NCCL's nccl.h on the include path.
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 
 using Recorder = c10d::FlightRecorder<c10::cuda::CUDAEvent>;
 using StatusMap = decltype(Recorder::all_pg_status_);
@@ -13,7 +15,9 @@ extern const unsigned long ncclscope_sizes[] = {
     sizeof(Recorder), sizeof(Recorder::Entry), sizeof(torch::CapturedTraceback),
     sizeof(torch::CapturedTraceback::PyFrame), sizeof(c10d::ProcessGroupStatus),
     sizeof(StatusMap::value_type), sizeof(RanksMap::value_type),
-    sizeof(std::_Rb_tree_node<StatusMap::value_type>), sizeof(std::_Rb_tree_node<RanksMap::value_type>)};
+    sizeof(std::_Rb_tree_node<StatusMap::value_type>), sizeof(std::_Rb_tree_node<RanksMap::value_type>),
+    sizeof(c10d::ProcessGroupNCCL), sizeof(c10d::ProcessGroupNCCL::Watchdog), sizeof(c10d::ProcessGroupNCCL::HeartbeatMonitor),
+    sizeof(c10d::ProcessGroupNCCL::Options)};
 Recorder* ncclscope_recorder;
 Recorder::Entry* ncclscope_entry;
 torch::CapturedTraceback* ncclscope_traceback;
@@ -23,3 +27,7 @@ std::_Rb_tree_node<StatusMap::value_type>* ncclscope_status_node;
 std::_Rb_tree_node<RanksMap::value_type>* ncclscope_ranks_node;
 StatusMap::value_type* ncclscope_status_pair;
 RanksMap::value_type* ncclscope_ranks_pair;
+c10d::ProcessGroupNCCL* ncclscope_process_group;
+c10d::ProcessGroupNCCL::Watchdog* ncclscope_watchdog;
+c10d::ProcessGroupNCCL::HeartbeatMonitor* ncclscope_monitor;
+c10d::ProcessGroupNCCL::Options* ncclscope_pg_options;

@@ -200,4 +200,10 @@ TorchProfileChoice choose_torch_profile(Target& target, const TorchBuild& build,
   return choice;
 }
 
+std::vector<std::string> torch_profile_dirs(const std::vector<std::string>& caller_dirs) {
+  std::vector<std::string> dirs;
+  for (const std::string& dir : profile_search_dirs(caller_dirs)) dirs.push_back(dir + "/" + kTorchProfileSubdir);
+  return dirs;
+}
+
 }  // namespace nsc

@@ -38,6 +38,8 @@ struct TorchProfileChoice {
 };
 TorchProfileChoice choose_torch_profile(Target& target, const TorchBuild& build,
                                         const std::vector<std::string>& torch_dirs);
+// The torch/ subdirectory of each profile directory (caller's first, then the default ones).
+std::vector<std::string> torch_profile_dirs(const std::vector<std::string>& caller_dirs);
 
 // torch.__version__ and git_version of a torch/version.py text: "2.11.0+cu130 70d99e99...";
 // nullopt when it has no `__version__ = '...'` line.

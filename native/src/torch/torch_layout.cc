@@ -23,6 +23,24 @@ const char* const kTorchPgStatusStruct = "c10d::ProcessGroupStatus";
 const char* const kTorchScalarTypeEnum = "c10::ScalarType";
 const char* const kTorchRecorderInstanceSymbol = "_ZZN4c10d14FlightRecorderIN3c104cuda9CUDAEventEE3getEvE8instance";
 
+const char* const kTorchProcessGroupStruct = "c10d::ProcessGroupNCCL";
+const char* const kTorchWatchdogStruct = "c10d::ProcessGroupNCCL::Watchdog";
+const char* const kTorchMonitorStruct = "c10d::ProcessGroupNCCL::HeartbeatMonitor";
+const char* const kTorchPgOptionsStruct = "c10d::ProcessGroupNCCL::Options";
+const char* const kTorchErrorTypeEnum = "c10d::ErrorType";
+// std::thread::_State_impl<std::thread::_Invoker<std::tuple<void (C::*)(), C*>>>, as g++ mangles it.
+const char* const kTorchWatchdogStateVtableSymbol =
+    "_ZTVNSt6thread11_State_implINS_8_InvokerISt5tupleIJMN4c10d16ProcessGroupNCCL8WatchdogEFvvEPS5_EEEEEE";
+const char* const kTorchMonitorStateVtableSymbol =
+    "_ZTVNSt6thread11_State_implINS_8_InvokerISt5tupleIJMN4c10d16ProcessGroupNCCL16HeartbeatMonitorEFvvEPS5_EEEEEE";
+const char* const kTorchShouldDumpSymbol = "_ZN4c10d16ProcessGroupNCCL11shouldDump_E";
+
+const std::vector<std::string>& torch_liveness_symbols() {
+  static const std::vector<std::string> names = {kTorchWatchdogStateVtableSymbol, kTorchMonitorStateVtableSymbol,
+                                                 kTorchShouldDumpSymbol};
+  return names;
+}
+
 const std::string& torch_pg_name_tuple() {
   static const std::string name =
       "std::tuple<std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >, "
@@ -52,12 +70,13 @@ const std::vector<std::string>& torch_struct_roots() {
   static const std::vector<std::string> roots = {
       kTorchRecorderStruct, kTorchEntryStruct, kTorchTracebackStruct, kTorchPyFrameStruct, kTorchPgStatusStruct,
       "std::_Rb_tree_node_base", torch_ranks_vector(), torch_status_pair(), torch_ranks_pair(),
-      rb_tree_node_of(torch_status_pair()), rb_tree_node_of(torch_ranks_pair())};
+      rb_tree_node_of(torch_status_pair()), rb_tree_node_of(torch_ranks_pair()),
+      kTorchProcessGroupStruct, kTorchWatchdogStruct, kTorchMonitorStruct, kTorchPgOptionsStruct};
   return roots;
 }
 
 const std::vector<std::string>& torch_enum_roots() {
-  static const std::vector<std::string> roots = {kTorchScalarTypeEnum};
+  static const std::vector<std::string> roots = {kTorchScalarTypeEnum, kTorchErrorTypeEnum};
   return roots;
 }
 
@@ -138,18 +157,25 @@ LayoutProfile extract_torch_layout(const std::string& dwarf_file, const Libtorch
   profile.library = std::string(kTorchProfileTag) + facts.torch_version;
   if (facts.from_source) return profile;  // found by version (torch/torch_build.h); the symbol from the library at hand
   std::optional<uint64_t> instance;
+  std::map<std::string, uint64_t> liveness;  // optional: the watchdog's symbols (torch/watchdog.h)
   std::vector<LoadSegment> segments;
   if (!facts.library.empty()) {
     ElfFile library(facts.library);
     profile.build_id = library.build_id().value_or("");
-    auto symbols = library.symbols({kTorchRecorderInstanceSymbol});
+    std::vector<std::string> names = torch_liveness_symbols();
+    names.push_back(kTorchRecorderInstanceSymbol);
+    auto symbols = library.symbols(names);
     if (symbols.count(kTorchRecorderInstanceSymbol)) instance = symbols.at(kTorchRecorderInstanceSymbol).value;
+    for (const std::string& name : torch_liveness_symbols())
+      if (symbols.count(name)) liveness[name] = symbols.at(name).value;
     segments = load_segments_of_file(facts.library);
   } else {
     if (facts.symbols_text.empty() || facts.headers_text.empty())
       throw BadInput("torch layout: give --libtorch LIB, or both --libtorch-symbols and --libtorch-headers");
     profile.build_id = build_id_in_readelf_text(facts.headers_text).value_or("");
     instance = symbol_in_readelf_text(facts.symbols_text, kTorchRecorderInstanceSymbol);
+    for (const std::string& name : torch_liveness_symbols())
+      if (auto value = symbol_in_readelf_text(facts.symbols_text, name)) liveness[name] = *value;
     segments = load_segments_in_readelf_text(facts.headers_text);
   }
   if (segments.empty()) throw BadInput("torch layout " + (facts.library.empty() ? facts.headers_text : facts.library) +
@@ -161,6 +187,7 @@ LayoutProfile extract_torch_layout(const std::string& dwarf_file, const Libtorch
     throw BadInput("torch layout " + origin + ": no symbol " + kTorchRecorderInstanceSymbol +
                    " (FlightRecorder<CUDAEvent>::get()::instance; a stripped libtorch_cuda.so?)");
   profile.symbols[kTorchRecorderInstanceSymbol] = *instance;
+  profile.symbols.insert(liveness.begin(), liveness.end());
   return profile;
 }
 

@@ -21,6 +21,18 @@ extern const char* const kTorchPyFrameStruct;        // torch::CapturedTraceback
 extern const char* const kTorchPgStatusStruct;       // c10d::ProcessGroupStatus
 extern const char* const kTorchScalarTypeEnum;       // c10::ScalarType
 extern const char* const kTorchRecorderInstanceSymbol;  // FlightRecorder<CUDAEvent>::get()::instance (mangled)
+// The watchdog's liveness (torch/watchdog.h): optional in a profile (older ones lack them).
+extern const char* const kTorchProcessGroupStruct;     // c10d::ProcessGroupNCCL
+extern const char* const kTorchWatchdogStruct;         // c10d::ProcessGroupNCCL::Watchdog
+extern const char* const kTorchMonitorStruct;          // c10d::ProcessGroupNCCL::HeartbeatMonitor
+extern const char* const kTorchPgOptionsStruct;        // c10d::ProcessGroupNCCL::Options
+extern const char* const kTorchErrorTypeEnum;          // c10d::ErrorType
+// vtables of the std::thread states of Watchdog::run and HeartbeatMonitor::runLoop, and
+// ProcessGroupNCCL::shouldDump_ (mangled; .symtab of libtorch_cuda.so).
+extern const char* const kTorchWatchdogStateVtableSymbol;
+extern const char* const kTorchMonitorStateVtableSymbol;
+extern const char* const kTorchShouldDumpSymbol;
+const std::vector<std::string>& torch_liveness_symbols();
 // LayoutProfile::library of a torch profile starts with this, then the torch version text.
 constexpr const char* kTorchProfileTag = "libtorch_cuda.so of torch ";
 // The subdirectory of each profile directory that holds torch profiles.

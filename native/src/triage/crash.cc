@@ -17,6 +17,7 @@
 #include <optional>
 #include <set>
 
+#include "snapshot/field_text.h"
 #include "triage/analysis.h"
 #include "triage/finding_kinds.h"
 #include "triage/headline.h"
@@ -142,7 +143,10 @@ class CrashAnalyzer {
     // PyTorch aborted it: its watchdog thread, or abort() called from libtorch itself (its
     // heartbeat monitor or watchdog after a timeout, frames unsymbolized): a reaction or a timeout.
     if (signal.origin == "abort" && (signal.torch_watchdog || signal.site_in == "PyTorch")) {
-      std::string by = signal.torch_watchdog ? "PyTorch's watchdog" : "PyTorch (abort() in libtorch)";
+      std::string by = ran_heartbeat_monitor(process, signal) ? "PyTorch's heartbeat monitor"
+                       : signal.torch_watchdog                 ? "PyTorch's watchdog"
+                                                               : "PyTorch (abort() in libtorch)";
+      std::string watchdog_error = watchdog_recorded_error(process);
       std::string cuda_error = remote ? "" : cuda_error_evidence(process);
       if (!cuda_error.empty()) {  // its own CUDA error, which PyTorch turned into an abort
         failure->kind = "cuda-error";
@@ -155,10 +159,21 @@ class CrashAnalyzer {
       failure->reaction = remote;
       if (const json* entry = oldest_unfinished(process)) failure->pending = entry_name(*entry);
       std::string exception = signal.exception.empty() ? "" : signal.exception + "; ";  // what the watchdog rethrew, first
+      if (!failure->health_known && !watchdog_error.empty()) {  // communicators freed; the watchdog's own record says why
+        failure->reaction = watchdog_error.find("REMOTE_ERROR") != std::string::npos;  // a peer signalled its error
+        failure->text = exception + "aborted by " + by + " after " + watchdog_error + pending_work(process);
+        failure->brief = "aborted by " + by + " after " + watchdog_error.substr(0, watchdog_error.find(" ("));
+        return;
+      }
       if (!failure->health_known) {  // its communicators were aborted and freed: no health to read
         failure->text = exception + "aborted by " + by + "; it holds no communicator (aborted), so whether after a "
                         "peer's error is not told" + pending_work(process);
         failure->brief = "aborted by " + by + " (communicators gone)";
+        return;
+      }
+      if (!remote && cuda.empty() && !watchdog_error.empty()) {
+        failure->text = exception + "aborted by " + by + " after " + watchdog_error + pending_work(process);
+        failure->brief = "aborted by " + by + " after " + watchdog_error.substr(0, watchdog_error.find(" ("));
         return;
       }
       failure->text = exception + "aborted by " + by +
@@ -185,6 +200,28 @@ class CrashAnalyzer {
     failure->reaction = remote && signal.origin == "abort";  // abort() after NCCL reported a peer's failure
     failure->text = signal.text + (remote ? "; it saw ncclRemoteError on " + failure->pgs : "");
     failure->brief = failure->reaction ? "abort() after ncclRemoteError" : failure->text;
+  }
+
+  // PyTorch's watchdog memory (torch.liveness, torch/watchdog.h): the first process group whose
+  // watchdog recorded an error, "a watchdog TIMEOUT (80000 ms timeout, pg 0)"; "" when none did.
+  static std::string watchdog_recorded_error(const ProcessView& process) {
+    for (const json& dog : array_or_empty(json_member(json_member(process.torch, "liveness"), "watchdogs"))) {
+      const json& error = json_member(dog, "error");
+      if (!error.is_string() || error == "SUCCESS") continue;
+      const json& timeout = json_member(dog, "timeout_ms");
+      return "a watchdog " + error.get<std::string>() + " (" +
+             (timeout.is_number() ? timeout.dump() + " ms timeout, " : std::string()) + "pg " +
+             (json_member(dog, "pg_uid").is_number() ? json_member(dog, "pg_uid").dump() : std::string("unknown")) + ")";
+    }
+    return "";
+  }
+
+  // The signal's thread is a ProcessGroupNCCL heartbeat monitor (torch.liveness).
+  static bool ran_heartbeat_monitor(const ProcessView& process, const FatalSignalView& signal) {
+    if (!signal.tid) return false;
+    for (const json& monitor : array_or_empty(json_member(json_member(process.torch, "liveness"), "heartbeat_monitors")))
+      if (json_member(monitor, "tid").is_number_integer() && json_member(monitor, "tid").get<int64_t>() == *signal.tid) return true;
+    return false;
   }
 
   // The oldest collective the flight recorder has not seen complete: the candidate for the work

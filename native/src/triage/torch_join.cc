@@ -163,6 +163,31 @@ json sanitize_pg_status(const json& status) {
   return out;
 }
 
+json bool_or_null(const json& object, const char* key) {
+  const json* value = find_json_member(object, key);
+  return value && value->is_boolean() ? *value : json(nullptr);
+}
+
+// torch.liveness (torch/watchdog.h): what the crash verdict reads of each watchdog and monitor.
+json sanitize_liveness(const json* liveness) {
+  if (liveness == nullptr || !liveness->is_object()) return nullptr;
+  json watchdogs = json::array(), monitors = json::array();
+  if (const json* list = find_json_member(*liveness, "watchdogs"); list && list->is_array())
+    for (const json& dog : *list)
+      if (watchdogs.size() < kMaxGroups && dog.is_object())
+        watchdogs.push_back({{"tid", uint_or_null(dog, "tid")}, {"pg_uid", uint_or_null(dog, "pg_uid")},
+                             {"heartbeat", uint_or_null(dog, "heartbeat")}, {"timeout_ms", uint_or_null(dog, "timeout_ms")},
+                             {"error", text_or_null(dog, "error")}, {"terminating", bool_or_null(dog, "terminating")},
+                             {"exception_stored", bool_or_null(dog, "exception_stored")}});
+  if (const json* list = find_json_member(*liveness, "heartbeat_monitors"); list && list->is_array())
+    for (const json& monitor : *list)
+      if (monitors.size() < kMaxGroups && monitor.is_object())
+        monitors.push_back({{"tid", uint_or_null(monitor, "tid")}, {"pg_uid", uint_or_null(monitor, "pg_uid")}});
+  json should_dump = bool_or_null(*liveness, "should_dump");
+  if (watchdogs.empty() && monitors.empty() && should_dump.is_null()) return nullptr;  // unavailable: nothing to use
+  return {{"watchdogs", watchdogs}, {"heartbeat_monitors", monitors}, {"should_dump", should_dump}};
+}
+
 // The process group a member's recorder joined to this member's communicator; null if none.
 const json* group_of(const Job& job, const Member& member) {
   const json& torch = job.processes[member.process].torch;
@@ -434,8 +459,9 @@ json sanitize_torch_section(const json& section) {
   if (const json* list = find_json_member(section, "pg_status"); list && list->is_array())
     for (const json& status : *list)
       if (statuses.size() < kMaxGroups && status.is_object()) statuses.push_back(sanitize_pg_status(status));
-  if (groups.empty() && entries.empty()) return nullptr;
-  return {{"process_groups", groups}, {"entries", entries}, {"pg_status", statuses}};
+  json liveness = sanitize_liveness(find_json_member(section, "liveness"));
+  if (groups.empty() && entries.empty() && liveness.is_null()) return nullptr;
+  return {{"process_groups", groups}, {"entries", entries}, {"pg_status", statuses}, {"liveness", liveness}};
 }
 
 void join_torch_records(Job* job) { TorchJoin(job).run(); }
