@@ -5,7 +5,8 @@
 # receive from it; rank 2 has nothing in flight. Host state alone cannot tell why (incomplete);
 # rank 2's kernel view (cuda-gdb: no NCCL kernel, PyTorch's spin_kernel resident) makes it the
 # culprit, its GPU never started the collective. Checks the verdict, the findings, the headline
-# form (<= 3 lines, <= 60 words, one blame) and that a kernel on another device blames nobody.
+# form (<= 3 lines, <= 60 words, one blame), that a kernel on another device blames nobody, and the
+# same verdict on a real 4-rank PyTorch capture with every rank's cuda-gdb view.
 source "$(dirname "$0")/corpus_prelude.sh"
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
@@ -65,4 +66,31 @@ PY
 "$NSC" triage "$WORK/job" --json >"$WORK/elsewhere.json" || fail "triage, kernel on device 5"
 python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); kinds={f["kind"] for c in r["communicators"] for f in c["findings"]}
 sys.exit(0 if r["verdict"] == "incomplete" and "gpu-busy" not in kinds else "FAIL: device 5: %s %s" % (r["verdict"], kinds))' "$WORK/elsewhere.json" || exit 1
+# The real capture (corefiles/order-gpu-spin/truth/gdb: PyTorch 2.11, H200, 2026-12-06): every rank's
+# live `state --pid --json` and its cuda-gdb `nccl-kernels --all --json` of one hung job, rank 2's GPU
+# in torch.cuda._sleep's spin kernel (its log's GROUND_TRUTH: role culprit). Without the views the
+# cores of the same shape stay incomplete (corefiles/order-gpu-spin/expected.json).
+real=$SRC/corefiles/order-gpu-spin/truth/gdb
+if [ -f "$real/rank0.state.json.xz" ]; then
+  mkdir -p "$WORK/real"
+  cp "$real"/rank?.state.json.xz "$real"/rank?.nccl-kernels.json "$WORK/real/"
+  "$NSC" triage "$WORK/real" --json >"$WORK/real.json" || fail "triage of the real capture"
+  python3 - "$WORK/real.json" "$real" <<'PY' || exit 1
+import json, re, sys
+report, truth = json.load(open(sys.argv[1])), sys.argv[2]
+roles = {}
+for rank in range(4):
+    line = [l for l in open("%s/rank%d.log" % (truth, rank)) if l.startswith("GROUND_TRUTH ")][-1]
+    roles[rank] = json.loads(line.split(" ", 1)[1])["role"]
+want = [rank for rank, role in roles.items() if role == "culprit"]
+lines = report["headline"]["lines"]
+if report["verdict"] != "hang" or report["culprit_ranks"] != want:
+    sys.exit("FAIL: real capture: %s %s, the program says culprit %s" % (report["verdict"], report["culprit_ranks"], want))
+if "rank 2's GPU runs at::cuda::(anonymous namespace)::spin_kernel" not in lines[0] or "skip" in " ".join(lines):
+    sys.exit("FAIL: real capture headline: %s" % lines)
+print("real capture:", " / ".join(lines))
+PY
+else
+  echo "real capture missing ($real): only the synthetic job checked"
+fi
 echo "PASS"

@@ -164,8 +164,9 @@ class ReplayTest(NeedsLibrary):
                       "AllReduce=3, no kernel of it resident\n0 NCCL kernels (1 kernel resident)", text)
 
     def test_real_spin_kernel_capture(self):
-        # corefiles/order-gpu-spin/truth/gdb/ (H100, 2026-12-05): cuda-gdb on rank 2, whose GPU runs
-        # torch.cuda._sleep's kernel ahead of its step-4 all_reduces on world, tp and dp.
+        # corefiles/order-gpu-spin/truth/gdb/ (H200, 2026-12-06): cuda-gdb on rank 2, whose GPU runs
+        # torch.cuda._sleep's kernel ahead of its step-4 all_reduces on world, tp and dp; the
+        # communicators and ranks are the ones rank2.state.json (a host read, no cuda-gdb) lists.
         path = os.path.join(DATA, "..", "..", "..", "..", "corefiles", "order-gpu-spin", "truth", "gdb",
                             "rank2.nccl-kernels.replay.json.xz")
         if not os.path.isfile(path):
@@ -181,8 +182,8 @@ class ReplayTest(NeedsLibrary):
                          ("at::cuda::(anonymous namespace)::spin_kernel", 0, "(1,1,1)"))
         self.assertEqual(sorted((work["comm_hash"], work["rank"], work["nranks"], work["seq_launched"]["AllReduce"])
                                 for work in other["queued_behind"]),
-                         [("0x538fb0c006472f42", 2, 4, 4), ("0x6b9a8ab36dd4dd25", 0, 2, 4),
-                          ("0xd3954214e1005f48", 1, 2, 4)])
+                         [("0x16a64bcb3dac4d30", 2, 4, 4), ("0x2e6f66a4a4ccaed0", 0, 2, 4),
+                          ("0x770e1284d81735b7", 1, 2, 4)])
 
     def test_busy_gpu_on_another_device_queues_nothing(self):
         document = self.replay_spin_kernel(device=0)

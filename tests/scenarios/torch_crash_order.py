@@ -75,6 +75,11 @@ VARIANTS = {
     "order-split-vs-collective-fr-off": ("order-split-vs-collective", {"TORCH_FR_BUFFER_SIZE": "0"}),
     "order-gpu-spin-fr-off": ("order-gpu-spin", {"TORCH_FR_BUFFER_SIZE": "0"}),
 }
+def base_scenario(name):
+    """The scenario a variant runs (its name stays the job's, for the ground truth)."""
+    return VARIANTS[name][0] if name in VARIANTS else name
+
+
 CRASH_SETTINGS = {"TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC": "2000", "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC": "20",
                   "TORCH_NCCL_LOG_CPP_STACK_ON_UNCLEAN_SHUTDOWN": "0"}
 TIMEOUT_SETTINGS = {"TORCH_NCCL_ASYNC_ERROR_HANDLING": "1"}
@@ -174,7 +179,7 @@ def deviation_note(scenario):
 
 def run_tpdp(job, args, hang_point):
     """tp, dp, then world all_reduce per step; crash-*, order-gpu-spin deviate in step 4."""
-    scenario, torch = job.scenario, job.torch
+    scenario, torch = base_scenario(job.scenario), job.torch
     origin = job.rank == job.culprit
     tp_act, dp_grad, keep = job.tensor(), job.tensor(), None
     for step in range(mg.GOOD_STEPS + 1):
@@ -272,7 +277,7 @@ def run_pairs(job, hang_point):
 
 
 def make_groups(job):
-    if job.layout == "tpdp" and job.scenario != "order-split-vs-collective":
+    if job.layout == "tpdp" and base_scenario(job.scenario) != "order-split-vs-collective":
         job.new_groups("tp", [[0, 1], [2, 3]])
         job.new_groups("dp", [[0, 2], [1, 3]])
     elif job.layout == "pp4":

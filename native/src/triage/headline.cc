@@ -369,7 +369,8 @@ class Headline {
     } else {
       lines->push_back("HANG: ranks wait on one another; no finding names the operation.");
     }
-    lines->push_back(culprits_.empty() ? undecided_line() : culprit_line());
+    bool gpu_busy = primary && primary->finding->kind == "gpu-busy";
+    lines->push_back(culprits_.empty() ? undecided_line() : culprit_line(gpu_busy));
     add_others_line("Waiting", role_nodes("waiting"), lines);
     return what;
   }
@@ -408,11 +409,16 @@ class Headline {
     return ids;
   }
 
-  std::string culprit_line() const {
+  // `gpu_busy`: the first line says the culprit's GPU runs another kernel, so it skipped nothing.
+  std::string culprit_line(bool gpu_busy = false) const {
     std::string text = "Culprit: " + grouped_sites(culprits_, 3, ", in ");
     const json* reason = reason_of(culprits_.front());
-    if (reason != nullptr && (*reason)["kind"] == "skipped-in-cycle")
-      text += std::string("; ") + (culprits_.size() == 1 ? "its own wait follows" : "their own waits follow") + " from the skip";
+    bool one = culprits_.size() == 1;
+    if (gpu_busy)
+      text += std::string("; ") + (one ? "its host launched" : "their hosts launched") + " the collective, " +
+              (one ? "its GPU never started it" : "their GPUs never started it");
+    else if (reason != nullptr && (*reason)["kind"] == "skipped-in-cycle")
+      text += std::string("; ") + (one ? "its own wait follows" : "their own waits follow") + " from the skip";
     return text + ".";
   }
 
