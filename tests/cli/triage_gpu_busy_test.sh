@@ -88,6 +88,8 @@ if report["verdict"] != "hang" or report["culprit_ranks"] != want:
     sys.exit("FAIL: real capture: %s %s, the program says culprit %s" % (report["verdict"], report["culprit_ranks"], want))
 if "rank 2's GPU runs at::cuda::(anonymous namespace)::spin_kernel" not in lines[0] or "skip" in " ".join(lines):
     sys.exit("FAIL: real capture headline: %s" % lines)
+if "skipped" in report.get("summary", "") or "its GPU never started" not in report.get("summary", ""):
+    sys.exit("FAIL: real capture: the summary says rank 2 skipped: %s" % report.get("summary", "")[:300])
 print("real capture:", " / ".join(lines))
 PY
 else

@@ -234,7 +234,8 @@ std::string node_ranks_phrase(const json& graph, const json& ids) {
 }
 
 // What blame decided about cycles and undecided chain ends, one sentence each (blame.h).
-std::string blame_sentences(const json& graph) {
+// `gpu_busy`: a gpu-busy finding explains the hang, so the cycle's breaker skipped nothing.
+std::string blame_sentences(const json& graph, bool gpu_busy) {
   std::string text;
   auto cycle_holding = [&](const json& nodes) -> json {
     for (const json& cycle : graph["cycles"])
@@ -248,9 +249,10 @@ std::string blame_sentences(const json& graph) {
     bool one = reason["nodes"].size() == 1;
     if (kind == "skipped-in-cycle")
       text += " " + node_ranks_phrase(graph, cycle_holding(reason["nodes"])) + " wait on each other in a cycle; " + who +
-              (one ? " alone explains" : " alone explain") + " every wait: " + (one ? "it" : "they") +
-              " skipped an operation the others issued, and " + (one ? "its own wait follows" : "their own waits follow") +
-              " from that.";
+              (one ? " alone explains" : " alone explain") + " every wait: " +
+              (gpu_busy ? std::string(one ? "its GPU" : "their GPUs") + " never started an operation the others entered"
+                        : std::string(one ? "it" : "they") + " skipped an operation the others issued") +
+              ", and " + (one ? "its own wait follows" : "their own waits follow") + " from that.";
     else if (kind == "cycle-undecided")
       text += " Deadlock: " + node_ranks_phrase(graph, cycle_holding(reason["nodes"])) +
               " wait on each other in a cycle, and any one of " + who +
@@ -276,7 +278,10 @@ std::string verdict_summary(const Job& job, const std::string& verdict, const js
   std::string text;
   if (verdict == "hang" || verdict == "deadlock") {
     text = verdict == "hang" ? "Hang." : "Deadlock.";
-    text += blame_sentences(graph);
+    bool gpu_busy = false;
+    for (const std::vector<Finding>& findings : job.findings)
+      for (const Finding& finding : findings) gpu_busy = gpu_busy || (finding.explains_hang && finding.kind == "gpu-busy");
+    text += blame_sentences(graph, gpu_busy);
     for (const Finding& finding : job.startup)
       if (finding.explains_hang) text += " " + finding_sentence(job, 0, finding);
     // Findings whose culprits end a chain come first.
