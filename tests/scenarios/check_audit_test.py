@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""check_audit.py on the real H100 audit documents in corefiles/gpu-audit (2026-12-05): each case
-passes on its own run and fails on another case's run, a rule id missing from the audit's rule
-table fails, and a registration range is found or not in a state snapshot. Exit 77 without them."""
+"""check_audit.py on the real audit documents in corefiles/gpu-audit (H100 2026-12-05; abort-stuck and
+register-leak H200 2026-12-06): each case passes on its own run and fails on another case's run, a
+rule id missing from the audit's rule table fails, and a registration range is found or not in a
+state snapshot. Exit 77 without them."""
 import json
 import os
 import subprocess
@@ -10,7 +11,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GPU_AUDIT = os.path.join(HERE, "..", "..", "corefiles", "gpu-audit")
-CASES = ["revoke-no-destroy", "destroy-stuck", "peer-exit", "register-unaligned"]
+CASES = ["revoke-no-destroy", "destroy-stuck", "peer-exit", "register-unaligned", "abort-stuck", "register-leak"]
 
 
 def run(case, audit, *extra):
