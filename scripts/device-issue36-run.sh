@@ -16,7 +16,6 @@ set -uo pipefail
 CASES=${NUMERICS_CASES:-"overflow-f16-3ranks-device torch-nan-bf16 nan-bf16-3ranks-device underflow-e4m3-3ranks-device"} \
   NUMERICS_DEADLINE_S=${NUMERICS_DEADLINE_S:-280} \
   timeout -k 10 "${NUMERICS_S:-330}" bash scripts/device-numerics-run.sh 2>&1 | tee "$OUT/numerics.log"
-[ -d "$OUT/numerics" ] && (cd "$OUT" && tar -cJf numerics.tar.xz numerics && rm -rf numerics)
 timeout -k 10 "${AUDIT_S:-150}" bash scripts/device-audit-run.sh 2>&1 | tee "$OUT/audit.log"
 rm -f "$OUT/audit/nccl_audit_scenarios"  # the lead has the same binary
 [ -d "$OUT/audit" ] && (cd "$OUT" && tar -cf - audit | split -b 15M -d - audit.tar.part && rm -rf audit)

@@ -59,7 +59,8 @@ start_torch_case() {  # NAME ARGS...
   rm -rf "$W"; mkdir -p "$W"; PIDS=()
   for ((rank = 0; rank < ${NRANKS:-3}; rank++)); do
     NCCL_HOSTID=nsc-torch-numerics-$rank RANK=$rank LOCAL_RANK=0 WORLD_SIZE=${NRANKS:-3} MASTER_ADDR=127.0.0.1 \
-      MASTER_PORT=$port TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \
+      MASTER_PORT=$port TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 bash -c \
+      'ulimit -c unlimited; echo 0x33 > /proc/self/coredump_filter; exec "$@"' _ \
       "$TORCH_PYTHON" "$REPO/tests/scenarios/torch_numerics_nan.py" "$@" > "$W/rank$rank.log" 2>&1 &
     PIDS+=($!)
   done
@@ -161,6 +162,30 @@ device_case() {  # NAME BYTES ROLE RANK...
   timeout 30 "$NSC" triage "${pids[@]}" "${docs[@]}" > "$R/$name.triage-live.txt" 2>&1; log "$name triage --pid + numerics exit $?"
   timeout 30 "$NSC" triage "${pids[@]}" "${docs[@]}" --json > "$R/$name.triage-live.json" 2>/dev/null
   head -6 "$R/$name.triage-live.txt"
+  [ "${SHIP_CORES:-0}" = 1 ] && ship_cores "$name"
+}
+
+# SHIP_CORES=1: every rank's core (SIGABRT, coredump_filter 0x33), sliced here, for corefiles/:
+# $R/ship/NAME/rankR.core beside the rank's cuda-gdb numerics view (the device buffers are in no
+# host core) and the triage of the slices with those views.
+ship_cores() {  # NAME
+  local name=$1 rank core D=$R/ship/$1 deadline=$((SECONDS + 90)); mkdir -p "$D"
+  for rank in "${!PIDS[@]}"; do kill -ABRT "${PIDS[$rank]}" 2>/dev/null; done
+  for rank in "${!PIDS[@]}"; do
+    while kill -0 "${PIDS[$rank]}" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.5; done
+  done
+  for rank in "${!PIDS[@]}"; do
+    core=/tmp/cores/core.${PIDS[$rank]}
+    [ -f "$core" ] || { log "$name rank $rank: no core"; continue; }
+    "$NSC" slice "$core" -o "$D/rank$rank.core" > "$D/rank$rank.slice.log" 2>&1
+    log "$name rank $rank: core $(stat -c %s "$core") B, slice exit $?, $(stat -c %s "$D/rank$rank.core" 2>/dev/null) B"
+    cp "$R/$name-rank$rank.log" "$D/rank$rank.log"
+    [ -f "$R/$name-rank$rank.numerics.json" ] && cp "$R/$name-rank$rank.numerics.json" "$D/rank$rank.numerics.json"
+    rm -f "$core"
+  done
+  "$NSC" triage "$D"/rank*.core "$D"/rank*.numerics.json > "$D/triage.txt" 2>&1
+  "$NSC" triage "$D"/rank*.core "$D"/rank*.numerics.json --json > "$D/triage.json" 2>/dev/null
+  log "$name triage of the slices + views:"; head -6 "$D/triage.txt"
 }
 
 # Issue 36: three ranks, rank 1 injects (NaN) or every rank's values overflow in the sum; rank 2
@@ -216,5 +241,5 @@ for case in $CASES; do run_case "$case"; done
 log "numerics phase: $((SECONDS - START_S)) s of the ${NUMERICS_DEADLINE_S:-280} s box"
 echo "== numerics verdicts: $(grep -c '^PASS' "$R/verdicts.txt" 2>/dev/null) PASS, $(grep -c '^FAIL' "$R/verdicts.txt" 2>/dev/null) FAIL, $(grep -c '^NOT READ' "$R/verdicts.txt" 2>/dev/null) not read"
 cat "$R/verdicts.txt" 2>/dev/null
-cd "$OUT" && tar -cJf numerics.tar.xz numerics && rm -rf numerics
+cd "$OUT" && tar -cf - numerics | xz -6 -T16 | split -b 15M -d - numerics.tar.xz.part && rm -rf numerics  # cat numerics.tar.xz.part* | tar -xJf -
 ls -l "$OUT"; log "done"

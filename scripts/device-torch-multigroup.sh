@@ -39,11 +39,12 @@ export NCCL_IB_DISABLE=1 NCCL_NET=Socket NCCL_SOCKET_IFNAME=lo NCCL_NVLS_ENABLE=
        TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1 \
        MASTER_ADDR=127.0.0.1
 
+NSC_BIN=$CARRY/bin/ncclscope; [ -f "$NSC_BIN" ] || NSC_BIN=$CARRY/ncclscope   # either layout of the carry
 cat > "$CARRY/ncclscope-run" <<SH
 #!/bin/sh
-LD_LIBRARY_PATH=$CARRY/lib exec $CARRY/ncclscope "\$@" --profile-path $REPO/native/profiles
+LD_LIBRARY_PATH=$CARRY/lib exec $NSC_BIN "\$@" --profile-path $REPO/native/profiles
 SH
-chmod +x "$CARRY/ncclscope-run" "$CARRY/ncclscope"
+chmod +x "$CARRY/ncclscope-run" "$NSC_BIN"
 NSC=$CARRY/ncclscope-run
 
 world_of() { case $1 in tpdp-* | crash-* | order-*) echo 4 ;; ppdp-*) echo 8 ;; *) return 1 ;; esac; }
