@@ -167,3 +167,22 @@ BOOST_AUTO_TEST_CASE(nan_entry_point_is_the_one_dirty_send_buffer) {
   json again = nsc::triage_documents(with_numerics(documents, {both, rank1}), {});
   BOOST_TEST(again["numerics"]["entered_through"].empty());
 }
+
+// Issue 36 (corefiles/gpu-numerics/overflow-f16): every send buffer read whole is finite, the
+// receive buffers hold NaN/Inf: they arose in the reduction, not in one rank's input. A sampled
+// send buffer could hide them: then nothing is said.
+BOOST_AUTO_TEST_CASE(nan_from_the_reduction_when_every_send_buffer_is_clean) {
+  std::vector<json> documents = missing_collective(3, 2);
+  auto rank_doc = [](int rank, bool sampled) {
+    json send = buffer(kWorldHash, rank, "send", stats(4096, 0, 0, 0));
+    send["sampled"] = sampled;
+    return numerics_document({send, buffer(kWorldHash, rank, "recv", stats(4096, 64, 0, 0))});
+  };
+  json report = nsc::triage_documents(with_numerics(documents, {rank_doc(0, false), rank_doc(1, false)}), {});
+  BOOST_REQUIRE(report["numerics"]["entered_through"].size() == 1u);
+  BOOST_TEST(report["numerics"]["entered_through"][0] ==
+             "no send buffer of AllGather #1 read holds NaN/Inf (rank 0, rank 1, read whole) while receive buffers "
+             "do: they arose in a reduction (a sum past the type's range), not in one rank's input");
+  json sampled = nsc::triage_documents(with_numerics(documents, {rank_doc(0, false), rank_doc(1, true)}), {});
+  BOOST_TEST(sampled["numerics"]["entered_through"].empty());
+}

@@ -327,6 +327,9 @@ BOOST_AUTO_TEST_CASE(split_vs_collective_when_the_collective_is_stuck_before_lau
   const json* split = first_finding(report, "split-vs-collective");
   BOOST_REQUIRE(split != nullptr);
   BOOST_TEST(ints((*split)["waiting_ranks"]) == std::vector<int>({0, 1, 2}));
+  // The split replaces the stuck-before-launch reading ("every rank is inside the call: NCCL's own setup").
+  BOOST_TEST(first_finding(report, "stuck-before-launch") == nullptr);
+  BOOST_TEST(text.find("NCCL's own setup") == std::string::npos, text);
   BOOST_TEST(text.find("ranks 0-2 wait in new_group for rank 3, which issued AllReduce #4 (NCCL launch count) on the "
                        "parent instead") != std::string::npos, text);
 }

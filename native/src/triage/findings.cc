@@ -250,10 +250,14 @@ class CommAnalyzer {
 
   // Two shapes: the others launched the collective (missing-collective: the ranks in the split
   // never did), or they sit inside the collective's NCCL call with it planned (stuck-before-
-  // launch with every rank inside a call: counters agree).
+  // launch with every rank inside a call: counters agree). A stuck-before-launch source is
+  // replaced: its reading ("every rank is inside the call: NCCL's own setup") is the one the
+  // split disproves.
   void find_split_vs_collective() {
     std::vector<Finding> found;
-    for (const Finding& source : findings_) {
+    std::vector<bool> superseded(findings_.size(), false);
+    for (size_t i = 0; i < findings_.size(); ++i) {
+      const Finding& source = findings_[i];
       std::vector<int> creating, others;
       if (source.kind == "missing-collective" && !source.culprits_absent) {
         split_by_creation(source.culprits, &creating, &others);
@@ -281,12 +285,19 @@ class CommAnalyzer {
                                  " in a call that creates a communicator from this one and needs every rank of it: " +
                                  doing_phrase(finding.waiting));
       finding.evidence.push_back(members_phrase(finding.culprits) + " " +
-                                 (source.kind == "missing-collective" ? "launched " : "sit inside the NCCL call of ") +
+                                 (source.kind == "missing-collective" ? std::string("launched ")
+                                                                     : std::string(verb_for(finding.culprits, "sits", "sit")) +
+                                                                           " inside the NCCL call of ") +
                                  source.collective + (source.seq ? " #" + std::to_string(*source.seq) : "") +
                                  " on this communicator instead and " + verb_for(finding.culprits, "is", "are") +
                                  " not in that call: " + doing_phrase(finding.culprits));
       found.push_back(std::move(finding));
+      superseded[i] = source.kind == "stuck-before-launch";
     }
+    std::vector<Finding> kept;
+    for (size_t i = 0; i < findings_.size(); ++i)
+      if (!superseded[i]) kept.push_back(std::move(findings_[i]));
+    findings_ = std::move(kept);
     for (Finding& finding : found) findings_.push_back(std::move(finding));
   }
 

@@ -132,25 +132,42 @@ std::string listed(const std::vector<std::string>& names) {
   return out;
 }
 
-// Where NaN/Inf entered a collective: among its send buffers read (two or more, on one comm and
-// sequence number), the ones that hold them while the others are clean. The receive buffers
-// holding NaN/Inf then got them through the reduction.
+std::string operation_of(const json& buffer) {
+  return (buffer["collective"].is_string() ? buffer["collective"].get<std::string>() : "P2P") +
+         (buffer["seq"].is_null() ? "" : " #" + buffer["seq"].dump());
+}
+
+std::string collective_key(const json& buffer) { return buffer["comm_hash"].dump() + "#" + buffer["seq"].dump(); }
+
+// Where NaN/Inf entered a collective, from its send buffers read (on one comm and sequence
+// number): the ones that hold them while others are clean, so the receive buffers holding them
+// got them through the reduction; or none, every one read whole, while receive buffers hold
+// them: they arose in a reduction (a sum past the type's range), not in one rank's input.
 json entry_points(const std::vector<json>& buffers) {
-  std::map<std::string, std::vector<const json*>> sends;  // comm hash + seq -> send buffers read
-  for (const json& buffer : buffers)
-    if (buffer["role"] == "send" && buffer["stats"].is_object() && buffer["joined"].get<bool>())
-      sends[buffer["comm_hash"].dump() + "#" + buffer["seq"].dump()].push_back(&buffer);
+  std::map<std::string, std::vector<const json*>> sends;  // collective -> send buffers read
+  std::set<std::string> dirty_receives;                    // collectives whose receive buffers hold NaN/Inf
+  for (const json& buffer : buffers) {
+    if (!buffer["stats"].is_object() || !buffer["joined"].get<bool>()) continue;
+    if (buffer["role"] == "send") sends[collective_key(buffer)].push_back(&buffer);
+    if (buffer["role"] == "recv" && holds_bad_values(buffer)) dirty_receives.insert(collective_key(buffer));
+  }
   json sentences = json::array();
   for (const auto& item : sends) {
     std::vector<std::string> dirty, clean;
-    for (const json* buffer : item.second) (holds_bad_values(*buffer) ? dirty : clean).push_back((*buffer)["who"]);
-    if (dirty.empty() || clean.empty()) continue;
-    const json& first = *item.second.front();
-    std::string op = (first["collective"].is_string() ? first["collective"].get<std::string>() : "P2P") +
-                     (first["seq"].is_null() ? "" : " #" + first["seq"].dump());
-    sentences.push_back("NaN/Inf entered " + op + " through " + listed(dirty) + "'s send buffer (" +
-                        listed(clean) + "'s send buffer clean): receive buffers holding them got them through the "
-                        "reduction");
+    bool sampled = false;
+    for (const json* buffer : item.second) {
+      (holds_bad_values(*buffer) ? dirty : clean).push_back((*buffer)["who"]);
+      sampled |= json_member(*buffer, "sampled") != false;  // unknown counts as sampled
+    }
+    std::string op = operation_of(*item.second.front());
+    if (!dirty.empty() && !clean.empty())
+      sentences.push_back("NaN/Inf entered " + op + " through " + listed(dirty) + "'s send buffer (" +
+                          listed(clean) + "'s send buffer clean): receive buffers holding them got them through the "
+                          "reduction");
+    else if (dirty.empty() && !sampled && dirty_receives.count(item.first))
+      sentences.push_back("no send buffer of " + op + " read holds NaN/Inf (" + listed(clean) +
+                          ", read whole) while receive buffers do: they arose in a reduction (a sum past the type's "
+                          "range), not in one rank's input");
   }
   return sentences;
 }
