@@ -5,7 +5,7 @@
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 [ -x "$cli" ] || { echo "skip: $cli not built"; exit 77; }
-command -v strace > /dev/null || { echo "skip: strace missing"; exit 77; }
+strace -qq -o /dev/null true 2> /dev/null || { echo "skip: strace missing or not allowed to trace"; exit 77; }
 python3 "$src/bench/gen_snapshots.py" --ranks 64 --scenario tp-pp-dp --culprit 5 --out "$work/snapshots" > /dev/null
 
 execs() {  # execs TRACE: the execve calls that strace saw succeed, one per line
