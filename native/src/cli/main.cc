@@ -1,9 +1,12 @@
 // ncclscope: decode NCCL state from live processes and core dumps.
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "cli/commands.h"
 
@@ -27,6 +30,18 @@ const char kUsage[] =
     "Run 'ncclscope COMMAND --help' for the options of one command.\n"
     "Exit codes: 0 ok, 1 partial (some memory unreadable), 2 bad input, 64 usage.\n";
 
+// A triage of many ranks spends a quarter of its CPU first-touching its heap, a fault per
+// 4 KiB page on this kind of VM (docs/triage.md "Scale"). glibc asks for transparent huge pages
+// for its heap only when the tunable is set at startup: run again with it, unless the user set
+// tunables (and so this is that run). Where exec fails, or glibc or the kernel ignore the
+// tunable, the command runs as it is.
+void exec_with_huge_page_heap(char** argv) {
+  if (std::getenv("GLIBC_TUNABLES") != nullptr) return;
+  if (setenv("GLIBC_TUNABLES", "glibc.malloc.hugetlb=1", 1) != 0) return;
+  execv("/proc/self/exe", argv);
+  unsetenv("GLIBC_TUNABLES");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -45,7 +60,10 @@ int main(int argc, char** argv) {
     return nsc::cli::kExitOk;
   }
   if (command == "state") return nsc::cli::run_state_command(args);
-  if (command == "triage") return nsc::cli::run_triage_command(args);
+  if (command == "triage") {
+    exec_with_huge_page_heap(argv);
+    return nsc::cli::run_triage_command(args);
+  }
   if (command == "layout") return nsc::cli::run_layout_command(args);
   if (command == "slice") return nsc::cli::run_slice_command(args);
   if (command == "cuda-streams") return nsc::cli::run_cuda_streams_command(args);

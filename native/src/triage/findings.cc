@@ -144,9 +144,10 @@ class CommAnalyzer {
     for (size_t m = 0; m < group_.members.size(); ++m) {
       const HealthView& health = comm_at(m).health;
       int rank = rank_at(m);
-      std::string reaction = abort_reaction(m);
-      for (const auto& [set, what] : {std::pair{health.abort_flag.value_or(false), "abort flag is set"},
-                                      std::pair{health.revoked.value_or(false), "communicator revoked"}}) {
+      bool abort_flag = health.abort_flag.value_or(false), revoked = health.revoked.value_or(false);
+      // Only for a set flag: it reads every frame of the process (a tenth of the analysis at 100,000 ranks).
+      std::string reaction = abort_flag || revoked ? abort_reaction(m) : "";
+      for (const auto& [set, what] : {std::pair{abort_flag, "abort flag is set"}, std::pair{revoked, "communicator revoked"}}) {
         if (!set) continue;
         if (!reaction.empty()) {
           reactions.push_back(member_phrase(rank) + ": " + what + ", " + reaction + ": a reaction, not blamed");

@@ -169,6 +169,7 @@ void set_aside_duplicate_inputs(Job* job) {
     }
     job->duplicate_inputs.push_back(std::move(duplicate));
   }
+  if (std::find(aside.begin(), aside.end(), true) == aside.end()) return;  // the usual case: no second copy of every process
   std::vector<ProcessView> kept;
   kept.reserve(job->processes.size());
   for (size_t p = 0; p < job->processes.size(); ++p)
