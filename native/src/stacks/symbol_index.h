@@ -101,6 +101,7 @@ class SymbolIndexCache {
   size_t builds_of(const std::string& build_id) const;
 
  private:
+  struct Slot;
   struct State;
   SymbolIndexCache();
   std::shared_ptr<State> state_;
