@@ -583,9 +583,10 @@ struct CoreSessionScope {
 
 }  // namespace
 
-// libdw/libdwfl (elfutils 0.188) are not thread-safe across Dwfl sessions: unwinding two
-// cores at once (triage --jobs 2) cut some stacks short at random (the outermost frames of
-// libc's CFI were lost). One unwind at a time; decoding stays parallel.
+// Cores and callback targets: one unwind at a time. Two cores unwound at once (triage --jobs 2)
+// cut some stacks short at random (libc's CFI lost after its first frame; still seen with
+// elfutils 0.188 on 2026-12-06, 6 of 20 runs, cause not found). Live processes do not take it:
+// each has its own Dwfl, and concurrent live unwinds equal serial ones (stacks_concurrent_test).
 static std::mutex& libdwfl_mutex() {
   static std::mutex mutex;
   return mutex;
