@@ -80,12 +80,13 @@ timed() {  # COMMAND...: prints "WALL CPU" in s (CPU: user + system of the comma
   python3 - "$WORK" "$@" <<'PY'
 import resource, subprocess, sys, time
 work, command = sys.argv[1], sys.argv[2:]
+cpu = lambda: (lambda usage: usage.ru_utime + usage.ru_stime)(resource.getrusage(resource.RUSAGE_CHILDREN))
+before = cpu()  # not 0: what python's start-up waited for (a wrapper's children) is counted here too
 start = time.perf_counter()
 with open(f"{work}/out.txt", "wb") as out, open(f"{work}/err.txt", "wb") as err:
     subprocess.run(command, stdout=out, stderr=err)
 wall = time.perf_counter() - start
-usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-print(f"{wall:.3f} {usage.ru_utime + usage.ru_stime:.3f}")
+print(f"{wall:.3f} {cpu() - before:.3f}")
 PY
 }
 declare -A best  # name -> "WALL CPU" of the run with the best wall
