@@ -35,19 +35,9 @@ constexpr int kRounds = 12;
 class ChainProcess {
  public:
   explicit ChainProcess(int seed) {
-    int pipe_fds[2];
-    BOOST_REQUIRE(pipe(pipe_fds) == 0);
-    pid_ = fork();
-    BOOST_REQUIRE(pid_ >= 0);
-    if (pid_ == 0) {
-      dup2(pipe_fds[1], 1);
-      close(pipe_fds[0]);
-      std::string threads = std::to_string(kThreadsPerProcess), seed_text = std::to_string(seed);
-      execl(kFixture.c_str(), kFixture.c_str(), threads.c_str(), seed_text.c_str(), nullptr);
-      _exit(127);
-    }
-    close(pipe_fds[1]);
-    FILE* output = fdopen(pipe_fds[0], "r");
+    FILE* output = nullptr;
+    pid_ = nsc::testing::spawn_with_stdout({kFixture, std::to_string(kThreadsPerProcess), std::to_string(seed)}, &output);
+    BOOST_REQUIRE(pid_ > 0 && output != nullptr);
     char line[512];
     while (std::fgets(line, sizeof line, output) != nullptr && std::string(line) != "ready\n") {
       std::istringstream words(line);
@@ -57,12 +47,15 @@ class ChainProcess {
       while (words >> word) chains_[tid].push_back(word);
     }
     std::fclose(output);
-    BOOST_REQUIRE_EQUAL(chains_.size(), static_cast<size_t>(kThreadsPerProcess + 1));
+    if (chains_.size() != static_cast<size_t>(kThreadsPerProcess + 1)) {
+      stop();  // the destructor does not run for a constructor that fails
+      BOOST_FAIL("chain_fixture printed " << chains_.size() << " chains");
+    }
     nsc::testing::wait_until_all_threads_sleep(pid_);
   }
-  ~ChainProcess() {
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
+  ~ChainProcess() { stop(); }
+  void stop() {
+    if (pid_ > 0 && kill(pid_, SIGKILL) == 0) waitpid(pid_, nullptr, 0);
   }
   int pid() const { return pid_; }
   const std::map<int, std::vector<std::string>>& chains() const { return chains_; }
