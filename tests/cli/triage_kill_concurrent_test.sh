@@ -39,13 +39,11 @@ tool.wait()
 print(traced)
 PY
 
-clean() {  # clean PID: every thread sleeping ('S') and untraced
-  local task state tracer
-  for task in /proc/"$1"/task/*; do
-    state=$(sed 's/.*) //' "$task/stat" | cut -c1)
-    tracer=$(awk '/^TracerPid:/ {print $2}' "$task/status")
-    [ "$state" = S ] && [ "$tracer" = 0 ] || { echo "  pid $1 thread ${task##*/}: state $state, tracer $tracer"; return 1; }
-  done
+clean() {  # clean PID: every thread sleeping ('S') and untraced (one awk over all its threads)
+  local bad
+  bad=$(awk 'FILENAME ~ /stat$/ { sub(/.*\) /, ""); if (substr($0, 1, 1) != "S") print FILENAME ": state " substr($0, 1, 1) }
+             /^TracerPid:/ && $2 != 0 { print FILENAME ": tracer " $2 }' /proc/"$1"/task/*/stat /proc/"$1"/task/*/status)
+  [ -z "$bad" ] || { head -3 <<< "$bad" | sed 's/^/  /'; false; }
 }
 
 landed=""
