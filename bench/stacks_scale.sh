@@ -2,7 +2,7 @@
 # Live stacks of a node without a GPU (issue 35): PROCS processes (default 8), each with THREADS
 # threads (default 200) parked in pause() below DEPTH frames of a generated shared object of
 # FUNCTIONS symbols (default 10^6, one FDE each: .eh_frame ~28 MB, .symtab ~24 MB), like a JAX
-# rank mapping XLA. Times, on the same processes in the same run, best wall of RUNS (eu-stack:
+# rank mapping XLA. Times (wall, and CPU of that run), on the same processes in the same run, best wall of RUNS (eu-stack:
 # of EU_RUNS, default 1: with 10^6 symbols it takes minutes per process):
 #   eu-stack -p PID (elfutils) of each process in turn,
 #   ncclscope triage --pid P1 ... --pid PN   (every rank's state, stacks, Python, verdict),
@@ -10,7 +10,8 @@
 #   bench/stacks_scale.sh [--procs N] [--threads N] [--depth N] [--functions N] [--runs N]
 #                         [--eu-runs N] [--baseline NCCLSCOPE] [--cache DIR]
 # Each process has RANK/WORLD_SIZE set, so triage takes it as a rank that never loaded NCCL.
-# --baseline times another ncclscope build beside this one (once: the old one takes minutes). The generated module is kept in
+# --baseline times another ncclscope build beside this one, alternating run by run, and compares
+# its state --stacks document with this build's. The generated module is kept in
 # DIR (default /tmp/ncclscope-stacks-scale-FUNCTIONS): generating 10^6 functions takes about a
 # minute of CPU (the assembler's), once. Needs gcc, as, ld, eu-stack (apt-get install elfutils).
 set -euo pipefail
@@ -27,7 +28,7 @@ while [ $# -gt 0 ]; do
     --eu-runs) EU_RUNS=$2; shift 2 ;;
     --baseline) BASE=$2; shift 2 ;;
     --cache) CACHE=$2; shift 2 ;;
-    *) sed -n '2,17p' "$0" >&2; exit 64 ;;
+    *) sed -n '2,16p' "$0" >&2; exit 64 ;;
   esac
 done
 CACHE=${CACHE:-/tmp/ncclscope-stacks-scale-$FUNCTIONS}
@@ -75,31 +76,41 @@ done
 
 PID_ARGS=()
 for pid in "${PIDS[@]}"; do PID_ARGS+=(--pid "$pid"); done
-wall() {  # seconds of wall time of the command; its output in $WORK/out.txt
-  local start end
-  start=$(date +%s.%N)
-  "$@" >"$WORK/out.txt" 2>"$WORK/err.txt" || true
-  end=$(date +%s.%N)
-  python3 -c "print(f'{$end - $start:.3f}')"
+timed() {  # COMMAND...: prints "WALL CPU" in s (CPU: user + system of the command and its children); out in $WORK/{out,err}.txt
+  python3 - "$WORK" "$@" <<'PY'
+import resource, subprocess, sys, time
+work, command = sys.argv[1], sys.argv[2:]
+cpu = lambda: (lambda usage: usage.ru_utime + usage.ru_stime)(resource.getrusage(resource.RUSAGE_CHILDREN))
+before = cpu()  # not 0: what python's start-up waited for (a wrapper's children) is counted here too
+start = time.perf_counter()
+with open(f"{work}/out.txt", "wb") as out, open(f"{work}/err.txt", "wb") as err:
+    subprocess.run(command, stdout=out, stderr=err)
+wall = time.perf_counter() - start
+print(f"{wall:.3f} {cpu() - before:.3f}")
+PY
 }
-eu_stack_all() { for pid in "${PIDS[@]}"; do eu-stack -p "$pid"; done; }
-declare -A best
-record() { best[$1]=$(python3 -c "print(min($2, ${best[$1]:-$2}))"); }
+declare -A best  # name -> "WALL CPU" of the run with the best wall
+record() {  # NAME "WALL CPU"
+  local old=${best[$1]:-}
+  if [ -z "$old" ] || python3 -c "import sys; sys.exit(0 if ${2%% *} < ${old%% *} else 1)"; then best[$1]=$2; fi
+}
+shown() { echo "${best[$1]%% *} s wall, ${best[$1]##* } s CPU"; }
 for run in $(seq "$EU_RUNS"); do
-  record eu_stack "$(wall eu_stack_all)"
+  record eu_stack "$(timed sh -c 'for p; do eu-stack -p "$p"; done' sh "${PIDS[@]}")"
   cp "$WORK/out.txt" "$WORK/eu-stack.txt"
 done
+# Old and new builds alternate run by run on the same processes (a shared machine's load drifts).
 for run in $(seq "$RUNS"); do
-  record triage "$(wall "$NEW" triage "${PID_ARGS[@]}" --json)"
-  cp "$WORK/out.txt" "$WORK/triage.json"
-  cp "$WORK/err.txt" "$WORK/triage.err"
-  record state "$(wall "$NEW" state --pid "${PIDS[0]}" --stacks --json)"
-  cp "$WORK/out.txt" "$WORK/state.json"
-  if [ -n "$BASE" ] && [ "$run" = 1 ]; then
-    record base_triage "$(wall "$BASE" triage "${PID_ARGS[@]}" --json)"
-    record base_state "$(wall "$BASE" state --pid "${PIDS[0]}" --stacks --json)"
+  if [ -n "$BASE" ]; then
+    record base_triage "$(timed "$BASE" triage "${PID_ARGS[@]}" --json)"
+    record base_state "$(timed "$BASE" state --pid "${PIDS[0]}" --stacks --json)"
     cp "$WORK/out.txt" "$WORK/base-state.json"
   fi
+  record triage "$(timed "$NEW" triage "${PID_ARGS[@]}" --json)"
+  cp "$WORK/out.txt" "$WORK/triage.json"
+  cp "$WORK/err.txt" "$WORK/triage.err"
+  record state "$(timed "$NEW" state --pid "${PIDS[0]}" --stacks --json)"
+  cp "$WORK/out.txt" "$WORK/state.json"
 done
 
 # The same frames: every module frame eu-stack names for the first process, ncclscope names too.
@@ -124,14 +135,24 @@ agree = sum(1 for tid, frames in eu.items() for i, f in enumerate(frames)
             if f and re.match(r"c\d+_fn_\d+$", f) and i < len(ours.get(tid, [])) and ours[tid][i] == f)
 print(f"processes: {procs} x {threads + 1} threads, {depth} frames each in a module of {functions} symbols")
 print(f"check: {agree} of {module_frames} module frames eu-stack names for pid {pid} named alike by ncclscope state")
+def all_frames(path):
+    return {t["tid"]: [(f["pc"], f["function"], f.get("module")) for f in t["frames"]] for t in json.load(open(path))["threads"]}
+try:
+    base = all_frames(f"{work}/base-state.json")
+    new = all_frames(f"{work}/state.json")
+    same = sum(1 for tid, frames in new.items() if base.get(tid) == frames)
+    print(f"check: {same} of {len(new)} threads of pid {pid} have the same frames (pc, function, module) in the baseline's state --stacks")
+except FileNotFoundError:
+    pass
 report = json.load(open(f"{work}/triage.json"))
 print(f"triage: verdict {report['verdict']}, {len(report.get('stack_classes', []))} stack classes; "
       + (report.get("headline", {}).get("lines") or [""])[-1])
 PY
-echo "eu-stack -p (each process in turn): ${best[eu_stack]} s wall (best of $EU_RUNS)"
-echo "ncclscope triage --pid x $PROCS: ${best[triage]} s wall (best of $RUNS); ratio eu-stack / triage: $(python3 -c "print(round(${best[eu_stack]} / ${best[triage]}, 2))")"
-echo "ncclscope state --pid --stacks (one process): ${best[state]} s wall (best of $RUNS)"
+eu_wall=${best[eu_stack]%% *} triage_wall=${best[triage]%% *}
+echo "eu-stack -p (each process in turn): $(shown eu_stack) (best of $EU_RUNS)"
+echo "ncclscope triage --pid x $PROCS: $(shown triage) (best of $RUNS); ratio eu-stack / triage: $(python3 -c "print(round($eu_wall / $triage_wall, 2))")"
+echo "ncclscope state --pid --stacks (one process): $(shown state) (best of $RUNS)"
 if [ -n "$BASE" ]; then
-  echo "baseline triage --pid x $PROCS: ${best[base_triage]} s wall; state --stacks: ${best[base_state]} s wall (one run)"
+  echo "baseline triage --pid x $PROCS: $(shown base_triage); state --stacks: $(shown base_state) (best of $RUNS, alternating with the new build)"
 fi
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"

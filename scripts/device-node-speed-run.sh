@@ -13,7 +13,9 @@
 #   timeout 560 bash scripts/device-node-speed-run.sh   (from the repo root, $OUT set; it also
 #   guards itself with TOTAL_S, default 540 s), carrying .device-carry/:
 #     bin/ncclscope (stripped), lib/{libdw.so.1,libelf.so.1}, optional bin/eu-stack (Debian's,
-#     runs on the carried libdw/libelf):  cp /usr/bin/eu-stack .device-carry/bin/
+#     runs on the carried libdw/libelf):  cp /usr/bin/eu-stack .device-carry/bin/, optional
+#     bin/ncclscope-base (an older build, stripped: timed beside bin/ncclscope on torch8 and jax1,
+#     same processes, same call; its row's "vs ncclscope" column is old / new)
 # Env: TORCH_PYTHON (default /opt/torch/.venv/bin/python), JAX_PYTHON, CUPY_PYTHON (default the
 # same), READY_S (120: wait for every rank's HANG_POINT_REACHED), TIMING_S (280: every timing ends
 # by then; a measurement that no longer fits is "not timed"), RUNS (3).
@@ -24,12 +26,16 @@ if [ -z "${NODE_SPEED_INNER:-}" ]; then
 fi
 set -uo pipefail
 : "${OUT:?OUT must name the folder whose files come back}"
-REPO=$(pwd); CARRY=$REPO/.device-carry; NSC=$CARRY/ncclscope-run
-cat > "$NSC" <<SH
+REPO=$(pwd); CARRY=$REPO/.device-carry
+wrap() {  # BINARY: prints the path of a script that runs it on the carried libdw/libelf
+  cat > "$1-run" <<SH
 #!/bin/sh
-LD_LIBRARY_PATH=$CARRY/lib exec $CARRY/bin/ncclscope "\$@"
+LD_LIBRARY_PATH=$CARRY/lib exec $1 "\$@"
 SH
-chmod +x "$NSC" "$CARRY/bin/ncclscope"
+  chmod +x "$1-run" "$1"; echo "$1-run"
+}
+NSC=$(wrap "$CARRY/bin/ncclscope")
+NSC_BASE=; [ -f "$CARRY/bin/ncclscope-base" ] && NSC_BASE=$(wrap "$CARRY/bin/ncclscope-base")
 PY=${TORCH_PYTHON:-/opt/torch/.venv/bin/python}; JAX_PY=${JAX_PYTHON:-$PY}; CUPY_PY=${CUPY_PYTHON:-$PY}
 export NCCL_NVLS_ENABLE=0 NCCL_DEBUG=WARN NCCL_NET=Socket NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 \
        TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 XLA_PYTHON_CLIENT_PREALLOCATE=false MASTER_ADDR=127.0.0.1
@@ -111,13 +117,14 @@ TIMING_END=$((SECONDS + ${TIMING_S:-280}))
 threads_of() { local pid n=0; for pid in $1; do n=$((n + $(ls "/proc/$pid/task" 2>/dev/null | wc -l))); done; echo $n; }
 
 measure() {  # SET TOOL
-  local set=$1 tool=$2 pids=${SET[$1]:-} left limit runs=1 args=() pid
+  local set=$1 tool=$2 pids=${SET[$1]:-} left limit runs=1 args=() pid binary
   [ -n "$pids" ] || return 0
   left=$((TIMING_END - SECONDS))
   if [ "$left" -lt 5 ]; then echo "$set|$tool|not timed: the ${TIMING_S:-280} s timing box is spent" >> "$R/results.txt"; return; fi
   case $tool in
-    ncclscope) for pid in $pids; do args+=(--pid "$pid"); done
-               set -- "$NSC" triage "${args[@]}"; runs=${RUNS:-3}; limit=60 ;;
+    ncclscope|ncclscope-base) for pid in $pids; do args+=(--pid "$pid"); done
+               binary=$NSC; [ "$tool" = ncclscope-base ] && binary=$NSC_BASE
+               set -- "$binary" triage "${args[@]}"; runs=${RUNS:-3}; limit=60 ;;
     eu-stack) [ -n "$EU" ] || { echo "$set|$tool|not installed" >> "$R/results.txt"; return; }
               set -- env LD_LIBRARY_PATH="$EU_LIBS" sh -c 'for p; do "$0" -p "$p"; done' "$EU" $pids; limit=120 ;;
     py-spy) [ -n "$PYSPY" ] || { echo "$set|$tool|not installed" >> "$R/results.txt"; return; }
@@ -133,7 +140,8 @@ measure() {  # SET TOOL
 
 : > "$R/results.txt"
 log "timing (load $(cut -d' ' -f1-3 /proc/loadavg)); sets: ${!SET[*]}"
-for step in "torch8 ncclscope" "jax1 ncclscope" "node ncclscope" "jax2 ncclscope" "cupy2 ncclscope" \
+base_steps=(); [ -n "$NSC_BASE" ] && base_steps=("torch8 ncclscope-base" "jax1 ncclscope-base")
+for step in "torch8 ncclscope" "jax1 ncclscope" "${base_steps[@]}" "node ncclscope" "jax2 ncclscope" "cupy2 ncclscope" \
             "torch8 eu-stack" "jax1 eu-stack" "torch8 py-spy" "jax1 py-spy" "cupy2 eu-stack" "cupy2 py-spy" \
             "node eu-stack" "node py-spy"; do
   measure $step

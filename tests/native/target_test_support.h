@@ -13,6 +13,7 @@
 #include <fstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -25,6 +26,29 @@ inline std::string fixture_path(const std::string& name) {
 }
 
 char process_state(int pid, int tid = 0);
+
+// Starts argv[0] with argv, its stdout a pipe read through *output; its pid, -1 if it could not start.
+inline int spawn_with_stdout(const std::vector<std::string>& argv, FILE** output) {
+  int pipe_fds[2];
+  if (argv.empty() || pipe(pipe_fds) != 0) return -1;
+  int pid = fork();
+  if (pid == 0) {
+    dup2(pipe_fds[1], 1);
+    close(pipe_fds[0]);
+    std::vector<char*> args;
+    for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  close(pipe_fds[1]);
+  if (pid < 0) {
+    close(pipe_fds[0]);
+    return -1;
+  }
+  *output = fdopen(pipe_fds[0], "r");
+  return pid;
+}
 
 // The fixture process: started in the constructor, killed in the destructor.
 class FixtureProcess {

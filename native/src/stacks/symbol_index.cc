@@ -192,9 +192,16 @@ std::optional<SymbolHit> SymbolIndex::lookup(uint64_t link_address) const {
   return SymbolHit{name_of(*label), link_address - label->value};
 }
 
+// One slot per build-id: the first process to need it builds it, others of the same build wait
+// for that build alone (ranks unwinding concurrently), other build-ids are not held up.
+struct SymbolIndexCache::Slot {
+  std::once_flag built;
+  std::shared_ptr<const SymbolIndex> index;
+};
+
 struct SymbolIndexCache::State {
   mutable std::mutex mutex;
-  std::map<std::string, std::shared_ptr<const SymbolIndex>> by_build_id;
+  std::map<std::string, std::shared_ptr<Slot>> by_build_id;
   std::map<std::string, size_t> builds;
 };
 
@@ -210,11 +217,19 @@ std::shared_ptr<const SymbolIndex> SymbolIndexCache::index_for(const std::string
   // this process; another process, or a later request with a sysroot, may find the file.
   GElf_Addr bias = 0;
   if (build_id.empty() || dwfl_module_getelf(module, &bias) == nullptr) return SymbolIndex::build(module);
-  std::lock_guard<std::mutex> lock(state_->mutex);
-  auto found = state_->by_build_id.find(build_id);
-  if (found != state_->by_build_id.end()) return found->second;
-  ++state_->builds[build_id];
-  return state_->by_build_id.emplace(build_id, SymbolIndex::build(module)).first->second;
+  std::shared_ptr<Slot> slot;
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    std::shared_ptr<Slot>& entry = state_->by_build_id[build_id];
+    if (!entry) entry = std::make_shared<Slot>();
+    slot = entry;
+  }
+  std::call_once(slot->built, [&] {
+    slot->index = SymbolIndex::build(module);
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    ++state_->builds[build_id];
+  });
+  return slot->index;
 }
 
 size_t SymbolIndexCache::builds_of(const std::string& build_id) const {

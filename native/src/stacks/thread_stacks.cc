@@ -16,7 +16,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <cxxabi.h>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -114,6 +113,7 @@ struct UnwindSession {
   std::string executable_build_id;  // and the build-id of options.executable's file
   std::vector<char> vdso_image;  // over Target::read: the vDSO's bytes (libdwfl's Elf lives on them)
   std::string read_failure;      // over Target::read: the last stack read that failed, this thread
+  InputFile live_memory;         // live: /proc/PID/mem, opened once, tells a cut walk's reason
   std::optional<std::map<std::string, std::string>> search_files_by_build_id;  // indexed on first need
 
   UnwindSession(const StackOptions& unwind_options, std::vector<std::string>* unwind_warnings, bool live_process = false)
@@ -351,7 +351,7 @@ struct RawFrame {
 
 struct ThreadWalk {
   UnwindSession* session;
-  ThreadStack* stack;
+  ThreadStack* stack;  // valid while this thread is unwound (phase 1)
   std::vector<RawFrame> raw_frames;
   bool truncated = false;
   std::optional<uint64_t> stack_pointer;  // the innermost frame's (x86-64 DWARF register 7, rsp)
@@ -385,17 +385,14 @@ int on_frame(Dwfl_Frame* state, void* arg) {
 // Live: name and state as /proc shows them before we stop the thread.
 void read_live_thread_facts(int pid, ThreadStack* stack) {
   std::string task = "/proc/" + std::to_string(pid) + "/task/" + std::to_string(stack->tid);
-  std::ifstream comm(task + "/comm");
-  if (comm) {
-    std::getline(comm, stack->name);
+  if (std::optional<ThreadStat> stat = thread_stat(pid, stack->tid)) {
+    stack->name = stat->name;
+    stack->state = stat->state;
   }
-  stack->state = thread_state(pid, stack->tid);
   // "34 0x0 ..." in a system call, "-1 ..." blocked outside one, "running".
-  std::ifstream syscall_file(task + "/syscall");
-  std::string first_word;
-  if (syscall_file >> first_word && !first_word.empty() &&
-      std::isdigit(static_cast<unsigned char>(first_word[0])))
-    stack->syscall = std::atoi(first_word.c_str());
+  std::optional<std::string> syscall_text = read_proc_file(task + "/syscall");
+  if (syscall_text && !syscall_text->empty() && std::isdigit(static_cast<unsigned char>((*syscall_text)[0])))
+    stack->syscall = std::atoi(syscall_text->c_str());
 }
 
 bool thread_has_ended(int pid, int tid) {
@@ -406,14 +403,12 @@ bool thread_has_ended(int pid, int tid) {
 // Why the word at `address` of a live process cannot be read, or "" when it can. libdwfl's
 // /proc reader ends a walk quietly when a stack read fails: this tells such a cut from the
 // outermost frame.
-std::string live_read_failure(int pid, uint64_t address) {
-  int fd = open(("/proc/" + std::to_string(pid) + "/mem").c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return "";  // cannot tell: say nothing rather than guess
+// The process's /proc/PID/mem is opened once per unwind (mem_fd).
+std::string live_read_failure(int mem_fd, uint64_t address) {
+  if (mem_fd < 0) return "";  // cannot tell: say nothing rather than guess
   uint64_t word = 0;
-  ssize_t got = pread(fd, &word, sizeof word, static_cast<off_t>(address));
-  int error = errno;
-  close(fd);
-  return got == static_cast<ssize_t>(sizeof word) ? "" : got < 0 ? std::strerror(error) : "short read";
+  ssize_t got = pread(mem_fd, &word, sizeof word, static_cast<off_t>(address));
+  return got == static_cast<ssize_t>(sizeof word) ? "" : got < 0 ? std::strerror(errno) : "short read";
 }
 
 // Live: libdwfl is told the threads are stopped already (it would PTRACE_ATTACH,
@@ -432,7 +427,7 @@ int unwind_stopped_live_thread(int pid, Dwfl_Thread* thread, ThreadWalk* thread_
     int result = dwfl_thread_getframes(thread, on_frame, thread_walk);
     if (result == -1) *error = "dwfl_thread_getframes: " + dwfl_error_text();
     if (result == 0 && thread_walk->stack_pointer) {
-      std::string unreadable = live_read_failure(pid, *thread_walk->stack_pointer);
+      std::string unreadable = live_read_failure(thread_walk->session->live_memory.fd(), *thread_walk->stack_pointer);
       if (!unreadable.empty()) {
         std::ostringstream text;
         text << "stack memory unreadable at its stack pointer 0x" << std::hex << *thread_walk->stack_pointer
@@ -448,11 +443,19 @@ int unwind_stopped_live_thread(int pid, Dwfl_Thread* thread, ThreadWalk* thread_
   }
 }
 
+// One thread as unwound, before symbolization.
+struct UnwoundThread {
+  ThreadWalk walk{};
+  int result = 0;
+  std::string getframes_error;
+};
+
 struct ProcessWalk {
   UnwindSession* session;
   Dwfl* dwfl;
   int pid;
   std::vector<ThreadStack>* threads;
+  std::vector<UnwoundThread> unwound;  // one per entry of *threads
   size_t threads_left_out = 0;
 };
 
@@ -467,6 +470,9 @@ std::string getframes_failure(UnwindSession* session, int tid) {
   return "dwfl_thread_getframes: " + dwfl_error_text();
 }
 
+// Phase 1, per thread under dwfl_getthreads: its facts and raw frames (a live thread is stopped
+// only for this). Symbols wait for phase 2, so a module's symbol index, built once per run
+// while other ranks wait for it, never holds up this process's stops.
 int on_thread(Dwfl_Thread* thread, void* arg) {
   auto* walk = static_cast<ProcessWalk*>(arg);
   try {
@@ -486,57 +492,65 @@ int on_thread(Dwfl_Thread* thread, void* arg) {
         stack->syscall = syscall_of(noted->second).value_or(-1);
       }
     }
-    ThreadWalk thread_walk{walk->session, stack, {}, false, std::nullopt};
-    int result = 0;
-    std::string getframes_error;
+    UnwoundThread& unwound = walk->unwound.emplace_back();
+    unwound.walk = ThreadWalk{walk->session, stack, {}, false, std::nullopt};
     if (walk->session->live) {
-      result = unwind_stopped_live_thread(walk->pid, thread, &thread_walk, &getframes_error);
+      unwound.result = unwind_stopped_live_thread(walk->pid, thread, &unwound.walk, &unwound.getframes_error);
     } else {
       walk->session->read_failure.clear();
-      result = dwfl_thread_getframes(thread, on_frame, &thread_walk);
+      unwound.result = dwfl_thread_getframes(thread, on_frame, &unwound.walk);
       // libdwfl ends a walk quietly when a stack read fails in its fallback unwinder: that is
       // a cut, not the outermost frame (Target::read reads only; libdwfl's core reader: never set).
-      if (result == 0 && !walk->session->read_failure.empty()) result = -1;
-      if (result == -1) getframes_error = getframes_failure(walk->session, stack->tid);
+      if (unwound.result == 0 && !walk->session->read_failure.empty()) unwound.result = -1;
+      if (unwound.result == -1) unwound.getframes_error = getframes_failure(walk->session, stack->tid);
     }
-    for (const RawFrame& raw : thread_walk.raw_frames)
-      stack->frames.push_back(symbolize(walk->session, walk->dwfl, raw.pc, raw.is_activation));
-    std::string cut_reason;
-    size_t real = real_frame_count(walk->dwfl, stack->frames, &cut_reason);
-    if (real < stack->frames.size()) {
-      stack->frames.resize(real);
-      stack->error = cut_reason;
-      thread_walk.truncated = false;
-      result = 0;
-    }
-    if (thread_walk.truncated) {
-      stack->error = "stopped after " + std::to_string(stack->frames.size()) +
-                     " frames (max_frames)";
-    } else if (result == -1 && stack->error.empty()) {
-      // Say where it stopped: usually a module without its file (no CFI there).
-      stack->error = getframes_error;
-      if (!stack->frames.empty()) {
-        const StackFrame& last = stack->frames.back();
-        stack->error += " (after frame #" + std::to_string(stack->frames.size() - 1) + " in " +
-                        (last.module.empty() ? std::string("unmapped code") : last.module) + ")";
-      }
-    }
-    if (walk->session->live && stack->frames.empty() && thread_has_ended(walk->pid, stack->tid)) {
-      walk->threads->pop_back();  // ended between the listing and the attach: not part of the state
-      return DWARF_CB_OK;
-    }
-    stack->blocked_in = classify_thread_blocked_in(*stack);
     return DWARF_CB_OK;
   } catch (...) {
     return DWARF_CB_ABORT;
   }
 }
 
+// Phase 2: symbols, the cut reason, what the thread is blocked in. False for a live thread
+// that ended between the listing and the attach (not part of the state).
+bool finish_thread(ProcessWalk* walk, UnwoundThread* unwound, ThreadStack* stack) {
+  ThreadWalk& thread_walk = unwound->walk;
+  int result = unwound->result;
+  for (const RawFrame& raw : thread_walk.raw_frames)
+    stack->frames.push_back(symbolize(walk->session, walk->dwfl, raw.pc, raw.is_activation));
+  std::string cut_reason;
+  size_t real = real_frame_count(walk->dwfl, stack->frames, &cut_reason);
+  if (real < stack->frames.size()) {
+    stack->frames.resize(real);
+    stack->error = cut_reason;
+    thread_walk.truncated = false;
+    result = 0;
+  }
+  if (thread_walk.truncated) {
+    stack->error = "stopped after " + std::to_string(stack->frames.size()) + " frames (max_frames)";
+  } else if (result == -1 && stack->error.empty()) {
+    // Say where it stopped: usually a module without its file (no CFI there).
+    stack->error = unwound->getframes_error;
+    if (!stack->frames.empty()) {
+      const StackFrame& last = stack->frames.back();
+      stack->error += " (after frame #" + std::to_string(stack->frames.size() - 1) + " in " +
+                      (last.module.empty() ? std::string("unmapped code") : last.module) + ")";
+    }
+  }
+  if (walk->session->live && stack->frames.empty() && thread_has_ended(walk->pid, stack->tid)) return false;
+  stack->blocked_in = classify_thread_blocked_in(*stack);
+  return true;
+}
+
 void walk_threads(UnwindSession* session, Dwfl* dwfl, int pid, const std::string& subject,
                   std::vector<ThreadStack>* threads) {
-  ProcessWalk walk{session, dwfl, pid, threads};
+  ProcessWalk walk{session, dwfl, pid, threads, {}};
   if (dwfl_getthreads(dwfl, on_thread, &walk) == -1)
     warn(session, "stacks " + subject + ": dwfl_getthreads: " + dwfl_error_text());
+  std::vector<ThreadStack> finished;
+  finished.reserve(threads->size());
+  for (size_t i = 0; i < walk.unwound.size(); ++i)
+    if (finish_thread(&walk, &walk.unwound[i], &(*threads)[i])) finished.push_back(std::move((*threads)[i]));
+  threads->swap(finished);
   if (walk.threads_left_out > 0)
     warn(session, "stacks " + subject + ": " + std::to_string(walk.threads_left_out) +
                       " threads left out (max_threads " +
@@ -569,9 +583,10 @@ struct CoreSessionScope {
 
 }  // namespace
 
-// libdw/libdwfl (elfutils 0.188) are not thread-safe across Dwfl sessions: unwinding two
-// cores at once (triage --jobs 2) cut some stacks short at random (the outermost frames of
-// libc's CFI were lost). One unwind at a time; decoding stays parallel.
+// Cores and callback targets: one unwind at a time. Two cores unwound at once (triage --jobs 2)
+// cut some stacks short at random (libc's CFI lost after its first frame; still seen with
+// elfutils 0.188 on 2026-12-06, 6 of 20 runs, cause not found). Live processes do not take it:
+// each has its own Dwfl, and concurrent live unwinds equal serial ones (stacks_concurrent_test).
 static std::mutex& libdwfl_mutex() {
   static std::mutex mutex;
   return mutex;
@@ -835,7 +850,6 @@ std::vector<ThreadStack> unwind_core_threads(const std::string& core_path,
 
 std::vector<ThreadStack> unwind_live_threads(int pid, const StackOptions& options,
                                              std::vector<std::string>* warnings) {
-  std::lock_guard<std::mutex> one_unwind_at_a_time(libdwfl_mutex());
   std::vector<ThreadStack> threads;
   UnwindSession session(options, warnings, /*live_process=*/true);
   const std::string subject = "pid " + std::to_string(pid);
@@ -858,6 +872,7 @@ std::vector<ThreadStack> unwind_live_threads(int pid, const StackOptions& option
                        (attach_error > 0 ? std::strerror(attach_error) : dwfl_error_text()));
     return threads;
   }
+  session.live_memory = try_open_regular_file("/proc/" + std::to_string(pid) + "/mem", nullptr);
   walk_threads(&session, dwfl.get(), pid, subject, &threads);
   return threads;
 }

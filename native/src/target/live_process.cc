@@ -217,11 +217,10 @@ ThreadInfo LiveProcess::thread_info(int tid) const {
   std::string task = "/proc/" + std::to_string(pid_) + "/task/" + std::to_string(tid);
   ThreadInfo thread;
   thread.tid = tid;
-  if (auto comm = read_proc_file(task + "/comm")) {
-    thread.name = *comm;
-    if (!thread.name.empty() && thread.name.back() == '\n') thread.name.pop_back();
+  if (std::optional<ThreadStat> stat = thread_stat(pid_, tid)) {
+    thread.name = stat->name;
+    thread.state = stat->state;
   }
-  thread.state = thread_state(pid_, tid);
   if (freezer_ && freezer_->is_stopped(tid)) thread.prstatus = prstatus_of_stopped_thread(tid);
   if (thread.prstatus.empty()) thread.syscall_stack_pointer = syscall_stack_pointer(task);
   return thread;

@@ -87,11 +87,21 @@ std::string task_file(int pid, int tid, const char* name) {
 }
 }  // namespace
 
-char thread_state(int pid, int tid) {
+std::optional<ThreadStat> thread_stat(int pid, int tid) {
   std::optional<std::string> stat = read_proc_file(task_file(pid, tid, "stat"));
-  if (!stat) return '?';
+  if (!stat) return std::nullopt;
+  size_t open = stat->find('(');
   size_t close = stat->rfind(')');  // "tid (comm) S ...": comm may hold ')' itself
-  return close != std::string::npos && close + 2 < stat->size() ? (*stat)[close + 2] : '?';
+  if (open == std::string::npos || close == std::string::npos || close < open) return std::nullopt;
+  ThreadStat thread;
+  thread.name = stat->substr(open + 1, close - open - 1);
+  if (close + 2 < stat->size()) thread.state = (*stat)[close + 2];
+  return thread;
+}
+
+char thread_state(int pid, int tid) {
+  std::optional<ThreadStat> stat = thread_stat(pid, tid);
+  return stat ? stat->state : '?';
 }
 
 std::string thread_wait_channel(int pid, int tid) {

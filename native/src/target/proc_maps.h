@@ -25,7 +25,15 @@ std::vector<int> list_thread_ids(int pid);
 // Whole small /proc file, or nullopt (errno set).
 std::optional<std::string> read_proc_file(const std::string& path);
 
-// A thread's state letter from /proc/PID/task/TID/stat ('S', 'D', 't', ...), '?' when unreadable.
+// A thread's name and state letter ('S', 'D', 't', ...) from one read of /proc/PID/task/TID/stat
+// (its name is the comm file's); nullopt when unreadable.
+struct ThreadStat {
+  std::string name;
+  char state = '?';
+};
+std::optional<ThreadStat> thread_stat(int pid, int tid);
+
+// thread_stat's state letter, '?' when unreadable.
 char thread_state(int pid, int tid);
 
 // The kernel function a sleeping thread waits in (/proc/PID/task/TID/wchan), "" when unknown.

@@ -89,8 +89,12 @@ long status_field(int pid, const std::string& field) {
 // the kernel lets it go: seized, it would cost 2 s waiting for the stop and 2 s more to detach.
 // Waits up to 100 ms for it to leave that sleep; "" when it did, else the reason it is left alone.
 std::string persistent_kernel_sleep(int pid, int tid) {
-  for (int poll = 0; poll < 20 && thread_state(pid, tid) == 'D'; ++poll) usleep(5000);
-  if (thread_state(pid, tid) != 'D') return "";
+  char state = thread_state(pid, tid);
+  for (int poll = 0; poll < 20 && state == 'D'; ++poll) {
+    usleep(5000);
+    state = thread_state(pid, tid);
+  }
+  if (state != 'D') return "";
   std::string channel = thread_wait_channel(pid, tid);
   return "in uninterruptible sleep in the kernel" + (channel.empty() ? "" : " (" + channel + ")") +
          " for over 100 ms: not stopped";
