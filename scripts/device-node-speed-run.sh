@@ -18,7 +18,9 @@
 #     same processes, same call; its row's "vs ncclscope" column is old / new)
 # Env: TORCH_PYTHON (default /opt/torch/.venv/bin/python), JAX_PYTHON, CUPY_PYTHON (default the
 # same), READY_S (120: wait for every rank's HANG_POINT_REACHED), TIMING_S (280: every timing ends
-# by then; a measurement that no longer fits is "not timed"), RUNS (3).
+# by then; a measurement that no longer fits is "not timed"), RUNS (3), CORES (1: then the torch
+# ranks and the waiting JAX process get SIGABRT and their cores are timed the same way, within
+# CORE_TIMING_S, 150).
 # Out ($OUT, 2 files): node-speed.md (the table, machine, load) and node-speed.tar.xz (rank logs,
 # each set's first triage text, raw timings). Every process it started is killed at exit (trap).
 if [ -z "${NODE_SPEED_INNER:-}" ]; then
@@ -50,7 +52,8 @@ trap 'exit 124' TERM INT
 declare -A GROUP_PIDS  # group -> "pid pid ..." in rank order
 start_rank() {  # GROUP RANK LOG PYTHON ARGS... (env set by the caller)
   local group=$1 rank=$2 logfile=$3; shift 3
-  "$@" > "$logfile" 2>&1 &
+  # Core-ready (the core phase below): ulimit -c, coredump_filter 0x33; exec keeps the pid.
+  bash -c 'ulimit -c unlimited; echo 0x33 > /proc/self/coredump_filter; exec "$@"' _ "$@" > "$logfile" 2>&1 &
   ALL_PIDS+=($!); GROUP_PIDS[$group]="${GROUP_PIDS[$group]:-} $!"
 }
 start_torch() {
@@ -146,11 +149,58 @@ for step in "torch8 ncclscope" "jax1 ncclscope" "${base_steps[@]}" "node ncclsco
             "node eu-stack" "node py-spy"; do
   measure $step
 done
-for set in torch8 jax1 cupy2; do [ -f "$R/ncclscope-$set.txt" ] && { echo "== triage of $set:"; head -3 "$R/ncclscope-$set.txt"; }; done
+# Cores the same (issue 35 item 1): the torch ranks and the waiting JAX process get SIGABRT
+# (started with ulimit -c unlimited, coredump_filter 0x33); `ncclscope triage` of the 8 torch
+# cores and of the JAX core, best of RUNS, beside `eu-stack --core` of each in turn.
+core_phase() {
+  [ "${CORES:-1}" = 1 ] || return 0
+  local set pid core cores=() deadline
+  mkdir -p /tmp/cores; echo '/tmp/cores/core.%p' > /proc/sys/kernel/core_pattern
+  for set in torch8 jax1; do for pid in ${SET[$set]:-}; do kill -ABRT "$pid" 2>/dev/null; done; done
+  deadline=$((SECONDS + ${CORE_WAIT_S:-90}))
+  for set in torch8 jax1; do
+    for pid in ${SET[$set]:-}; do
+      while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.5; done
+    done
+  done
+  log "cores: $(ls -l /tmp/cores | awk 'NR > 1 {printf "%s %d MB; ", $NF, $5 / 1048576}')"
+  for set in torch8 jax1; do
+    cores=(); for pid in ${SET[$set]:-}; do [ -f "/tmp/cores/core.$pid" ] && cores+=("/tmp/cores/core.$pid"); done
+    [ ${#cores[@]} -gt 0 ] || continue
+    CORE_SET[$set-cores]="${cores[*]}"
+  done
+  TIMING_END=$((SECONDS + ${CORE_TIMING_S:-150}))
+  for step in "torch8-cores ncclscope" "jax1-cores ncclscope" "torch8-cores eu-stack" "jax1-cores eu-stack"; do
+    measure_cores $step
+  done
+}
+
+measure_cores() {  # SET TOOL
+  local set=$1 tool=$2 cores=${CORE_SET[$1]:-} left limit runs=1 timing
+  [ -n "$cores" ] || return 0
+  left=$((TIMING_END - SECONDS))
+  if [ "$left" -lt 5 ]; then echo "$set|$tool|not timed: the core timing box is spent" >> "$R/results.txt"; return; fi
+  case $tool in
+    ncclscope) set -- "$NSC" triage $cores --exe "$PY_EXE"; runs=${RUNS:-3}; limit=60 ;;
+    eu-stack) [ -n "$EU" ] || { echo "$set|$tool|not installed" >> "$R/results.txt"; return; }
+              set -- env LD_LIBRARY_PATH="$EU_LIBS" sh -c 'exe=$1; shift; for c; do "$0" --core="$c" -e "$exe"; done' "$EU" "$PY_EXE" $cores
+              limit=120 ;;
+  esac
+  [ "$limit" -gt "$left" ] && limit=$left
+  timing=$(python3 "$REPO/scripts/time_best.py" --runs "$runs" --timeout "$limit" --stop-after 20 \
+    --out "$R/$tool-$set.txt" -- "$@")
+  echo "$set|$tool|$(wc -w <<< "$cores")|cores|$(cut -d' ' -f1 /proc/loadavg)|$timing" >> "$R/results.txt"
+  log "$tool $set: $timing"
+}
+declare -A CORE_SET=([none]="")
+PY_EXE=$(readlink -f "$PY")
+core_phase
+
+for set in torch8 jax1 cupy2 torch8-cores jax1-cores; do [ -f "$R/ncclscope-$set.txt" ] && { echo "== triage of $set:"; head -3 "$R/ncclscope-$set.txt"; }; done
 
 python3 - "$R/results.txt" "$R/machine.txt" > "$OUT/node-speed.md" <<'PY'
 import json, sys
-goals = {"torch8": 0.5, "jax1": 0.3}
+goals = {"torch8": 0.5, "jax1": 0.3, "torch8-cores": 0.5, "jax1-cores": 0.3}
 rows, best = [], {}
 for line in open(sys.argv[1]):
     parts = line.rstrip("\n").split("|")
