@@ -20,7 +20,9 @@
 # same), READY_S (120: wait for every rank's HANG_POINT_REACHED), TIMING_S (280: every timing ends
 # by then; a measurement that no longer fits is "not timed"), RUNS (3), CORES (1: then the torch
 # ranks and the waiting JAX process get SIGABRT and their cores are timed the same way, within
-# CORE_TIMING_S, 150).
+# CORE_TIMING_S, 150), STEPS ("torch8 ncclscope;jax1 ncclscope": only these measurements),
+# TIMINGS (1: each set also run with NCCLSCOPE_TIMINGS=1, its phases per rank in timings-*.txt,
+# and under perf when the machine has it).
 # Out ($OUT, 2 files): node-speed.md (the table, machine, load) and node-speed.tar.xz (rank logs,
 # each set's first triage text, raw timings). Every process it started is killed at exit (trap).
 if [ -z "${NODE_SPEED_INNER:-}" ]; then
@@ -144,11 +146,36 @@ measure() {  # SET TOOL
 : > "$R/results.txt"
 log "timing (load $(cut -d' ' -f1-3 /proc/loadavg)); sets: ${!SET[*]}"
 base_steps=(); [ -n "$NSC_BASE" ] && base_steps=("torch8 ncclscope-base" "jax1 ncclscope-base")
-for step in "torch8 ncclscope" "jax1 ncclscope" "${base_steps[@]}" "node ncclscope" "jax2 ncclscope" "cupy2 ncclscope" \
-            "torch8 eu-stack" "jax1 eu-stack" "torch8 py-spy" "jax1 py-spy" "cupy2 eu-stack" "cupy2 py-spy" \
-            "node eu-stack" "node py-spy"; do
+steps=("torch8 ncclscope" "jax1 ncclscope" "${base_steps[@]}" "node ncclscope" "jax2 ncclscope" "cupy2 ncclscope"
+       "torch8 eu-stack" "jax1 eu-stack" "torch8 py-spy" "jax1 py-spy" "cupy2 eu-stack" "cupy2 py-spy"
+       "node eu-stack" "node py-spy")
+[ -n "${STEPS:-}" ] && IFS=';' read -ra steps <<< "$STEPS"
+for step in "${steps[@]}"; do
   measure $step
 done
+# Where the time goes (TIMINGS=1): each phase of each rank, NCCLSCOPE_TIMINGS=1 on stderr.
+phase_timings() {  # SET [ARGS...]: inputs are the set's pids, or its cores when SET ends in -cores
+  local set=$1 args=() input; shift
+  if [[ $set == *-cores ]]; then for input in ${CORE_SET[$set]:-}; do args+=("$input"); done; args+=(--exe "$PY_EXE")
+  else for input in ${SET[$set]:-}; do args+=(--pid "$input"); done; fi
+  [ ${#args[@]} -gt 0 ] || return 0
+  local n tag=$set${1:+-$(echo "$*" | tr -c 'a-z0-9' -)}
+  for n in 1 2; do
+    { TIMEFORMAT="wall %R s user %U s sys %S s"; time NCCLSCOPE_TIMINGS=1 "$NSC" triage "${args[@]}" "$@" \
+      > /dev/null 2> "$R/timings-$tag-$n.txt"; } 2>> "$R/timings-$tag-$n.txt"
+    log "timings $tag run $n: $(tail -1 "$R/timings-$tag-$n.txt")"
+  done
+}
+if [ "${TIMINGS:-0}" = 1 ]; then
+  log "startup: $( { TIMEFORMAT='%R s'; time "$NSC" triage --help > /dev/null; } 2>&1 | tail -1) (triage --help, with its re-exec)"
+  phase_timings torch8; phase_timings torch8 --jobs 1; phase_timings jax1
+  if command -v perf > /dev/null && [ -n "${SET[torch8]:-}" ]; then
+    perf_args=(); for pid in ${SET[torch8]}; do perf_args+=(--pid "$pid"); done
+    perf record -g -o "$R/perf-torch8.data" "$NSC" triage "${perf_args[@]}" > /dev/null 2>&1 &&
+      perf report -i "$R/perf-torch8.data" --no-children --stdio 2>/dev/null | head -200 > "$R/perf-torch8.txt"
+    rm -f "$R/perf-torch8.data"
+  else log "perf: not installed"; fi
+fi
 # Cores the same (issue 35 item 1): the torch ranks and the waiting JAX process get SIGABRT
 # (started with ulimit -c unlimited, coredump_filter 0x33); `ncclscope triage` of the 8 torch
 # cores and of the JAX core, best of RUNS, beside `eu-stack --core` of each in turn.
@@ -195,6 +222,7 @@ measure_cores() {  # SET TOOL
 declare -A CORE_SET=([none]="")
 PY_EXE=$(readlink -f "$PY")
 core_phase
+if [ "${TIMINGS:-0}" = 1 ]; then phase_timings torch8-cores; phase_timings jax1-cores; fi
 
 for set in torch8 jax1 cupy2 torch8-cores jax1-cores; do [ -f "$R/ncclscope-$set.txt" ] && { echo "== triage of $set:"; head -3 "$R/ncclscope-$set.txt"; }; done
 

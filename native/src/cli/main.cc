@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "util/phase_times.h"
 
 namespace {
 
@@ -59,10 +60,16 @@ int main(int argc, char** argv) {
     std::printf("ncclscope %s\n", NCCLSCOPE_VERSION);
     return nsc::cli::kExitOk;
   }
-  if (command == "state") return nsc::cli::run_state_command(args);
+  if (command == "state") {
+    int exit_code = nsc::cli::run_state_command(args);
+    nsc::print_phase_times(stderr);
+    return exit_code;
+  }
   if (command == "triage") {
     exec_with_huge_page_heap(argv);
-    return nsc::cli::run_triage_command(args);
+    int exit_code = nsc::cli::run_triage_command(args);
+    nsc::print_phase_times(stderr);
+    return exit_code;
   }
   if (command == "layout") return nsc::cli::run_layout_command(args);
   if (command == "slice") return nsc::cli::run_slice_command(args);

@@ -20,6 +20,7 @@
 #include "triage/triage.h"
 #include "util/errors.h"
 #include "util/input_file.h"
+#include "util/phase_times.h"
 #include "util/strings.h"
 
 extern char** environ;
@@ -219,7 +220,11 @@ int run_triage_command(const std::vector<std::string>& args) {
   exit_report = new nlohmann::json;
   nlohmann::json& report = *exit_report;
   try {
-    triage::LoadedInputs loaded = triage::load_triage_inputs(parsed.load);
+    triage::LoadedInputs loaded = [&] {
+      PhaseTimer timer("triage.load");
+      return triage::load_triage_inputs(parsed.load);
+    }();
+    PhaseTimer timer("triage.analysis");
     report = triage_processes(std::move(loaded.processes), loaded.failures, options, std::move(loaded.kernel_views),
                               std::move(loaded.numerics_views));
   } catch (const std::exception& error) {
@@ -237,8 +242,11 @@ int run_triage_command(const std::vector<std::string>& args) {
       for (const auto& warning : report["kernel_views"]["warnings"])
         std::fprintf(stderr, "ncclscope triage: warning: %s\n", escape_for_terminal(warning.get<std::string>()).c_str());
   }
-  if (parsed.json) print_json(report);
-  else if (!error_verdict) std::cout << render_triage_text(report);
+  {
+    PhaseTimer timer("triage.output");
+    if (parsed.json) print_json(report);
+    else if (!error_verdict) std::cout << render_triage_text(report);
+  }
   if (!error_verdict && (!parsed.dot_path.empty() || !parsed.svg_path.empty())) {
     std::string dot = render_triage_dot(report, options);
     if (!parsed.dot_path.empty()) write_text_file(parsed.dot_path, dot);

@@ -32,6 +32,7 @@
 #include "target/live_process.h"
 #include "util/errors.h"
 #include "util/json_access.h"
+#include "util/phase_times.h"
 #include "util/schemas.h"
 #include "util/strings.h"
 
@@ -504,9 +505,14 @@ RecorderSearch recorder_search(const StateRequest& request, const LibrarySearch&
 void add_torch(Target& target, const PythonStacks& python, const StateRequest& request, const LibrarySearch& library,
                json* document, json* errors) {
   RecorderSearch search = recorder_search(request, library);
+  PhaseTimer recorder_timer("torch.flight_recorder");
   FlightRecorderState recorder = read_flight_recorder(target, python, search);
+  recorder_timer.stop();
   if (!recorder.library_mapped) return;
+  PhaseTimer json_timer("torch.recorder_json");
   json torch = flight_recorder_json(recorder);
+  json_timer.stop();
+  PhaseTimer liveness_timer("torch.liveness");
   if (std::optional<TorchLiveness> liveness = read_torch_liveness(target, search)) {
     torch["liveness"] = torch_liveness_json(*liveness);
     for (const std::string& error : liveness->errors)
@@ -520,6 +526,7 @@ void add_torch(Target& target, const PythonStacks& python, const StateRequest& r
     std::optional<int64_t> rank;
     const json& launcher = (*document)["launcher"];
     if (launcher.is_object() && launcher.value("rank", json()).is_number_integer()) rank = launcher["rank"].get<int64_t>();
+    PhaseTimer groups_timer("torch.process_groups");
     torch["process_groups"] = join_process_groups(recorder, (*document)["communicators"], rank);
   }
   (*document)["torch"] = torch;
@@ -541,10 +548,33 @@ void add_fatal_signal(Target& target, const LibrarySearch& search, json* documen
 
 }  // namespace
 
+// What every document holds, NCCL or not: PyTorch's state, host threads, Python stacks and a
+// fatal signal. Python stacks are read before any unwinding, while a --freeze still holds.
+void add_process_sections(Target& target, const StateRequest& request, const LibrarySearch& search, json* document,
+                          json* errors, json warnings) {
+  PythonStacks python;
+  {
+    PhaseTimer timer("state.python");
+    python = read_python_stacks(target, python_search(request, search));
+  }
+  {
+    PhaseTimer timer("state.torch");
+    add_torch(target, python, request, search, document, errors);
+  }
+  {
+    PhaseTimer timer("state.threads");
+    add_threads(target, request, document, std::move(warnings));
+  }
+  add_python(python, document, errors);
+  PhaseTimer timer("state.fatal_signal");
+  add_fatal_signal(target, search, document);
+}
+
 json build_state_document(const StateRequest& request) {
   std::unique_ptr<Target> owned;
   Target* target = request.target;
   if (target == nullptr) {
+    PhaseTimer timer("state.open_target");
     owned = open_target(request);
     target = owned.get();
   }
@@ -552,7 +582,10 @@ json build_state_document(const StateRequest& request) {
                    {"tool", {{"name", "ncclscope"}, {"version", NCCLSCOPE_VERSION}}},
                    {"target", target_json(*target, request)}};
   // Before libnccl is looked for: a start-up hang has no NCCL yet, and still a rank.
-  document["launcher"] = launcher_json(read_launcher_environment(*target));
+  {
+    PhaseTimer timer("state.launcher");
+    document["launcher"] = launcher_json(read_launcher_environment(*target));
+  }
   json errors = json::array();
   for (const std::string& warning : target->warnings())
     errors.push_back({{"kind", "target"}, {"subject", target->describe()}, {"reason", warning}});
@@ -564,6 +597,7 @@ json build_state_document(const StateRequest& request) {
   search.mismatch_leaves_no_file = true;  // a profile with the target's build-id still decodes
   std::vector<NcclLibrary> libraries;
   try {
+    PhaseTimer timer("state.nccl_libraries");
     libraries = load_nccl_libraries(*target, request, search);
   } catch (const NoNcclLibrary& error) {
     // Still a document: a rank that never loaded NCCL (a start-up hang) has a launcher rank
@@ -574,16 +608,15 @@ json build_state_document(const StateRequest& request) {
     document["discovery"] = nullptr;
     document["communicators"] = json::array();
     document["recorder"] = nullptr;
-    PythonStacks python = read_python_stacks(*target, python_search(request, search));
-    add_torch(*target, python, request, search, &document, &errors);
-    add_threads(*target, request, &document);
-    add_python(python, &document, &errors);
-    add_fatal_signal(*target, search, &document);
+    add_process_sections(*target, request, search, &document, &errors, json::array());
     document["errors"] = errors;
     return document;
   }
-  discover_in_libraries(*target, request, &libraries);
-  refuse_what_cannot_decode(&libraries);
+  {
+    PhaseTimer timer("state.nccl_discovery");
+    discover_in_libraries(*target, request, &libraries);
+    refuse_what_cannot_decode(&libraries);
+  }
 
   // The single-library fields describe the primary library; nccl.libraries lists them all.
   const NcclLibrary& primary = primary_library(libraries);
@@ -595,18 +628,17 @@ json build_state_document(const StateRequest& request) {
   json warnings = json::array();
   report_library_problems(libraries, &errors, &warnings);
   report_unmatched_candidates(libraries, &errors);
-  document["communicators"] = decode_all_communicators(*target, request, libraries, &errors);
-  RecorderDecodeOptions recorder_options;
-  recorder_options.include_records = request.recorder_records;
-  document["recorder"] = decode_recorder(*target, &errors, recorder_options);  // flight recorder rings, when loaded
-
-  // Python stacks are read before any unwinding, while a --freeze still holds.
-  PythonStacks python = read_python_stacks(*target, python_search(request, search));
-  add_torch(*target, python, request, search, &document, &errors);
-
-  add_threads(*target, request, &document, std::move(warnings));
-  add_python(python, &document, &errors);
-  add_fatal_signal(*target, search, &document);
+  {
+    PhaseTimer timer("state.nccl_decode");
+    document["communicators"] = decode_all_communicators(*target, request, libraries, &errors);
+  }
+  {
+    PhaseTimer timer("state.recorder");
+    RecorderDecodeOptions recorder_options;
+    recorder_options.include_records = request.recorder_records;
+    document["recorder"] = decode_recorder(*target, &errors, recorder_options);  // flight recorder rings, when loaded
+  }
+  add_process_sections(*target, request, search, &document, &errors, std::move(warnings));
   document["errors"] = errors;
   return document;
 }

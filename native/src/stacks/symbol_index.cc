@@ -7,6 +7,8 @@
 #include <map>
 #include <mutex>
 
+#include "util/phase_times.h"
+
 namespace nsc {
 namespace {
 
@@ -225,6 +227,9 @@ std::shared_ptr<const SymbolIndex> SymbolIndexCache::index_for(const std::string
     slot = entry;
   }
   std::call_once(slot->built, [&] {
+    const char* name = dwfl_module_info(module, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
+    PhaseSubject subject(name != nullptr ? name : build_id);
+    PhaseTimer timer("stacks.index_build");
     slot->index = SymbolIndex::build(module);
     std::lock_guard<std::mutex> lock(state_->mutex);
     ++state_->builds[build_id];

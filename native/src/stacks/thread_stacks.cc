@@ -30,6 +30,7 @@
 #include "target/ptrace_freezer.h"
 #include "util/errors.h"
 #include "util/input_file.h"
+#include "util/phase_times.h"
 #include "util/strings.h"
 
 namespace nsc {
@@ -274,7 +275,10 @@ const std::string& module_label(UnwindSession* session, Dwfl_Module* module) {
 const SymbolIndex& symbol_index(UnwindSession* session, Dwfl_Module* module) {
   auto cached = session->symbol_indexes.find(module);
   if (cached != session->symbol_indexes.end()) return *cached->second;
-  std::shared_ptr<const SymbolIndex> index = SymbolIndexCache::run_wide().index_for(module_build_id(module), module);
+  std::shared_ptr<const SymbolIndex> index = [&] {
+    PhaseTimer timer("stacks.symbol_index");  // includes waiting for another rank's build of it
+    return SymbolIndexCache::run_wide().index_for(module_build_id(module), module);
+  }();
   const char* name = dwfl_module_info(module, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
   std::string shown = basename_of(name != nullptr ? name : "");
   if (!index->refused().empty())
@@ -544,8 +548,12 @@ bool finish_thread(ProcessWalk* walk, UnwoundThread* unwound, ThreadStack* stack
 void walk_threads(UnwindSession* session, Dwfl* dwfl, int pid, const std::string& subject,
                   std::vector<ThreadStack>* threads) {
   ProcessWalk walk{session, dwfl, pid, threads, {}};
-  if (dwfl_getthreads(dwfl, on_thread, &walk) == -1)
-    warn(session, "stacks " + subject + ": dwfl_getthreads: " + dwfl_error_text());
+  {
+    PhaseTimer timer("stacks.unwind");
+    if (dwfl_getthreads(dwfl, on_thread, &walk) == -1)
+      warn(session, "stacks " + subject + ": dwfl_getthreads: " + dwfl_error_text());
+  }
+  PhaseTimer timer("stacks.symbolize");
   std::vector<ThreadStack> finished;
   finished.reserve(threads->size());
   for (size_t i = 0; i < walk.unwound.size(); ++i)
@@ -854,6 +862,7 @@ std::vector<ThreadStack> unwind_live_threads(int pid, const StackOptions& option
   UnwindSession session(options, warnings, /*live_process=*/true);
   const std::string subject = "pid " + std::to_string(pid);
   elf_version(EV_CURRENT);
+  PhaseTimer attach_timer("stacks.attach");
   DwflPtr dwfl(dwfl_begin(&kLiveCallbacks));
   if (!dwfl) {
     warn(&session, "stacks " + subject + ": dwfl_begin: " + dwfl_error_text());
@@ -873,6 +882,7 @@ std::vector<ThreadStack> unwind_live_threads(int pid, const StackOptions& option
     return threads;
   }
   session.live_memory = try_open_regular_file("/proc/" + std::to_string(pid) + "/mem", nullptr);
+  attach_timer.stop();
   walk_threads(&session, dwfl.get(), pid, subject, &threads);
   return threads;
 }

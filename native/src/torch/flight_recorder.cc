@@ -8,7 +8,6 @@
 #include <map>
 #include <unordered_set>
 
-#include "layout/elf_file.h"
 #include "layout/layout_profile.h"
 #include "layout/profile_store.h"
 #include "nccl/object_view.h"
@@ -17,6 +16,7 @@
 #include "torch/torch_build.h"
 #include "torch/torch_layout.h"
 #include "util/errors.h"
+#include "util/phase_times.h"
 #include "util/strings.h"
 
 namespace nsc {
@@ -632,7 +632,9 @@ void decode_flight_recorder(Target& target, const LayoutProfile& layout, uint64_
 
 FlightRecorderState read_flight_recorder(Target& target, const PythonStacks& python, const RecorderSearch& search) {
   FlightRecorderState state;
+  PhaseTimer identify_timer("torch.identify_build");
   TorchBuild build = identify_torch_build(target, search.library);
+  identify_timer.stop();
   if (build.library.empty()) return state;
   state.library_mapped = true;
   state.library = build.library;
@@ -641,10 +643,11 @@ FlightRecorderState read_flight_recorder(Target& target, const PythonStacks& pyt
     state.errors.push_back("a second libtorch_cuda.so is mapped: " + other + " (not read; the recorder of " + build.library +
                            " is)");
   if (!build.version_unreadable.empty()) state.errors.push_back(build.version_unreadable);
+  PhaseTimer profile_timer("torch.choose_profile");
   TorchProfileChoice choice = choose_torch_profile(target, build, torch_profile_dirs(search.profile_path));
+  profile_timer.stop();
   std::optional<LayoutProfile>& layout = choice.profile;
   const ResolvedLibrary& library = build.resolved;
-  bool file_matches = !build.same_build.empty();
   std::string path = build.library;
   if (!layout) {
     state.torch_version = build.version;
@@ -660,15 +663,8 @@ FlightRecorderState read_flight_recorder(Target& target, const PythonStacks& pyt
   state.torch_version = torch_version_of_profile(*layout);
   state.layout_source = layout->source + identified_by;
   std::optional<uint64_t> symbol;
-  if (file_matches) {
-    try {
-      auto symbols = read_symbols(library.local_path, {kTorchRecorderInstanceSymbol});
-      if (symbols.count(kTorchRecorderInstanceSymbol)) symbol = symbols.at(kTorchRecorderInstanceSymbol).value;
-    } catch (const BadInput& error) {
-      state.errors.push_back(error.what());
-    }
-  }
-  if (!symbol && layout->symbols.count(kTorchRecorderInstanceSymbol)) symbol = layout->symbols.at(kTorchRecorderInstanceSymbol);
+  std::map<std::string, uint64_t> symbols = torch_symbol_values(build, *layout, {kTorchRecorderInstanceSymbol}, &state.errors);
+  if (symbols.count(kTorchRecorderInstanceSymbol)) symbol = symbols.at(kTorchRecorderInstanceSymbol);
   if (!symbol) {
     state.unavailable = "libtorch_cuda.so " + path + ": no symbol FlightRecorder<CUDAEvent>::get()::instance (" +
                         (layout->build_id.empty() ? "a source profile carries none: give a copy of this build's "
@@ -687,6 +683,7 @@ FlightRecorderState read_flight_recorder(Target& target, const PythonStacks& pyt
     state.not_created = true;
     return state;
   }
+  PhaseTimer decode_timer("torch.decode_entries");
   RecorderDecoder decoder(target, *layout, python.offsets ? &*python.offsets : nullptr, search.limits, &state);
   if (!python.unavailable.empty()) decoder.python_unavailable_ = python.unavailable;
   decoder.run(*instance.value);

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <regex>
 
+#include "layout/elf_file.h"
 #include "layout/layout_profile.h"
 #include "layout/profile_store.h"
 #include "torch/torch_layout.h"
@@ -198,6 +199,22 @@ TorchProfileChoice choose_torch_profile(Target& target, const TorchBuild& build,
                              " in the version.py beside the mapped libtorch_cuda.so, same build by " + build.same_build + ")";
   }
   return choice;
+}
+
+std::map<std::string, uint64_t> torch_symbol_values(const TorchBuild& build, const LayoutProfile& profile,
+                                                     const std::vector<std::string>& names,
+                                                     std::vector<std::string>* errors) {
+  std::map<std::string, uint64_t> values;
+  for (const std::string& name : names)
+    if (auto found = profile.symbols.find(name); found != profile.symbols.end()) values[name] = found->second;
+  bool profile_of_this_build = !build.build_id.empty() && profile.build_id == build.build_id;
+  if ((profile_of_this_build && values.size() == names.size()) || build.same_build.empty()) return values;
+  try {
+    for (const auto& [name, symbol] : read_symbols(build.resolved.local_path, names)) values[name] = symbol.value;
+  } catch (const BadInput& error) {
+    if (errors != nullptr) errors->push_back(error.what());
+  }
+  return values;
 }
 
 std::vector<std::string> torch_profile_dirs(const std::vector<std::string>& caller_dirs) {

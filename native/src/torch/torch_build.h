@@ -38,6 +38,14 @@ struct TorchProfileChoice {
 };
 TorchProfileChoice choose_torch_profile(Target& target, const TorchBuild& build,
                                         const std::vector<std::string>& torch_dirs);
+// Link-time values of `names` in the mapped libtorch_cuda.so. A profile made from this very build
+// (its build-id equals the mapped file's) already holds them: no pass over the library's 0.6 M
+// symbols per rank (issue 35). Else a local copy proven the same build is read (a failure goes to
+// `errors`, when given), over the profile's values. A name found nowhere is absent.
+std::map<std::string, uint64_t> torch_symbol_values(const TorchBuild& build, const LayoutProfile& profile,
+                                                     const std::vector<std::string>& names,
+                                                     std::vector<std::string>* errors = nullptr);
+
 // The torch/ subdirectory of each profile directory (caller's first, then the default ones).
 std::vector<std::string> torch_profile_dirs(const std::vector<std::string>& caller_dirs);
 

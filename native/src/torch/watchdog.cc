@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <map>
 
-#include "layout/elf_file.h"
 #include "target/core_notes.h"
 #include "torch/torch_build.h"
 #include "torch/torch_layout.h"
@@ -285,15 +284,7 @@ std::optional<TorchLiveness> read_torch_liveness(Target& target, const RecorderS
     out.unavailable = "no torch layout profile for " + build.library;
     return out;
   }
-  std::map<std::string, uint64_t> values = choice.profile->symbols;
-  if (!build.same_build.empty()) {
-    try {
-      for (const auto& [name, symbol] : read_symbols(build.resolved.local_path, torch_liveness_symbols()))
-        values[name] = symbol.value;
-    } catch (const BadInput&) {
-      // the profile's values stand
-    }
-  }
+  std::map<std::string, uint64_t> values = torch_symbol_values(build, *choice.profile, torch_liveness_symbols());
   auto absolute = [&](const char* name) { return values.count(name) ? values.at(name) + build.resolved.load_bias : 0; };
   TorchLivenessSymbols symbols{absolute(kTorchWatchdogStateVtableSymbol), absolute(kTorchMonitorStateVtableSymbol),
                                absolute(kTorchShouldDumpSymbol)};

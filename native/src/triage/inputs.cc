@@ -17,6 +17,7 @@
 #include "triage/sax_summary.h"
 #include "util/errors.h"
 #include "util/input_file.h"
+#include "util/phase_times.h"
 #include "util/schemas.h"
 #include "util/unpacked_xz.h"
 
@@ -237,6 +238,8 @@ WorkResult load_xz_item(const LoadRequest& request, const WorkItem& item);
 // A file is opened once: its first bytes say what it is, and a snapshot's rest is read after
 // them into one buffer per loading thread, reused for every snapshot.
 WorkResult load_plain_item(const LoadRequest& request, const WorkItem& item) {
+  PhaseSubject subject(item.name);
+  PhaseTimer timer("input");
   WorkResult result;
   std::string kind = item.pid ? "live" : "file";
   try {
@@ -288,8 +291,14 @@ WorkResult load_plain_item(const LoadRequest& request, const WorkItem& item) {
                      " in this build (no state builder)");
     StateRequest state = state_request(request, item);
     nlohmann::json document = request.build_state(state);
-    result.process = std::make_unique<ProcessView>(summarize_state_document(document, item.name, kind));
-    if (request.build_numerics) measure_numerics(request, state, document, item, &result);
+    {
+      PhaseTimer summarize("input.summarize");
+      result.process = std::make_unique<ProcessView>(summarize_state_document(document, item.name, kind));
+    }
+    if (request.build_numerics) {
+      PhaseTimer numerics("input.numerics");
+      measure_numerics(request, state, document, item, &result);
+    }
   } catch (const BadInput& error) {
     result.failure = {item.name, kind, error.what()};
   } catch (const std::exception& error) {

@@ -12,6 +12,7 @@
 #include "triage/rank_set.h"
 #include "util/errors.h"
 #include "util/json_access.h"
+#include "util/phase_times.h"
 #include "util/schemas.h"
 
 #ifndef NCCLSCOPE_VERSION
@@ -471,6 +472,7 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
   (void)options;
   std::vector<TriageFailure> failures = input_failures;
   Job job;
+  PhaseTimer communicators_timer("triage.communicators");
   set_aside_foreign_dumps(&processes, &failures);
   job.processes.reserve(processes.size());
   for (triage::ProcessView& process : processes) {
@@ -496,11 +498,15 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
                         duplicate.name + ": every communicator rank it holds is also in " + duplicate.kept +
                             " (kept by content): set aside as a duplicate",
                         "duplicate"});
+  communicators_timer.stop();
+  PhaseTimer joins_timer("triage.joins");
   triage::analyze_recorder(&job);
   triage::join_torch_records(&job);
   triage::match_torch_records(&job);
   triage::join_kernel_views(&job, std::move(kernel_views));
   triage::join_numerics(&job, std::move(numerics_views));
+  joins_timer.stop();
+  PhaseTimer verdict_timer("triage.verdict");
   json report = {{"schema", kTriageSchema},
                  {"tool", {{"name", "ncclscope"}, {"version", NCCLSCOPE_VERSION}}}};
   std::string verdict = decide_verdict(job);
@@ -525,6 +531,8 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
     for (json& node : graph["nodes"])
       if (node["role"] == "culprit") node["role"] = "suspect";
   report["verdict"] = verdict;
+  verdict_timer.stop();
+  PhaseTimer report_timer("triage.report");
   report["headline"] = triage::build_headline(job, verdict, graph);
   report["summary"] = verdict_summary(job, verdict, graph);
   if (std::string note = triage::damaged_inputs_note(job.processes); !note.empty())
@@ -583,7 +591,10 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
   }
   report["crash"] = triage::crash_json(job.crash);
   report["graph"] = std::move(graph);
+  report_timer.stop();
+  PhaseTimer classes_timer("triage.stack_classes");
   report["stack_classes"] = triage::build_stack_classes(job);
+  classes_timer.stop();
   release_threads(&job);
   report["inputs"] = inputs_json(job, failures);
   if (!job.kernel_views.is_null())
