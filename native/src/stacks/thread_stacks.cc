@@ -110,6 +110,7 @@ struct UnwindSession {
   std::map<Dwfl_Module*, BuildIdMismatch> mismatches;
   std::map<Dwfl_Module*, std::string> module_labels;  // cache
   std::map<Dwfl_Module*, std::shared_ptr<const SymbolIndex>> symbol_indexes;  // from the run-wide cache
+  std::map<Dwfl_Module*, SymbolIndexCache::Pending> requested_indexes;       // asked for, maybe not built yet
   std::string executable_name;      // when entry_point is unknown: the executable's basename
   std::string executable_build_id;  // and the build-id of options.executable's file
   std::vector<char> vdso_image;  // over Target::read: the vDSO's bytes (libdwfl's Elf lives on them)
@@ -276,7 +277,9 @@ const SymbolIndex& symbol_index(UnwindSession* session, Dwfl_Module* module) {
   auto cached = session->symbol_indexes.find(module);
   if (cached != session->symbol_indexes.end()) return *cached->second;
   std::shared_ptr<const SymbolIndex> index = [&] {
-    PhaseTimer timer("stacks.symbol_index");  // includes waiting for another rank's build of it
+    PhaseTimer timer("stacks.symbol_index");  // includes waiting for its build (this rank's or another's)
+    auto requested = session->requested_indexes.find(module);
+    if (requested != session->requested_indexes.end()) return requested->second.get();
     return SymbolIndexCache::run_wide().index_for(module_build_id(module), module);
   }();
   const char* name = dwfl_module_info(module, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
@@ -287,11 +290,13 @@ const SymbolIndex& symbol_index(UnwindSession* session, Dwfl_Module* module) {
   return *session->symbol_indexes.emplace(module, std::move(index)).first->second;
 }
 
+// A return address points after the call: its caller is looked up at pc-1.
+uint64_t lookup_address(uint64_t pc, bool is_activation) { return is_activation || pc == 0 ? pc : pc - 1; }
+
 StackFrame symbolize(UnwindSession* session, Dwfl* dwfl, uint64_t pc, bool is_activation) {
   StackFrame frame;
   frame.pc = pc;
-  // A return address points after the call: look the caller up at pc-1.
-  uint64_t lookup = is_activation || pc == 0 ? pc : pc - 1;
+  uint64_t lookup = lookup_address(pc, is_activation);
   frame.inexact = lookup != pc;
   Dwfl_Module* module = dwfl_addrmodule(dwfl, lookup);
   if (module == nullptr) {
@@ -545,6 +550,19 @@ bool finish_thread(ProcessWalk* walk, UnwoundThread* unwound, ThreadStack* stack
   return true;
 }
 
+// Every module the raw frames are in, asked for before the first lookup: their indexes are built
+// at once, on threads of their own where they can be (a JAX process waits for two large ones).
+void request_symbol_indexes(UnwindSession* session, Dwfl* dwfl, const ProcessWalk& walk) {
+  for (const UnwoundThread& unwound : walk.unwound)
+    for (const RawFrame& raw : unwound.walk.raw_frames) {
+      Dwfl_Module* module = dwfl_addrmodule(dwfl, lookup_address(raw.pc, raw.is_activation));
+      GElf_Addr bias = 0;
+      if (module == nullptr || session->requested_indexes.count(module) > 0 || dwfl_module_getelf(module, &bias) == nullptr)
+        continue;
+      session->requested_indexes.emplace(module, SymbolIndexCache::run_wide().request(module_build_id(module), module));
+    }
+}
+
 void walk_threads(UnwindSession* session, Dwfl* dwfl, int pid, const std::string& subject,
                   std::vector<ThreadStack>* threads) {
   ProcessWalk walk{session, dwfl, pid, threads, {}};
@@ -554,6 +572,7 @@ void walk_threads(UnwindSession* session, Dwfl* dwfl, int pid, const std::string
       warn(session, "stacks " + subject + ": dwfl_getthreads: " + dwfl_error_text());
   }
   PhaseTimer timer("stacks.symbolize");
+  request_symbol_indexes(session, dwfl, walk);
   std::vector<ThreadStack> finished;
   finished.reserve(threads->size());
   for (size_t i = 0; i < walk.unwound.size(); ++i)
