@@ -22,7 +22,8 @@
 # ranks and the waiting JAX process get SIGABRT and their cores are timed the same way, within
 # CORE_TIMING_S, 150), STEPS ("torch8 ncclscope;jax1 ncclscope": only these measurements),
 # TIMINGS (1: each set also run with NCCLSCOPE_TIMINGS=1, its phases per rank in timings-*.txt,
-# and under perf when the machine has it).
+# and under perf when the machine has it), COMPARE (1, with bin/ncclscope-base: every process's
+# frames as both builds read them, compare.txt).
 # Out ($OUT, 2 files): node-speed.md (the table, machine, load) and node-speed.tar.xz (rank logs,
 # each set's first triage text, raw timings). Every process it started is killed at exit (trap).
 if [ -z "${NODE_SPEED_INNER:-}" ]; then
@@ -31,15 +32,16 @@ fi
 set -uo pipefail
 : "${OUT:?OUT must name the folder whose files come back}"
 REPO=$(pwd); CARRY=$REPO/.device-carry
-wrap() {  # BINARY: prints the path of a script that runs it on the carried libdw/libelf
+wrap() {  # BINARY [ENV=VALUE]: prints the path of a script that runs it on the carried libdw/libelf
   cat > "$1-run" <<SH
 #!/bin/sh
-LD_LIBRARY_PATH=$CARRY/lib exec $1 "\$@"
+LD_LIBRARY_PATH=$CARRY/lib ${2:-} exec $1 "\$@"
 SH
   chmod +x "$1-run" "$1"; echo "$1-run"
 }
 NSC=$(wrap "$CARRY/bin/ncclscope")
-NSC_BASE=; [ -f "$CARRY/bin/ncclscope-base" ] && NSC_BASE=$(wrap "$CARRY/bin/ncclscope-base")
+# An older build looks for its shipped profiles where it was built: point it at this checkout's.
+NSC_BASE=; [ -f "$CARRY/bin/ncclscope-base" ] && NSC_BASE=$(wrap "$CARRY/bin/ncclscope-base" "NCCLSCOPE_PROFILE_PATH=$REPO/native/profiles")
 PY=${TORCH_PYTHON:-/opt/torch/.venv/bin/python}; JAX_PY=${JAX_PYTHON:-$PY}; CUPY_PY=${CUPY_PYTHON:-$PY}
 export NCCL_NVLS_ENABLE=0 NCCL_DEBUG=WARN NCCL_NET=Socket NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 \
        TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 XLA_PYTHON_CLIENT_PREALLOCATE=false MASTER_ADDR=127.0.0.1
@@ -146,6 +148,46 @@ measure() {  # SET TOOL
 : > "$R/results.txt"
 log "timing (load $(cut -d' ' -f1-3 /proc/loadavg)); sets: ${!SET[*]}"
 base_steps=(); [ -n "$NSC_BASE" ] && base_steps=("torch8 ncclscope-base" "jax1 ncclscope-base")
+# Where the time goes (TIMINGS=1): each phase of each rank, NCCLSCOPE_TIMINGS=1 on stderr.
+phase_timings() {  # WHEN SET [ARGS...]: inputs are the set's pids, or its cores when SET ends in -cores
+  local when=$1 set=$2 args=() input; shift 2
+  if [[ $set == *-cores ]]; then for input in ${CORE_SET[$set]:-}; do args+=("$input"); done; args+=(--exe "$PY_EXE")
+  else for input in ${SET[$set]:-}; do args+=(--pid "$input"); done; fi
+  [ ${#args[@]} -gt 0 ] || return 0
+  local n tag=$when-$set${1:+-$(echo "$*" | tr -c 'a-z0-9' -)}
+  for n in 1 2; do
+    { TIMEFORMAT="wall %R s user %U s sys %S s"; time NCCLSCOPE_TIMINGS=1 "$NSC" triage "${args[@]}" "$@" \
+      > /dev/null 2> "$R/timings-$tag-$n.txt"; } 2>> "$R/timings-$tag-$n.txt"
+    log "timings $tag run $n: $(tail -1 "$R/timings-$tag-$n.txt")"
+  done
+}
+# Huge pages on a node that just hung (HUGEPAGE_AB=1): triage's heap on transparent huge pages (its
+# re-exec with GLIBC_TUNABLES; the default) against plain pages (GLIBC_TUNABLES set: no re-exec),
+# alternating, each run's wall, analysis phases and the kernel's compaction counters (/proc/vmstat).
+hugepage_ab() {  # SET
+  local set=$1 args=() pid n variant before after
+  for pid in ${SET[$set]:-}; do args+=(--pid "$pid"); done
+  [ ${#args[@]} -gt 0 ] || return 0
+  for n in 1 2 3; do
+    for variant in huge plain; do
+      before=$(grep -E '^(compact_stall|thp_fault_alloc|thp_fault_fallback) ' /proc/vmstat | awk '{printf "%s ", $2}')
+      { TIMEFORMAT="wall %R s user %U s sys %S s"
+        if [ $variant = plain ]; then time GLIBC_TUNABLES=glibc.malloc.check=0 NCCLSCOPE_TIMINGS=1 "$NSC" triage "${args[@]}" > /dev/null 2> "$R/hugepage-$set-$variant-$n.txt"
+        else time NCCLSCOPE_TIMINGS=1 "$NSC" triage "${args[@]}" > /dev/null 2> "$R/hugepage-$set-$variant-$n.txt"; fi
+      } 2>> "$R/hugepage-$set-$variant-$n.txt"
+      after=$(grep -E '^(compact_stall|thp_fault_alloc|thp_fault_fallback) ' /proc/vmstat | awk '{printf "%s ", $2}')
+      echo "$set $variant $n: $(tail -1 "$R/hugepage-$set-$variant-$n.txt"); $(grep -E '^  (triage.analysis|triage.stack_classes|stacks.index_build) ' "$R/hugepage-$set-$variant-$n.txt" | awk '{printf "%s %s ms; ", $1, $2}') vmstat compact_stall thp_fault_alloc thp_fault_fallback: $before-> $after" >> "$R/hugepage-ab.txt"
+    done
+  done
+}
+if [ "${HUGEPAGE_AB:-0}" = 1 ]; then
+  { for f in enabled defrag; do echo "thp $f: $(cat /sys/kernel/mm/transparent_hugepage/$f)"; done; } >> "$R/hugepage-ab.txt"
+  hugepage_ab torch8; hugepage_ab jax1
+  cat "$R/hugepage-ab.txt"
+fi
+# The first runs on a node that just hung are the slow ones (cold page cache, settling jobs):
+# their phases too, before anything else reads the processes.
+[ "${TIMINGS:-0}" = 1 ] && { phase_timings early torch8; phase_timings early jax1; }
 steps=("torch8 ncclscope" "jax1 ncclscope" "${base_steps[@]}" "node ncclscope" "jax2 ncclscope" "cupy2 ncclscope"
        "torch8 eu-stack" "jax1 eu-stack" "torch8 py-spy" "jax1 py-spy" "cupy2 eu-stack" "cupy2 py-spy"
        "node eu-stack" "node py-spy")
@@ -153,22 +195,28 @@ steps=("torch8 ncclscope" "jax1 ncclscope" "${base_steps[@]}" "node ncclscope" "
 for step in "${steps[@]}"; do
   measure $step
 done
-# Where the time goes (TIMINGS=1): each phase of each rank, NCCLSCOPE_TIMINGS=1 on stderr.
-phase_timings() {  # SET [ARGS...]: inputs are the set's pids, or its cores when SET ends in -cores
-  local set=$1 args=() input; shift
-  if [[ $set == *-cores ]]; then for input in ${CORE_SET[$set]:-}; do args+=("$input"); done; args+=(--exe "$PY_EXE")
-  else for input in ${SET[$set]:-}; do args+=(--pid "$input"); done; fi
-  [ ${#args[@]} -gt 0 ] || return 0
-  local n tag=$set${1:+-$(echo "$*" | tr -c 'a-z0-9' -)}
-  for n in 1 2; do
-    { TIMEFORMAT="wall %R s user %U s sys %S s"; time NCCLSCOPE_TIMINGS=1 "$NSC" triage "${args[@]}" "$@" \
-      > /dev/null 2> "$R/timings-$tag-$n.txt"; } 2>> "$R/timings-$tag-$n.txt"
-    log "timings $tag run $n: $(tail -1 "$R/timings-$tag-$n.txt")"
+# Same frames (COMPARE=1): `state --pid P --stacks --json` of every process, each thread's frames
+# against eu-stack's of the node set (by thread and pc) and, with bin/ncclscope-base, against the
+# old build's read of the same process (compare_stacks.py; compare.txt).
+if [ "${COMPARE:-0}" = 1 ]; then
+  mkdir -p "$R/compare"; : > "$R/compare.txt"
+  for pid in ${SET[node]:-}; do
+    "$NSC" state --pid "$pid" --stacks --json > "$R/compare/$pid.new.json" 2>/dev/null
+    [ -n "$NSC_BASE" ] || continue
+    "$NSC_BASE" state --pid "$pid" --stacks --json > "$R/compare/$pid.old.json" 2>/dev/null
+    python3 "$REPO/scripts/compare_stacks.py" --label "pid $pid" "$R/compare/$pid.old.json" "$R/compare/$pid.new.json" \
+      >> "$R/compare.txt"
   done
-}
+  [ -n "$NSC_BASE" ] && log "frames, old build against new: $(grep -c ' 0 threads differ' "$R/compare.txt") of $(grep -c '^pid' "$R/compare.txt") processes equal"
+  [ -f "$R/eu-stack-node.txt" ] && python3 "$REPO/scripts/compare_stacks.py" --eu-stack "$R/eu-stack-node.txt" "$R"/compare/*.new.json \
+    | sed 's/^/eu-stack: /' >> "$R/compare.txt"
+  cat "$R/compare.txt"
+fi
 if [ "${TIMINGS:-0}" = 1 ]; then
   log "startup: $( { TIMEFORMAT='%R s'; time "$NSC" triage --help > /dev/null; } 2>&1 | tail -1) (triage --help, with its re-exec)"
-  phase_timings torch8; phase_timings torch8 --jobs 1; phase_timings jax1
+  phase_timings late torch8; phase_timings late torch8 --jobs 1; phase_timings late jax1
+  n=0; mkdir -p "$R/snapshots"  # each torch rank's state, to replay the analysis elsewhere
+  for pid in ${SET[torch8]:-}; do "$NSC" state --pid "$pid" --stacks --json > "$R/snapshots/rank$n.json" 2>/dev/null; n=$((n + 1)); done
   if command -v perf > /dev/null && [ -n "${SET[torch8]:-}" ]; then
     perf_args=(); for pid in ${SET[torch8]}; do perf_args+=(--pid "$pid"); done
     perf record -g -o "$R/perf-torch8.data" "$NSC" triage "${perf_args[@]}" > /dev/null 2>&1 &&
@@ -222,7 +270,7 @@ measure_cores() {  # SET TOOL
 declare -A CORE_SET=([none]="")
 PY_EXE=$(readlink -f "$PY")
 core_phase
-if [ "${TIMINGS:-0}" = 1 ]; then phase_timings torch8-cores; phase_timings jax1-cores; fi
+if [ "${TIMINGS:-0}" = 1 ]; then phase_timings late torch8-cores; phase_timings late jax1-cores; fi
 
 for set in torch8 jax1 cupy2 torch8-cores jax1-cores; do [ -f "$R/ncclscope-$set.txt" ] && { echo "== triage of $set:"; head -3 "$R/ncclscope-$set.txt"; }; done
 

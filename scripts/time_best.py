@@ -15,6 +15,7 @@ import resource
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 
@@ -23,13 +24,21 @@ def one_run(command, timeout, out):
     start = time.perf_counter()
     # Its own process group: a time-out kills every process it started (eu-stack under a shell loop).
     process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        rc = process.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
+    # A blocking wait: Popen.wait(timeout=) polls, sleeping up to 50 ms, which rounded every wall
+    # up to the next poll (0.114, 0.164, 0.214 s ...). A timer kills a run past the limit instead.
+    expired = threading.Event()
+
+    def kill():
+        expired.set()
         os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
-        return None
+
+    timer = threading.Timer(timeout, kill)
+    timer.start()
+    rc = process.wait()
     wall = time.perf_counter() - start
+    timer.cancel()
+    if expired.is_set():
+        return None
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return {"wall": round(wall, 3), "cpu": round(cpu, 3), "rc": rc}

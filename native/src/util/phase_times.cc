@@ -1,5 +1,7 @@
 #include "util/phase_times.h"
 
+#include <time.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <map>
@@ -17,6 +19,7 @@ struct PhaseRecord {
   const char* phase;
   Clock::time_point start;
   Clock::time_point end;
+  double cpu_ms;  // the thread's own CPU time in the phase: far below the wall = waiting
   size_t thread;
 };
 
@@ -38,6 +41,12 @@ double milliseconds(Clock::duration duration) {
   return std::chrono::duration<double, std::milli>(duration).count();
 }
 
+double thread_cpu_ms() {
+  timespec now{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) * 1e3 + static_cast<double>(now.tv_nsec) / 1e6;
+}
+
 }  // namespace
 
 bool phase_times_enabled() {
@@ -52,16 +61,18 @@ PhaseTimer::PhaseTimer(const char* phase) : phase_(phase) {
   if (phase_times_enabled()) {
     phase_log();  // the origin is taken before the first phase starts
     start_ = Clock::now();
+    start_cpu_ms_ = thread_cpu_ms();
   }
 }
 
 void PhaseTimer::stop() {
   if (phase_ == nullptr || !phase_times_enabled()) return;
   Clock::time_point end = Clock::now();
+  double cpu_ms = thread_cpu_ms() - start_cpu_ms_;
   PhaseLog& log = phase_log();
   std::lock_guard<std::mutex> lock(log.mutex);
   size_t thread = log.thread_numbers.emplace(std::this_thread::get_id(), log.thread_numbers.size()).first->second;
-  log.records.push_back({current_subject, phase_, start_, end, thread});
+  log.records.push_back({current_subject, phase_, start_, end, cpu_ms, thread});
   phase_ = nullptr;
 }
 
@@ -79,11 +90,11 @@ void print_phase_times(std::FILE* out) {
   std::sort(records.begin(), records.end(),
             [](const PhaseRecord& a, const PhaseRecord& b) { return a.start < b.start; });
   std::map<std::string, std::pair<double, size_t>> totals;
-  std::fprintf(out, "timings (ms from start; NCCLSCOPE_TIMINGS):\n");
+  std::fprintf(out, "timings (NCCLSCOPE_TIMINGS): start ms, wall ms, own CPU ms, thread, phase, input\n");
   for (const PhaseRecord& record : records) {
     double took = milliseconds(record.end - record.start);
-    std::fprintf(out, "  %9.1f %9.1f  t%-2zu %-28s %s\n", milliseconds(record.start - log.origin), took,
-                 record.thread, record.phase, record.subject.c_str());
+    std::fprintf(out, "  %9.1f %9.1f %9.1f  t%-2zu %-28s %s\n", milliseconds(record.start - log.origin), took,
+                 record.cpu_ms, record.thread, record.phase, record.subject.c_str());
     auto& total = totals[record.phase];
     total.first += took;
     ++total.second;

@@ -24,6 +24,7 @@ class PhaseTimer {
  private:
   const char* phase_;  // null once recorded
   std::chrono::steady_clock::time_point start_;
+  double start_cpu_ms_ = 0;  // this thread's CPU time at the start
 };
 
 // The subject of this thread's phases until the scope ends ("pid 1234", a core's name).
