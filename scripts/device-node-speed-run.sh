@@ -22,8 +22,10 @@
 # ranks and the waiting JAX process get SIGABRT and their cores are timed the same way, within
 # CORE_TIMING_S, 150), STEPS ("torch8 ncclscope;jax1 ncclscope": only these measurements),
 # TIMINGS (1: each set also run with NCCLSCOPE_TIMINGS=1, its phases per rank in timings-*.txt,
-# and under perf when the machine has it), COMPARE (1, with bin/ncclscope-base: every process's
-# frames as both builds read them, compare.txt).
+# twice right after the hang and twice after the other timings; under perf when the machine has
+# it), COMPARE (1: every process's frames against eu-stack's, and with bin/ncclscope-base against
+# the old build's read, compare.txt), HUGEPAGE_AB (1: triage with and without its huge-page heap,
+# alternating, with /proc/vmstat's compaction counters, hugepage-ab.txt).
 # Out ($OUT, 2 files): node-speed.md (the table, machine, load) and node-speed.tar.xz (rank logs,
 # each set's first triage text, raw timings). Every process it started is killed at exit (trap).
 if [ -z "${NODE_SPEED_INNER:-}" ]; then
