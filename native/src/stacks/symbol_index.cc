@@ -197,6 +197,12 @@ std::shared_ptr<SymbolIndex::MappedFile> map_symtab(Dwfl_Module* module, const c
 
 }  // namespace
 
+// Entries whose name lies outside the string table: a corrupt table, said once.
+void SymbolIndex::note_nameless(size_t nameless, size_t symbols) {
+  if (nameless > 0 && note_.empty())
+    note_ = std::to_string(nameless) + " of " + std::to_string(symbols) + " symbols name no string (a corrupt table): left out";
+}
+
 void SymbolIndex::read_sections(Elf* elf) {
   Elf_Scn* scn = nullptr;
   while ((scn = elf_nextscn(elf, scn)) != nullptr) {
@@ -248,9 +254,7 @@ void SymbolIndex::read_mapped_symtab(size_t first_global, uint64_t bias) {
     Entry entry{value, symbol.st_size, static_cast<uint32_t>(i), symbol.st_name, label_section, binding_rank(symbol.st_info)};
     (i >= global_from ? global_ : local_).entries.push_back(entry);
   }
-  if (nameless > 0 && note_.empty())
-    note_ = std::to_string(nameless) + " of " + std::to_string(file.count - 1) +
-            " symbols name no string (a corrupt table): left out";
+  note_nameless(nameless, file.count - 1);
 }
 
 void SymbolIndex::read_through_libdwfl(Dwfl_Module* module, int count, uint64_t bias) {
@@ -283,9 +287,7 @@ void SymbolIndex::read_through_libdwfl(Dwfl_Module* module, int count, uint64_t 
     names_.append(name).push_back('\0');
     (i >= global_from ? global_ : local_).entries.push_back(entry);
   }
-  if (nameless > 0 && note_.empty())
-    note_ = std::to_string(nameless) + " of " + std::to_string(count - 1) +
-            " symbols name no string (a corrupt table): left out";
+  note_nameless(nameless, static_cast<size_t>(count - 1));
 }
 
 std::shared_ptr<SymbolIndex::Recipe> SymbolIndex::prepare(Dwfl_Module* module, size_t max_symbols) {

@@ -101,6 +101,7 @@ class SymbolIndex {
   void read_mapped_symtab(size_t count, uint64_t bias);
   void read_through_libdwfl(Dwfl_Module* module, int count, uint64_t bias);
   void read_sections(Elf* elf);
+  void note_nameless(size_t nameless, size_t symbols);
 
   Pass global_;
   Pass local_;
