@@ -20,6 +20,7 @@
 #include "triage/triage.h"
 #include "util/errors.h"
 #include "util/input_file.h"
+#include "util/json_write.h"
 #include "util/phase_times.h"
 #include "util/strings.h"
 
@@ -156,38 +157,10 @@ std::string graphviz_svg(const std::string& dot_text) {
   return svg;
 }
 
-// Buffers the serializer's many small writes (an indent, a quote) into 64 KiB writes to stdout.
-class StdoutWriter : public nlohmann::detail::output_adapter_protocol<char> {
- public:
-  ~StdoutWriter() override { flush(); }
-  void write_character(char c) override {
-    if (used_ == sizeof buffer_) flush();
-    buffer_[used_++] = c;
-  }
-  void write_characters(const char* s, size_t n) override {
-    if (n > sizeof buffer_ - used_) flush();
-    if (n > sizeof buffer_) return void(std::fwrite(s, 1, n, stdout));
-    std::memcpy(buffer_ + used_, s, n);
-    used_ += n;
-  }
-  void flush() {
-    std::fwrite(buffer_, 1, used_, stdout);
-    used_ = 0;
-  }
-
- private:
-  char buffer_[1 << 16];
-  size_t used_ = 0;
-};
-
-// The report as json::dump(2) writes it, serialized straight to stdout: no second copy of a
-// document that is 250 MB at 100,000 ranks.
+// The report as json::dump(2) writes it, straight to stdout (util/json_write.h): no second copy
+// of a document that is 400 MB at 100,000 ranks, and its per-rank arrays written over the CPUs.
 void print_json(const nlohmann::json& report) {
-  {
-    nlohmann::detail::serializer<nlohmann::json> serializer(std::make_shared<StdoutWriter>(), ' ',
-                                                           nlohmann::json::error_handler_t::replace);
-    serializer.dump(report, true, false, 2);
-  }  // the writer flushes when the serializer lets it go
+  write_pretty_json(report, stdout);
   std::fputs("\n", stdout);
 }
 

@@ -1,0 +1,185 @@
+#include "util/json_write.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "util/parallel.h"
+
+namespace nsc {
+namespace {
+
+using nlohmann::json;
+using Serializer = nlohmann::detail::serializer<json>;
+
+constexpr unsigned kIndentStep = 2;
+
+// Whether nlohmann writes `text` as it is: printable ASCII without a quote or a backslash
+// (0x7f included: it escapes only control characters without ensure_ascii).
+bool plain(const std::string& text) {
+  for (unsigned char c : text)
+    if (c < 0x20 || c >= 0x80 || c == '"' || c == '\\') return false;
+  return true;
+}
+
+// One per thread and buffer: containers and plain strings written here, everything else
+// (numbers, strings to escape or repair) by nlohmann's own serializer into the same buffer.
+class PrettyWriter {
+ public:
+  explicit PrettyWriter(std::string* out)
+      : out_(out), fallback_(nlohmann::detail::output_adapter<char>(*out), ' ', json::error_handler_t::replace) {}
+
+  void value(const json& v, unsigned indent) {
+    switch (v.type()) {
+      case json::value_t::object: {
+        const json::object_t& object = v.get_ref<const json::object_t&>();
+        if (object.empty()) return out_->append("{}"), void();
+        out_->append("{\n");
+        size_t left = object.size();
+        for (const auto& [key, child] : object) {
+          out_->append(indent + kIndentStep, ' ');
+          quoted(key);
+          out_->append(": ");
+          value(child, indent + kIndentStep);
+          out_->append(--left ? ",\n" : "\n");
+        }
+        out_->append(indent, ' ');
+        out_->push_back('}');
+        return;
+      }
+      case json::value_t::array: {
+        const json::array_t& array = v.get_ref<const json::array_t&>();
+        if (array.empty()) return out_->append("[]"), void();
+        out_->append("[\n");
+        for (size_t i = 0; i < array.size(); ++i) element(array, i, indent + kIndentStep);
+        out_->append(indent, ' ');
+        out_->push_back(']');
+        return;
+      }
+      case json::value_t::string: {
+        const std::string& text = v.get_ref<const std::string&>();
+        if (!plain(text)) return fallback_.dump(v, true, false, kIndentStep, indent);
+        out_->push_back('"');
+        out_->append(text);
+        out_->push_back('"');
+        return;
+      }
+      default:
+        fallback_.dump(v, true, false, kIndentStep, indent);
+    }
+  }
+
+  // Element i of an array whose elements sit at `indent`, with its line's end.
+  void element(const json::array_t& array, size_t i, unsigned indent) {
+    out_->append(indent, ' ');
+    value(array[i], indent);
+    out_->append(i + 1 < array.size() ? ",\n" : "\n");
+  }
+
+  void quoted(const std::string& key) {
+    if (!plain(key)) return fallback_.dump(json(key), true, false, kIndentStep, 0);
+    out_->push_back('"');
+    out_->append(key);
+    out_->push_back('"');
+  }
+
+ private:
+  std::string* out_;
+  Serializer fallback_;
+};
+
+// Streams a document to a file: its first levels walked here, the buffer written out between
+// elements, big arrays' elements written over the CPUs into one buffer per chunk.
+class Streamer {
+ public:
+  Streamer(std::FILE* file, size_t parallel_from) : file_(file), parallel_from_(parallel_from), writer_(&buffer_) {}
+
+  void value(const json& v, unsigned indent, int depth) {
+    if (depth >= kDepthWalked || !(v.is_object() || v.is_array()) || v.empty()) return writer_.value(v, indent);
+    if (v.is_object()) {
+      buffer_.append("{\n");
+      size_t left = v.size();
+      for (const auto& [key, child] : v.get_ref<const json::object_t&>()) {
+        buffer_.append(indent + kIndentStep, ' ');
+        writer_.quoted(key);
+        buffer_.append(": ");
+        value(child, indent + kIndentStep, depth + 1);
+        buffer_.append(--left ? ",\n" : "\n");
+        drain();
+      }
+      buffer_.append(indent, ' ');
+      buffer_.push_back('}');
+      return;
+    }
+    const json::array_t& array = v.get_ref<const json::array_t&>();
+    buffer_.append("[\n");
+    if (array.size() >= parallel_from_) {
+      parallel_elements(array, indent + kIndentStep);
+    } else {
+      for (size_t i = 0; i < array.size(); ++i) {
+        buffer_.append(indent + kIndentStep, ' ');
+        value(array[i], indent + kIndentStep, depth + 1);
+        buffer_.append(i + 1 < array.size() ? ",\n" : "\n");
+        drain();
+      }
+    }
+    buffer_.append(indent, ' ');
+    buffer_.push_back(']');
+  }
+
+  bool finish() {
+    drain(0);
+    return ok_;
+  }
+
+ private:
+  static constexpr int kDepthWalked = 3;         // report -> graph -> nodes
+  static constexpr size_t kChunk = 256;          // elements a thread writes in one turn
+  static constexpr size_t kChunksInWindow = 16;  // chunks held before they are written out
+
+  void parallel_elements(const json::array_t& array, unsigned indent) {
+    drain(0);
+    std::vector<std::string> chunks(kChunksInWindow);
+    for (size_t window = 0; window < array.size(); window += kChunk * kChunksInWindow) {
+      size_t count = std::min(array.size() - window, kChunk * kChunksInWindow);
+      for_each_range(count, kChunk, [&](size_t begin, size_t end) {
+        for (size_t first = begin; first < end; first += kChunk) {  // one chunk a turn, or all on one CPU
+          std::string& out = chunks[first / kChunk];
+          out.clear();
+          PrettyWriter writer(&out);
+          for (size_t i = first; i < std::min(end, first + kChunk); ++i) writer.element(array, window + i, indent);
+        }
+      });
+      for (size_t c = 0; c * kChunk < count; ++c) put(chunks[c]);
+    }
+  }
+
+  void drain(size_t above = 1 << 20) {
+    if (buffer_.size() < above) return;
+    put(buffer_);
+    buffer_.clear();
+  }
+
+  void put(const std::string& text) {
+    if (!text.empty() && std::fwrite(text.data(), 1, text.size(), file_) != text.size()) ok_ = false;
+  }
+
+  std::FILE* file_;
+  size_t parallel_from_;
+  std::string buffer_;
+  PrettyWriter writer_;
+  bool ok_ = true;
+};
+
+}  // namespace
+
+void append_pretty_json(const json& value, std::string* out, unsigned current_indent) {
+  PrettyWriter(out).value(value, current_indent);
+}
+
+bool write_pretty_json(const json& value, std::FILE* file, size_t parallel_from) {
+  Streamer streamer(file, std::max<size_t>(parallel_from, 1));
+  streamer.value(value, 0, 0);
+  return streamer.finish();
+}
+
+}  // namespace nsc
