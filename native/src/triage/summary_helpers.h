@@ -12,7 +12,7 @@
 namespace nsc::triage {
 
 bool is_runtime_function(const std::string& name);
-FrameView make_frame(const std::string& function, std::string module, const Maybe<int64_t>& offset,
+FrameView make_frame(const std::string& function, const std::string& module, const Maybe<int64_t>& offset,
                      const Maybe<std::string>& pc, std::vector<std::string>* notes);
 // A Python frame of a thread's "merged_frames": "finish (train.py:62)" (the file's
 // basename), or the frame's error text when it was unreadable.

@@ -3,6 +3,7 @@
 #include "triage/triage.h"
 
 #include <algorithm>
+#include <future>
 #include <set>
 
 #include "triage/analysis.h"
@@ -12,6 +13,7 @@
 #include "triage/rank_set.h"
 #include "util/errors.h"
 #include "util/json_access.h"
+#include "util/parallel.h"
 #include "util/phase_times.h"
 #include "util/schemas.h"
 
@@ -441,22 +443,21 @@ void release_threads(Job* job) {
 }
 
 json inputs_json(const Job& job, const std::vector<TriageFailure>& failures) {
-  json inputs = json::array();
-  for (size_t p = 0; p < job.processes.size(); ++p) {
+  json inputs = parallel_json_array(job.processes.size(), [&](size_t p) {
     const triage::ProcessView& process = job.processes[p];
     json comms = json::array();
     for (const triage::CommView& comm : process.comms) comms.push_back(comm.comm_hash_text);
     std::vector<std::string> problems = triage::input_problems(process);
-    inputs.push_back({{"name", process.input_name}, {"kind", process.kind},
-                      {"status", problems.empty() ? "ok" : "partial"}, {"problems", problems},
-                      {"pid", json_or_null(process.pid)},
-                      {"hostname", process.hostname.empty() ? json(nullptr) : json(process.hostname)},
-                      {"world_rank", job.world_rank[p] ? json(*job.world_rank[p]) : json(nullptr)},
-                      {"nccl_version", process.nccl_version.empty() ? json(nullptr) : json(process.nccl_version)},
-                      {"build_id_mismatch", process.build_id_mismatch ? json(*process.build_id_mismatch) : json(nullptr)},
-                      {"communicators", std::move(comms)}, {"snapshot_errors", process.document_errors.size()},
-                      {"stack_notes", process.stack_notes}});
-  }
+    return json{{"name", process.input_name}, {"kind", process.kind},
+                {"status", problems.empty() ? "ok" : "partial"}, {"problems", problems},
+                {"pid", json_or_null(process.pid)},
+                {"hostname", process.hostname.empty() ? json(nullptr) : json(process.hostname)},
+                {"world_rank", job.world_rank[p] ? json(*job.world_rank[p]) : json(nullptr)},
+                {"nccl_version", process.nccl_version.empty() ? json(nullptr) : json(process.nccl_version)},
+                {"build_id_mismatch", process.build_id_mismatch ? json(*process.build_id_mismatch) : json(nullptr)},
+                {"communicators", std::move(comms)}, {"snapshot_errors", process.document_errors.size()},
+                {"stack_notes", process.stack_notes}};
+  });
   for (const TriageFailure& failure : failures)
     inputs.push_back({{"name", failure.name}, {"kind", failure.kind}, {"status", failure.status},
                       {failure.status == "error" ? "error" : "why", failure.error}});
@@ -506,6 +507,12 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
   triage::join_kernel_views(&job, std::move(kernel_views));
   triage::join_numerics(&job, std::move(numerics_views));
   joins_timer.stop();
+  // The stack classes read only the threads, which nothing before release_threads changes:
+  // built beside the verdict and the report, on another CPU.
+  std::future<json> stack_classes = std::async(std::launch::async, [&job] {
+    PhaseTimer classes_timer("triage.stack_classes");
+    return triage::build_stack_classes(job);
+  });
   PhaseTimer verdict_timer("triage.verdict");
   json report = {{"schema", kTriageSchema},
                  {"tool", {{"name", "ncclscope"}, {"version", NCCLSCOPE_VERSION}}}};
@@ -555,10 +562,9 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
   if (verdict != "crash") std::sort(suspect_ranks.begin(), suspect_ranks.end());
   report["suspect_ranks"] = std::move(suspect_ranks);
   report["world_comm"] = job.world_comm >= 0 ? json(job.comms[job.world_comm].hash_text) : json(nullptr);
-  json communicators = json::array();
   VerdictBlame blame(job, graph);
-  for (size_t g = 0; g < job.comms.size(); ++g) communicators.push_back(communicator_json(job, g, blame));
-  report["communicators"] = std::move(communicators);
+  report["communicators"] =
+      parallel_json_array(job.comms.size(), [&](size_t g) { return communicator_json(job, g, blame); }, 64);
   json startup = json::array();
   for (const Finding& finding : job.startup) startup.push_back(startup_json(finding));
   report["startup"] = std::move(startup);
@@ -592,9 +598,7 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
   report["crash"] = triage::crash_json(job.crash);
   report["graph"] = std::move(graph);
   report_timer.stop();
-  PhaseTimer classes_timer("triage.stack_classes");
-  report["stack_classes"] = triage::build_stack_classes(job);
-  classes_timer.stop();
+  report["stack_classes"] = stack_classes.get();
   release_threads(&job);
   report["inputs"] = inputs_json(job, failures);
   if (!job.kernel_views.is_null())

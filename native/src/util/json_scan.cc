@@ -1,6 +1,8 @@
 #include "util/json_scan.h"
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -10,6 +12,8 @@ namespace {
 
 using Sax = nlohmann::json::json_sax_t;
 
+constexpr bool kLittleEndian = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__;
+
 // Bytes a string holds as they are: printable ASCII but the quote and the backslash.
 struct PlainBytes {
   bool plain[256] = {};
@@ -18,6 +22,44 @@ struct PlainBytes {
   }
 };
 const PlainBytes kPlain;
+
+// Eight bytes as a little-endian word, and the index of a word's first byte whose top bit is set.
+uint64_t load_word(const char* at) {
+  uint64_t word;
+  std::memcpy(&word, at, sizeof word);
+  if constexpr (!kLittleEndian) word = __builtin_bswap64(word);
+  return word;
+}
+size_t first_marked_byte(uint64_t marks) { return static_cast<size_t>(__builtin_ctzll(marks)) / 8; }
+
+constexpr uint64_t kOnes = 0x0101010101010101ULL;
+constexpr uint64_t kHighs = 0x8080808080808080ULL;
+
+// How many spaces [at, end) starts with.
+size_t leading_spaces(const char* at, const char* end) {
+  const char* q = at;
+  for (; end - q >= 8; q += 8) {
+    uint64_t other = load_word(q) ^ (kOnes * ' ');  // zero bytes are spaces
+    if (other != 0) return static_cast<size_t>(q - at) + static_cast<size_t>(__builtin_ctzll(other)) / 8;
+  }
+  while (q < end && *q == ' ') ++q;
+  return static_cast<size_t>(q - at);
+}
+
+// How many bytes [at, end) starts with that a string holds as they are (kPlain), eight at a
+// time: a byte is marked when it is a quote, a backslash, below 0x20 or at or above 0x80.
+size_t plain_prefix(const char* at, const char* end) {
+  auto zero_bytes = [](uint64_t x) { return (x - kOnes) & ~x & kHighs; };  // exact for the first
+  const char* q = at;
+  for (; end - q >= 8; q += 8) {
+    uint64_t word = load_word(q);
+    uint64_t marks = zero_bytes(word ^ (kOnes * '"')) | zero_bytes(word ^ (kOnes * '\\')) |
+                     ((word - kOnes * 0x20) & ~word & kHighs) | (word & kHighs);
+    if (marks != 0) return static_cast<size_t>(q - at) + first_marked_byte(marks);
+  }
+  while (q < end && kPlain.plain[static_cast<unsigned char>(*q)]) ++q;
+  return static_cast<size_t>(q - at);
+}
 
 class Scanner {
  public:
@@ -50,8 +92,17 @@ class Scanner {
   }
 
  private:
+  // Pretty-printed text is mostly runs of spaces after a newline: they are skipped eight bytes
+  // at a time.
   void skip_whitespace() {
-    while (at_ < end_ && (*at_ == ' ' || *at_ == '\n' || *at_ == '\r' || *at_ == '\t')) ++at_;
+    while (at_ < end_) {
+      if (*at_ == ' ') {
+        at_ += leading_spaces(at_, end_);
+        continue;
+      }
+      if (*at_ != '\n' && *at_ != '\r' && *at_ != '\t') return;
+      ++at_;
+    }
   }
 
   enum Opened { kFailed, kComplete, kAwaitsElement };
@@ -97,9 +148,9 @@ class Scanner {
     out->clear();
     const char* start = ++at_;
     for (;;) {
-      const char* q = start;
-      while (q < end_ && kPlain.plain[static_cast<unsigned char>(*q)]) ++q;
-      out->append(start, q);
+      size_t plain = plain_prefix(start, end_);
+      out->append(start, plain);
+      const char* q = start + plain;
       if (q == end_) return false;
       if (*q == '"') {
         at_ = q + 1;
