@@ -8,6 +8,7 @@
 #include "triage/analysis.h"
 #include "triage/finding_kinds.h"
 #include "triage/rank_set.h"
+#include "util/parallel.h"
 #include "util/strings.h"
 
 namespace nsc::triage {
@@ -846,8 +847,12 @@ class CommAnalyzer {
 }  // namespace
 
 void analyze_communicators(Job* job) {
-  job->findings.clear();
-  for (const CommGroup& group : job->comms) job->findings.push_back(CommAnalyzer(*job, group).run());
+  // Each communicator's findings read the job and nothing else: made over the CPUs.
+  std::vector<std::vector<Finding>> findings(job->comms.size());
+  for_each_range(job->comms.size(), 64, [&](size_t begin, size_t end) {
+    for (size_t g = begin; g < end; ++g) findings[g] = CommAnalyzer(*job, job->comms[g]).run();
+  });
+  job->findings = std::move(findings);
 }
 
 }  // namespace nsc::triage

@@ -98,8 +98,14 @@ std::unique_ptr<ProcessView> load_fr_dump(const WorkItem& item, std::string_view
 }  // namespace
 
 bool natural_less(const std::string& a, const std::string& b) {
-  auto digit = [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; };
-  size_t i = 0, j = 0;
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  // The common prefix (a directory's path, "rank-") is skipped at once, back to the start of
+  // a number it ends inside: both walks would reach that point together.
+  size_t i = static_cast<size_t>(
+      std::mismatch(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(std::min(a.size(), b.size())), b.begin()).first -
+      a.begin());
+  while (i > 0 && digit(a[i - 1])) --i;
+  size_t j = i;
   while (i < a.size() && j < b.size()) {
     if (digit(a[i]) && digit(b[j])) {
       // Two numbers: compared by value (leading zeros skipped, then length, then digits), in place.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 #include <type_traits>
+#include <unordered_set>
 
 #include "triage/analysis.h"
 #include "triage/inputs.h"
@@ -133,7 +134,20 @@ bool content_order(const ProcessView& a, const ProcessView& b) { return content_
 // Inputs all of whose (communicator, rank) pairs an input before it in content_order holds:
 // moved out of job->processes into job->duplicate_inputs, so they neither count twice
 // (threads, graph nodes) nor let the command line's order or file names pick the copy.
+// Whether any (communicator, rank) pair is held by two inputs (or twice by one): without one,
+// the usual case, no input is a duplicate and no content key need be made (100,000 ranks).
+bool any_rank_held_twice(const Job& job) {
+  std::unordered_set<uint64_t> seen;  // the hash and the rank mixed; a collision only costs the slow path
+  seen.reserve(job.processes.size() * 4);
+  for (const ProcessView& process : job.processes)
+    for (const CommView& comm : process.comms)
+      if (comm.rank && !seen.insert(comm.comm_hash * 0x9E3779B97F4A7C15ULL ^ static_cast<uint32_t>(*comm.rank)).second)
+        return true;
+  return false;
+}
+
 void set_aside_duplicate_inputs(Job* job) {
+  if (!any_rank_held_twice(*job)) return;
   std::vector<size_t> order(job->processes.size());
   std::iota(order.begin(), order.end(), 0);
   // Each key built once: a fingerprint per comparison made n log n of them.

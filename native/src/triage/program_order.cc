@@ -97,10 +97,13 @@ void add_counts(const Job& job, int process, json* out) {
     auto group = job.group_of_hash.find(comm.comm_hash);
     std::string pg = group == job.group_of_hash.end() ? "" : job.comms[group->second].pg_name;
     Maybe<int64_t> launched = comm.total_launched();
-    comms.push_back({{"comm_hash", comm.comm_hash_text}, {"pg", pg.empty() ? json(nullptr) : json(pg)},
-                     {"collectives_launched", launched ? json(*launched) : json(nullptr)},
-                     {"p2p_total", comm.p2p_total ? json(*comm.p2p_total) : json(nullptr)},
-                     {"work_in_flight", comm.has_proxy_work_in_flight()}, {"work_planned", comm.has_planned_work()}});
+    json& entry = comms.emplace_back(json::object());  // field by field: one per rank and communicator
+    entry["comm_hash"] = comm.comm_hash_text;
+    entry["pg"] = pg.empty() ? json(nullptr) : json(pg);
+    entry["collectives_launched"] = launched ? json(*launched) : json(nullptr);
+    entry["p2p_total"] = comm.p2p_total ? json(*comm.p2p_total) : json(nullptr);
+    entry["work_in_flight"] = comm.has_proxy_work_in_flight();
+    entry["work_planned"] = comm.has_planned_work();
   }
   const ThreadView* thread = view.principal();
   (*out)["communicators"] = std::move(comms);
@@ -151,7 +154,8 @@ std::string op_kind_text(const OpKind& kind) {
 
 json program_order_json(const Job& job, int process, const ProgramOrder& order,
                         const std::vector<std::pair<OpKind, OwedPlace>>& owed) {
-  json out = {{"source", order.source}};
+  json out = json::object();
+  out["source"] = order.source;
   if (order.source == "flight-recorder") {
     json ops = json::array();
     for (const OrderedOp& op : order.ops) ops.push_back(op_json(op));

@@ -448,15 +448,20 @@ json inputs_json(const Job& job, const std::vector<TriageFailure>& failures) {
     json comms = json::array();
     for (const triage::CommView& comm : process.comms) comms.push_back(comm.comm_hash_text);
     std::vector<std::string> problems = triage::input_problems(process);
-    return json{{"name", process.input_name}, {"kind", process.kind},
-                {"status", problems.empty() ? "ok" : "partial"}, {"problems", problems},
-                {"pid", json_or_null(process.pid)},
-                {"hostname", process.hostname.empty() ? json(nullptr) : json(process.hostname)},
-                {"world_rank", job.world_rank[p] ? json(*job.world_rank[p]) : json(nullptr)},
-                {"nccl_version", process.nccl_version.empty() ? json(nullptr) : json(process.nccl_version)},
-                {"build_id_mismatch", process.build_id_mismatch ? json(*process.build_id_mismatch) : json(nullptr)},
-                {"communicators", std::move(comms)}, {"snapshot_errors", process.document_errors.size()},
-                {"stack_notes", process.stack_notes}};
+    json entry = json::object();  // field by field: a braced list takes twice the time
+    entry["name"] = process.input_name;
+    entry["kind"] = process.kind;
+    entry["status"] = problems.empty() ? "ok" : "partial";
+    entry["problems"] = problems;
+    entry["pid"] = json_or_null(process.pid);
+    entry["hostname"] = process.hostname.empty() ? json(nullptr) : json(process.hostname);
+    entry["world_rank"] = job.world_rank[p] ? json(*job.world_rank[p]) : json(nullptr);
+    entry["nccl_version"] = process.nccl_version.empty() ? json(nullptr) : json(process.nccl_version);
+    entry["build_id_mismatch"] = process.build_id_mismatch ? json(*process.build_id_mismatch) : json(nullptr);
+    entry["communicators"] = std::move(comms);
+    entry["snapshot_errors"] = process.document_errors.size();
+    entry["stack_notes"] = process.stack_notes;
+    return entry;
   });
   for (const TriageFailure& failure : failures)
     inputs.push_back({{"name", failure.name}, {"kind", failure.kind}, {"status", failure.status},
@@ -489,9 +494,14 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
     job.processes.push_back(std::move(process));
   }
   std::vector<triage::ProcessView>().swap(processes);  // the moved-from shells: 648 bytes a rank
-  triage::merge_communicators(&job);
+  {
+    PhaseTimer merge_timer("triage.communicators.merge");
+    triage::merge_communicators(&job);
+  }
   triage::find_unrelated_jobs(&job);
+  PhaseTimer findings_timer("triage.communicators.findings");
   triage::analyze_communicators(&job);
+  findings_timer.stop();
   triage::analyze_startup(&job);
   triage::add_duplicate_findings(&job);
   for (const triage::DuplicateInput& duplicate : job.duplicate_inputs)
@@ -517,14 +527,18 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
   json report = {{"schema", kTriageSchema},
                  {"tool", {{"name", "ncclscope"}, {"version", NCCLSCOPE_VERSION}}}};
   std::string verdict = decide_verdict(job);
+  PhaseTimer graph_timer("triage.verdict.graph");
   json graph = triage::build_wait_graph(job);
+  graph_timer.stop();
   release_channels(&job);
   // Absence is never evidence: a hang that blames only ranks without usable input is undecided.
   if (verdict == "hang" && graph["root_culprits"].empty() && !graph["no_input_suspects"].empty()) verdict = "incomplete";
   // A job that died: its origin replaces the chain ends (a timeout's origin is the hang's culprit).
   if (verdict != "error") {
+    PhaseTimer crash_timer("triage.verdict.crash");
     json hang_headline = verdict == "hang" ? triage::build_headline(job, verdict, graph) : json();
     job.crash = triage::analyze_crash(job, verdict, graph, hang_headline);
+    crash_timer.stop();
     if (job.crash.crashed) {
       verdict = "crash";
       blame_crash_origin(job.crash, &graph);
@@ -599,6 +613,7 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
   report["graph"] = std::move(graph);
   report_timer.stop();
   report["stack_classes"] = stack_classes.get();
+  PhaseTimer inputs_timer("triage.inputs");
   release_threads(&job);
   report["inputs"] = inputs_json(job, failures);
   if (!job.kernel_views.is_null())

@@ -46,9 +46,10 @@ size_t leading_spaces(const char* at, const char* end) {
   return static_cast<size_t>(q - at);
 }
 
-// How many bytes [at, end) starts with that a string holds as they are (kPlain), eight at a
-// time: a byte is marked when it is a quote, a backslash, below 0x20 or at or above 0x80.
-size_t plain_prefix(const char* at, const char* end) {
+}  // namespace
+
+// Eight at a time: a byte is marked when it is a quote, a backslash, below 0x20 or at or above 0x80.
+size_t json_plain_prefix(const char* at, const char* end) {
   auto zero_bytes = [](uint64_t x) { return (x - kOnes) & ~x & kHighs; };  // exact for the first
   const char* q = at;
   for (; end - q >= 8; q += 8) {
@@ -60,6 +61,8 @@ size_t plain_prefix(const char* at, const char* end) {
   while (q < end && kPlain.plain[static_cast<unsigned char>(*q)]) ++q;
   return static_cast<size_t>(q - at);
 }
+
+namespace {
 
 class Scanner {
  public:
@@ -148,7 +151,7 @@ class Scanner {
     out->clear();
     const char* start = ++at_;
     for (;;) {
-      size_t plain = plain_prefix(start, end_);
+      size_t plain = json_plain_prefix(start, end_);
       out->append(start, plain);
       const char* q = start + plain;
       if (q == end_) return false;

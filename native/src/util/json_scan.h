@@ -7,6 +7,7 @@
 // (nlohmann's messages name the error), so the two readers never differ in what they accept.
 #pragma once
 
+#include <cstddef>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
@@ -16,5 +17,9 @@ namespace nsc {
 // True when the whole text was read and every event accepted; false when declined, possibly
 // after some events were given.
 bool scan_json(std::string_view text, nlohmann::json::json_sax_t* sax);
+
+// How many bytes [at, end) starts with that JSON text holds as they are inside a string:
+// printable ASCII but the quote and the backslash (0x7f included). The writer's test too.
+size_t json_plain_prefix(const char* at, const char* end);
 
 }  // namespace nsc

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "util/json_scan.h"
 #include "util/parallel.h"
 
 namespace nsc {
@@ -15,11 +16,7 @@ constexpr unsigned kIndentStep = 2;
 
 // Whether nlohmann writes `text` as it is: printable ASCII without a quote or a backslash
 // (0x7f included: it escapes only control characters without ensure_ascii).
-bool plain(const std::string& text) {
-  for (unsigned char c : text)
-    if (c < 0x20 || c >= 0x80 || c == '"' || c == '\\') return false;
-  return true;
-}
+bool plain(const std::string& text) { return json_plain_prefix(text.data(), text.data() + text.size()) == text.size(); }
 
 // One per thread and buffer: containers and plain strings written here, everything else
 // (numbers, strings to escape or repair) by nlohmann's own serializer into the same buffer.
