@@ -55,14 +55,24 @@ size_t python_site(const std::vector<FrameView>& frames) {
   return site;
 }
 
+// A decorator's or a dispatcher's own frame (c10d_logger's `wrapper` around every collective,
+// torch.no_grad's `decorate_context`): never the API a line called.
+bool generic_wrapper(const std::string& function) {
+  for (const char* name : {"wrapper", "wrapped", "inner", "_fn", "decorate_context", "_wrapped_call_impl",
+                           "_call_impl", "__call__"})
+    if (function == name) return true;
+  return false;
+}
+
+// What the user's line called: the library frame nearest to it, past decorators' wrappers
+// (new_group, not the _new_process_group_helper it calls); else the innermost library frame.
 CallSite python_call_site(const std::vector<FrameView>& frames, size_t site, const std::string& blocked_in) {
   CallSite out;
   split_python_label(frames[site].label(), &out.function, &out.location);
-  for (size_t f = 0; f < site; ++f)
-    if (frames[f].python_library) {
-      out.call = python_function(frames[f]);
-      break;
-    }
+  for (size_t f = site; f-- > 0 && out.call.empty();)
+    if (frames[f].python_library && !generic_wrapper(python_function(frames[f]))) out.call = python_function(frames[f]);
+  for (size_t f = 0; f < site && out.call.empty(); ++f)
+    if (frames[f].python_library) out.call = python_function(frames[f]);
   if (out.call.empty()) out.call = blocked_in;
   return out;
 }

@@ -21,7 +21,8 @@ struct CallSite {
 // Frames innermost first (ThreadView order). Python: the innermost frame outside installed
 // packages and the standard library, stepping out past thin wrappers (a user function named
 // like the library function it calls: def all_reduce(t): dist.all_reduce(t)); `call` is the
-// innermost library Python frame's function, else `blocked_in`. Without Python frames: the
+// library Python function nearest to that frame, decorators' wrappers passed over (the API the
+// line called: new_group, not the helper it runs), else `blocked_in`. Without Python frames: the
 // innermost frame of the program itself and the function it called.
 CallSite user_call_site(const std::vector<FrameView>& frames, const std::string& blocked_in = "");
 CallSite user_call_site(const ThreadView& thread);
