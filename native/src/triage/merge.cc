@@ -131,9 +131,6 @@ bool content_before(const ContentKey& a, const ContentKey& b) {
 
 bool content_order(const ProcessView& a, const ProcessView& b) { return content_before(content_key(a), content_key(b)); }
 
-// Inputs all of whose (communicator, rank) pairs an input before it in content_order holds:
-// moved out of job->processes into job->duplicate_inputs, so they neither count twice
-// (threads, graph nodes) nor let the command line's order or file names pick the copy.
 // Whether any (communicator, rank) pair is held by two inputs (or twice by one): without one,
 // the usual case, no input is a duplicate and no content key need be made (100,000 ranks).
 bool any_rank_held_twice(const Job& job) {
@@ -146,6 +143,9 @@ bool any_rank_held_twice(const Job& job) {
   return false;
 }
 
+// Inputs all of whose (communicator, rank) pairs an input before it in content_order holds:
+// moved out of job->processes into job->duplicate_inputs, so they neither count twice
+// (threads, graph nodes) nor let the command line's order or file names pick the copy.
 void set_aside_duplicate_inputs(Job* job) {
   if (!any_rank_held_twice(*job)) return;
   std::vector<size_t> order(job->processes.size());

@@ -23,14 +23,14 @@ struct PlainBytes {
 };
 const PlainBytes kPlain;
 
-// Eight bytes as a little-endian word, and the index of a word's first byte whose top bit is set.
+// Eight bytes as a little-endian word (the first byte lowest), and a word's first nonzero byte.
 uint64_t load_word(const char* at) {
   uint64_t word;
   std::memcpy(&word, at, sizeof word);
   if constexpr (!kLittleEndian) word = __builtin_bswap64(word);
   return word;
 }
-size_t first_marked_byte(uint64_t marks) { return static_cast<size_t>(__builtin_ctzll(marks)) / 8; }
+size_t first_nonzero_byte(uint64_t word) { return static_cast<size_t>(__builtin_ctzll(word)) / 8; }
 
 constexpr uint64_t kOnes = 0x0101010101010101ULL;
 constexpr uint64_t kHighs = 0x8080808080808080ULL;
@@ -40,7 +40,7 @@ size_t leading_spaces(const char* at, const char* end) {
   const char* q = at;
   for (; end - q >= 8; q += 8) {
     uint64_t other = load_word(q) ^ (kOnes * ' ');  // zero bytes are spaces
-    if (other != 0) return static_cast<size_t>(q - at) + static_cast<size_t>(__builtin_ctzll(other)) / 8;
+    if (other != 0) return static_cast<size_t>(q - at) + first_nonzero_byte(other);
   }
   while (q < end && *q == ' ') ++q;
   return static_cast<size_t>(q - at);
@@ -56,7 +56,7 @@ size_t json_plain_prefix(const char* at, const char* end) {
     uint64_t word = load_word(q);
     uint64_t marks = zero_bytes(word ^ (kOnes * '"')) | zero_bytes(word ^ (kOnes * '\\')) |
                      ((word - kOnes * 0x20) & ~word & kHighs) | (word & kHighs);
-    if (marks != 0) return static_cast<size_t>(q - at) + first_marked_byte(marks);
+    if (marks != 0) return static_cast<size_t>(q - at) + first_nonzero_byte(marks);
   }
   while (q < end && kPlain.plain[static_cast<unsigned char>(*q)]) ++q;
   return static_cast<size_t>(q - at);
