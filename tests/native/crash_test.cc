@@ -77,9 +77,7 @@ json crashed_rank(int rank, int nranks, const Counts& counts, json main_thread, 
 
 nsc::SignalInfo abort_signal() { return signal_of(SIGABRT, kSiTkill, 0, 0, 0); }
 
-json triage(const std::vector<json>& documents) {
-  return nsc::triage_documents(as_inputs(documents), nsc::TriageOptions{});
-}
+json triage(const std::vector<json>& documents) { return triage_read_back(documents); }
 
 std::vector<int> ints(const json& list) { return list.get<std::vector<int>>(); }
 

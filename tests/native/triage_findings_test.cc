@@ -11,9 +11,7 @@ using namespace synthetic;
 
 namespace {
 
-json run(const std::vector<json>& documents) {
-  return nsc::triage_documents(as_inputs(documents), nsc::TriageOptions{});
-}
+json run(const std::vector<json>& documents) { return triage_read_back(documents); }
 
 const json& only_comm(const json& report) {
   BOOST_REQUIRE_EQUAL(report["communicators"].size(), 1u);

@@ -161,7 +161,7 @@ std::vector<int> ints(const json& list) {
   return out;
 }
 
-json triage(const std::vector<json>& documents) { return nsc::triage_documents(as_inputs(documents), {}); }
+json triage(const std::vector<json>& documents) { return triage_read_back(documents); }
 
 // The headline, also shown with --log_level=message (docs/triage.md quotes it).
 std::string headline(const json& report) {

@@ -4,12 +4,15 @@
 
 #include <array>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "triage/triage.h"
+#include "util/json_raw.h"
+#include "util/json_write.h"
 #include "util/strings.h"
 
 namespace synthetic {
@@ -126,6 +129,19 @@ inline std::vector<nsc::TriageInput> as_inputs(const std::vector<json>& document
   for (size_t i = 0; i < documents.size(); ++i)
     inputs.push_back({"rank-" + std::to_string(i) + ".json", "snapshot", documents[i], ""});
   return inputs;
+}
+
+// The triage report of `documents`, its raw values (util/json_raw.h) read back, after checking
+// that the writer writes the report as dump(2) writes the read-back one: a raw value built with
+// its keys out of nlohmann's order, or not JSON, would differ (or throw).
+inline json triage_read_back(const std::vector<json>& documents) {
+  json report = nsc::triage_documents(as_inputs(documents), nsc::TriageOptions{});
+  json read = nsc::with_raw_json_values(report);
+  std::string written;
+  nsc::append_pretty_json(report, &written);
+  if (written != read.dump(2, ' ', false, json::error_handler_t::replace))
+    throw std::logic_error("the report's raw values are not written as their values");
+  return read;
 }
 
 // Every rank but `culprit` launched AllGather #1; the culprit sits in pause().

@@ -10,6 +10,7 @@
 #include "triage/finding_kinds.h"
 #include "triage/rank_set.h"
 #include "util/json_access.h"
+#include "util/json_raw.h"
 
 namespace nsc::triage {
 namespace {
@@ -433,7 +434,8 @@ class Headline {
   // Every node of the blame entry has only NCCL's counts for its program order (no records).
   bool orders_from_counts(const json& reason) const {
     for (const json& id : reason["nodes"])
-      if (node(id.get<int>()).value("program_order", json::object()).value("source", "") != "nccl-counts") return false;
+      if (raw_json_value(node(id.get<int>()).value("program_order", json::object())).value("source", "") != "nccl-counts")
+        return false;
     return true;
   }
 

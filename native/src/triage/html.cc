@@ -13,6 +13,7 @@
 #include "triage/rank_set.h"
 #include "triage/triage.h"
 #include "util/json_access.h"
+#include "util/json_raw.h"
 #include "util/strings.h"
 
 namespace nsc {
@@ -479,7 +480,7 @@ void render_counter_table(const json& report, std::ostringstream& page) {
   for (size_t c = 0; c < comms.size(); ++c) {
     const json& inputs = json_member(comms[c], "inputs");
     const json& ranks = json_member(comms[c], "ranks_seen");
-    const json& launched = json_member(comms[c], "seq_launched");
+    const json launched = raw_json_value(json_member(comms[c], "seq_launched"));
     std::map<std::string, size_t> votes;
     for (size_t i = 0; i < inputs.size(); ++i) {
       bool missing_value = false;

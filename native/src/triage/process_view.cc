@@ -16,6 +16,13 @@ namespace nsc::triage {
 
 const char* const kCollectiveNames[kNumCollectives] = {"Broadcast", "Reduce", "AllGather",
                                                        "ReduceScatter", "AllReduce"};
+const std::array<int, kNumCollectives> kCollectivesByName = [] {
+  std::array<int, kNumCollectives> order{};
+  for (int c = 0; c < kNumCollectives; ++c) order[c] = c;
+  std::sort(order.begin(), order.end(),
+            [](int a, int b) { return std::string_view(kCollectiveNames[a]) < kCollectiveNames[b]; });
+  return order;
+}();
 
 
 // "ncclPatternRingTwice" -> "ringtwice"; NCCL's enum names, any version.
@@ -109,8 +116,8 @@ FrameView make_python_frame(const std::string& function, const std::string& file
   return frame;
 }
 
-void append_unmerged_python(ThreadView* thread, std::vector<FrameView> python) {
-  thread->frames.insert(thread->frames.end(), std::make_move_iterator(python.begin()),
+void append_unmerged_python(std::vector<FrameView>* frames, std::vector<FrameView> python) {
+  frames->insert(frames->end(), std::make_move_iterator(python.begin()),
                         std::make_move_iterator(python.end()));
 }
 

@@ -24,6 +24,8 @@ using Maybe = std::optional<T>;
 // seq_launched order: NCCL's ncclFunc_t order, stable since 2.0.
 constexpr int kNumCollectives = 5;
 extern const char* const kCollectiveNames[kNumCollectives];
+// Their indices in the names' byte order: how a JSON object lists them.
+extern const std::array<int, kNumCollectives> kCollectivesByName;
 
 // A tree node's children: at most NCCL_MAX_TREE_ARITY (3 in every NCCL version), held inline so
 // that a rank's channels take no heap block each; a snapshot naming more (not NCCL's) keeps 3.

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "torch/fr_records.h"
+#include "util/json_raw.h"
 
 namespace nsc::triage {
 namespace {
@@ -79,36 +80,35 @@ std::string op_text(const OrderedOp& op) {
   return text + " (record id " + std::to_string(op.record_id) + ")";
 }
 
-json op_json(const OrderedOp& op) {
-  return {{"record_id", op.record_id}, {"group", op.group}, {"op", op.name},
-          {"seq", op.seq ? json(*op.seq) : json(nullptr)}, {"state", op.state}};
+// Keys in nlohmann's order (JsonText): group, op, record_id, seq, state.
+void add_op(const OrderedOp& op, JsonText* out) {
+  out->begin_object().key("group").string(op.group).key("op").string(op.name).key("record_id").number(op.record_id);
+  out->key("seq").number_or_null(op.seq).key("state").string(op.state).end_object();
 }
 
 const char* order_name(OwedOrder order) {
   return order == OwedOrder::kEarlier ? "earlier" : order == OwedOrder::kLater ? "later" : "unknown";
 }
 
-// NCCL's side, added to `out`: each communicator's launch counts (their order across
-// communicators unknown) and the call its host thread is in. Moved in, never copied: one per rank.
-void add_counts(const Job& job, int process, json* out) {
+// NCCL's side: each communicator's launch counts (their order across communicators unknown)
+// and the call its host thread is in. Keys in nlohmann's order: communicators, host_call,
+// order_across_groups.
+void add_counts(const Job& job, int process, JsonText* out) {
   const ProcessView& view = job.processes[process];
-  json comms = json::array();
+  out->key("communicators").begin_array();
   for (const CommView& comm : view.comms) {
     auto group = job.group_of_hash.find(comm.comm_hash);
-    std::string pg = group == job.group_of_hash.end() ? "" : job.comms[group->second].pg_name;
-    Maybe<int64_t> launched = comm.total_launched();
-    json& entry = comms.emplace_back(json::object());  // field by field: one per rank and communicator
-    entry["comm_hash"] = comm.comm_hash_text;
-    entry["pg"] = pg.empty() ? json(nullptr) : json(pg);
-    entry["collectives_launched"] = launched ? json(*launched) : json(nullptr);
-    entry["p2p_total"] = comm.p2p_total ? json(*comm.p2p_total) : json(nullptr);
-    entry["work_in_flight"] = comm.has_proxy_work_in_flight();
-    entry["work_planned"] = comm.has_planned_work();
+    std::string_view pg = group == job.group_of_hash.end() ? "" : job.comms[group->second].pg_name;
+    out->begin_object().key("collectives_launched").number_or_null(comm.total_launched());
+    out->key("comm_hash").string(comm.comm_hash_text).key("p2p_total").number_or_null(comm.p2p_total);
+    out->key("pg").string_or_null(pg).key("work_in_flight").boolean(comm.has_proxy_work_in_flight());
+    out->key("work_planned").boolean(comm.has_planned_work()).end_object();
   }
+  out->end_array();
   const ThreadView* thread = view.principal();
-  (*out)["communicators"] = std::move(comms);
-  (*out)["host_call"] = thread && !thread->blocked_in.empty() ? json(thread->blocked_in) : json(nullptr);
-  (*out)["order_across_groups"] = std::string("unknown: ") + kCountsDoNotOrder;
+  out->key("host_call").string_or_null(thread ? std::string_view(thread->blocked_in) : std::string_view());
+  static const std::string unknown_order = std::string("unknown: ") + kCountsDoNotOrder;
+  out->key("order_across_groups").string(unknown_order);
 }
 
 }  // namespace
@@ -154,23 +154,29 @@ std::string op_kind_text(const OpKind& kind) {
 
 json program_order_json(const Job& job, int process, const ProgramOrder& order,
                         const std::vector<std::pair<OpKind, OwedPlace>>& owed) {
-  json out = json::object();
-  out["source"] = order.source;
+  // Written as text (one per rank; no reader in the process): keys in nlohmann's order.
+  JsonText out;
+  out.begin_object();
   if (order.source == "flight-recorder") {
-    json ops = json::array();
-    for (const OrderedOp& op : order.ops) ops.push_back(op_json(op));
-    out["records"] = order.records;
-    out["last_ops"] = std::move(ops);
-    out["sits_in"] = order.sits_in ? op_json(*order.sits_in) : json(nullptr);
+    out.key("last_ops").begin_array();
+    for (const OrderedOp& op : order.ops) add_op(op, &out);
+    out.end_array();
   } else if (order.source == "nccl-counts") {
     add_counts(job, process, &out);
   }
-  json owed_json = json::array();
-  for (const auto& [kind, place] : owed)
-    owed_json.push_back({{"op", op_kind_text(kind)}, {"order", order_name(place.order)},
-                         {"why", place.why.empty() ? json(nullptr) : json(place.why)}});
-  out["owed"] = std::move(owed_json);
-  return out;
+  out.key("owed").begin_array();
+  for (const auto& [kind, place] : owed) {
+    out.begin_object().key("op").string(op_kind_text(kind)).key("order").string(order_name(place.order));
+    out.key("why").string_or_null(place.why).end_object();
+  }
+  out.end_array();
+  if (order.source == "flight-recorder") {
+    out.key("records").number(static_cast<int64_t>(order.records)).key("sits_in");
+    if (order.sits_in) add_op(*order.sits_in, &out);
+    else out.null();
+  }
+  out.key("source").string(order.source).end_object();
+  return raw_json(out.text());
 }
 
 }  // namespace nsc::triage

@@ -59,7 +59,8 @@ OwedPlace place_owed(const ProgramOrder& order, const OpKind& owed);
 void keep_report_ops(ProgramOrder* order);
 
 // The node's "program_order": source, the last records (or each communicator's counts and
-// the host thread's call), the operation it sits in, and each owed operation's place.
+// the host thread's call), the operation it sits in, and each owed operation's place. A raw
+// value (util/json_raw.h): one per rank, read by nothing in the process.
 nlohmann::json program_order_json(const Job& job, int process, const ProgramOrder& order,
                                   const std::vector<std::pair<OpKind, OwedPlace>>& owed);
 

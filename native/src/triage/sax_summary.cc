@@ -286,6 +286,7 @@ class Summarizer : public json::json_sax_t {
   void opened(Where where, size_t index) {
     switch (where) {
       case Where::kComm:
+        if (process_->comms.empty()) process_->comms.reserve(4);  // most processes hold a few
         process_->comms.emplace_back();
         process_->comms.back().position = index;
         break;
@@ -298,6 +299,7 @@ class Summarizer : public json::json_sax_t {
       case Where::kPlannedP2p: comm().planned_p2p.emplace_back(); break;
       case Where::kThread:
         process_->threads.emplace_back();
+        native_.clear();
         merged_.clear();
         python_.clear();
         break;
@@ -333,8 +335,7 @@ class Summarizer : public json::json_sax_t {
         if (error_.kind == "target") process_->target_damaged = true;
         break;
       case Where::kFrame:
-        process_->threads.back().frames.push_back(
-            make_frame(frame_.function, frame_.module, frame_.offset, frame_.pc, &process_->stack_notes));
+        native_.push_back(make_frame(frame_.function, frame_.module, frame_.offset, frame_.pc, &process_->stack_notes));
         break;
       case Where::kMergedFrame:
         merged_.push_back(frame_.kind == "python"
@@ -346,13 +347,17 @@ class Summarizer : public json::json_sax_t {
         python_.push_back(make_python_frame(frame_.function, frame_.file, frame_.line, frame_.error));
         break;
       case Where::kThread: {  // the merged native+Python stack stands for the thread when present
+        // Gathered in reused buffers, then moved into one block of the exact size: the frames are
+        // kept until the report is written (no spare capacity per rank, no regrowth).
         ThreadView& thread = process_->threads.back();
-        if (!merged_.empty()) thread.frames = std::move(merged_);
-        else append_unmerged_python(&thread, std::move(python_));
+        if (merged_.empty()) append_unmerged_python(&native_, std::move(python_));
+        std::vector<FrameView>& frames = merged_.empty() ? native_ : merged_;
+        thread.frames.reserve(frames.size());
+        thread.frames.assign(std::make_move_iterator(frames.begin()), std::make_move_iterator(frames.end()));
+        native_.clear();
         merged_.clear();
         python_.clear();
         mark_python_thread(&thread);
-        thread.frames.shrink_to_fit();  // kept until the report is written: no spare capacity per rank
         break;
       }
       default: break;
@@ -559,7 +564,8 @@ class Summarizer : public json::json_sax_t {
   struct RawError {
     std::string message, subject, reason, kind;
   } error_;
-  std::vector<FrameView> merged_;  // the current thread's merged_frames
+  std::vector<FrameView> native_;  // the current thread's frames
+  std::vector<FrameView> merged_;  // ... its merged_frames
   std::vector<FrameView> python_;  // ... and its python.frames
   std::string planned_kind_;
   std::string captured_key_;          // "recorder" or "torch"

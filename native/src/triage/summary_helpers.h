@@ -20,7 +20,7 @@ FrameView make_frame(const std::string& function, const std::string& module, con
 // included) are not user code; the Python frames are.
 // Python frames of a thread whose native stack was not merged with them (the unwind stopped
 // before the interpreter, e.g. in a library whose file is absent): they are its outer frames.
-void append_unmerged_python(ThreadView* thread, std::vector<FrameView> python);
+void append_unmerged_python(std::vector<FrameView>* frames, std::vector<FrameView> python);
 void mark_python_thread(ThreadView* thread);
 FrameView make_python_frame(const std::string& function, const std::string& file, const Maybe<int64_t>& line,
                             const std::string& error);

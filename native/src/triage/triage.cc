@@ -13,6 +13,7 @@
 #include "triage/rank_set.h"
 #include "util/errors.h"
 #include "util/json_access.h"
+#include "util/json_raw.h"
 #include "util/parallel.h"
 #include "util/phase_times.h"
 #include "util/schemas.h"
@@ -132,14 +133,17 @@ json startup_json(const Finding& finding) {
 json communicator_json(const Job& job, size_t g, const VerdictBlame& blame) {
   const CommGroup& group = job.comms[g];
   json ranks_seen = json::array(), world_ranks = json::array(), inputs = json::array();
-  json seq_launched = json::array();  // parallel to ranks_seen: the HTML page's counter table
+  // Parallel to ranks_seen, the HTML page's counter table: one object per rank, written as text
+  // (a raw value: 100,000 ranks' counters in one block, not 600,000 values).
+  JsonText seq_launched;
+  seq_launched.begin_array();
   for (const triage::Member& member : group.members) {
     ranks_seen.push_back(member.rank);
-    json counters = json::object();
     const triage::CommView& view = job.comm_of(member);
-    for (int c = 0; c < triage::kNumCollectives; ++c)
-      counters[triage::kCollectiveNames[c]] = view.seq_launched[c] ? json(*view.seq_launched[c]) : json(nullptr);
-    seq_launched.push_back(std::move(counters));
+    seq_launched.begin_object();
+    for (int c : triage::kCollectivesByName)
+      seq_launched.key(triage::kCollectiveNames[c]).number_or_null(view.seq_launched[c]);
+    seq_launched.end_object();
     const auto& world = job.world_rank[member.process];
     world_ranks.push_back(world ? json(*world) : json(nullptr));
     inputs.push_back(job.processes[member.process].input_name);
@@ -154,7 +158,7 @@ json communicator_json(const Job& job, size_t g, const VerdictBlame& blame) {
           {"ranks_seen", std::move(ranks_seen)},
           {"world_ranks", std::move(world_ranks)},
           {"inputs", std::move(inputs)},
-          {"seq_launched", std::move(seq_launched)},
+          {"seq_launched", raw_json(seq_launched.end_array().text())},
           {"missing_ranks", group.missing_ranks},
           {"duplicate_inputs", group.duplicates},
           {"warnings", group.warnings},

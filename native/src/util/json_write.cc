@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "util/json_raw.h"
 #include "util/json_scan.h"
 #include "util/parallel.h"
 
@@ -60,6 +61,9 @@ class PrettyWriter {
         out_->push_back('"');
         return;
       }
+      case json::value_t::binary:
+        if (is_raw_json(v)) return append_pretty_compact_json(raw_json_text(v), indent, out_);
+        [[fallthrough]];
       default:
         fallback_.dump(v, true, false, kIndentStep, indent);
     }

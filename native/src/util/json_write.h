@@ -2,7 +2,7 @@
 // escaping), byte for byte, but faster: plain strings are copied whole instead of decoded byte
 // by byte, and the elements of big arrays (100,000 ranks' graph nodes, communicators, inputs)
 // are written over the CPUs, a window at a time, so that memory stays a few MB above the
-// document's (docs/triage.md "Scale").
+// document's (docs/triage.md "Scale"). A raw value (json_raw.h) is written as its value.
 #pragma once
 
 #include <cstdio>

@@ -1,5 +1,6 @@
 #include "util/phase_times.h"
 
+#include <sys/resource.h>
 #include <time.h>
 
 #include <algorithm>
@@ -21,6 +22,7 @@ struct PhaseRecord {
   Clock::time_point end;
   double cpu_ms;  // the thread's own CPU time in the phase: far below the wall = waiting
   size_t thread;
+  long peak_mb;  // the process's peak resident memory when it ended
 };
 
 struct PhaseLog {
@@ -45,6 +47,12 @@ double thread_cpu_ms() {
   timespec now{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
   return static_cast<double>(now.tv_sec) * 1e3 + static_cast<double>(now.tv_nsec) / 1e6;
+}
+
+long peak_resident_mb() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss / 1024;  // KiB on Linux
 }
 
 }  // namespace
@@ -72,7 +80,7 @@ void PhaseTimer::stop() {
   PhaseLog& log = phase_log();
   std::lock_guard<std::mutex> lock(log.mutex);
   size_t thread = log.thread_numbers.emplace(std::this_thread::get_id(), log.thread_numbers.size()).first->second;
-  log.records.push_back({current_subject, phase_, start_, end, cpu_ms, thread});
+  log.records.push_back({current_subject, phase_, start_, end, cpu_ms, thread, peak_resident_mb()});
   phase_ = nullptr;
 }
 
@@ -90,11 +98,11 @@ void print_phase_times(std::FILE* out) {
   std::sort(records.begin(), records.end(),
             [](const PhaseRecord& a, const PhaseRecord& b) { return a.start < b.start; });
   std::map<std::string, std::pair<double, size_t>> totals;
-  std::fprintf(out, "timings (NCCLSCOPE_TIMINGS): start ms, wall ms, own CPU ms, thread, phase, input\n");
+  std::fprintf(out, "timings (NCCLSCOPE_TIMINGS): start ms, wall ms, own CPU ms, peak MB, thread, phase, input\n");
   for (const PhaseRecord& record : records) {
     double took = milliseconds(record.end - record.start);
-    std::fprintf(out, "  %9.1f %9.1f %9.1f  t%-2zu %-28s %s\n", milliseconds(record.start - log.origin), took,
-                 record.cpu_ms, record.thread, record.phase, record.subject.c_str());
+    std::fprintf(out, "  %9.1f %9.1f %9.1f %7ld  t%-2zu %-28s %s\n", milliseconds(record.start - log.origin), took,
+                 record.cpu_ms, record.peak_mb, record.thread, record.phase, record.subject.c_str());
     auto& total = totals[record.phase];
     total.first += took;
     ++total.second;

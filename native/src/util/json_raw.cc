@@ -1,0 +1,136 @@
+#include "util/json_raw.h"
+
+#include <charconv>
+#include <vector>
+
+#include "util/json_scan.h"
+
+namespace nsc {
+
+using nlohmann::json;
+
+json raw_json(std::string_view compact_text) {
+  return json::binary(std::vector<uint8_t>(compact_text.begin(), compact_text.end()), kRawJsonSubtype);
+}
+
+bool is_raw_json(const json& value) {
+  return value.is_binary() && value.get_binary().has_subtype() && value.get_binary().subtype() == kRawJsonSubtype;
+}
+
+std::string_view raw_json_text(const json& raw) {
+  const json::binary_t& bytes = raw.get_binary();
+  return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
+}
+
+json raw_json_value(const json& value) { return is_raw_json(value) ? json::parse(raw_json_text(value)) : value; }
+
+json with_raw_json_values(json document) {
+  if (is_raw_json(document)) return raw_json_value(document);
+  if (document.is_structured())
+    for (json& child : document) child = with_raw_json_values(std::move(child));
+  return document;
+}
+
+void append_pretty_compact_json(std::string_view compact, unsigned indent, std::string* out) {
+  constexpr unsigned kStep = 2;
+  const char* at = compact.data();
+  const char* end = at + compact.size();
+  auto new_line = [&] {
+    out->push_back('\n');
+    out->append(indent, ' ');
+  };
+  while (at < end) {
+    char c = *at++;
+    switch (c) {
+      case '"': {  // copied whole: escapes are already nlohmann's
+        const char* start = at - 1;
+        while (at < end && *at != '"') at += *at == '\\' ? 2 : 1;
+        out->append(start, static_cast<size_t>(++at - start));
+        break;
+      }
+      case '{':
+      case '[':
+        if (at < end && (*at == '}' || *at == ']')) {  // empty: written on one line
+          out->push_back(c);
+          out->push_back(*at++);
+          break;
+        }
+        out->push_back(c);
+        indent += kStep;
+        new_line();
+        break;
+      case '}':
+      case ']':
+        indent -= kStep;
+        new_line();
+        out->push_back(c);
+        break;
+      case ',':
+        out->push_back(',');
+        new_line();
+        break;
+      case ':': out->append(": "); break;
+      default: out->push_back(c);  // a number or a literal
+    }
+  }
+}
+
+JsonText& JsonText::open(char bracket) {
+  separate();
+  text_.push_back(bracket);
+  return *this;
+}
+
+JsonText& JsonText::close(char bracket) {
+  text_.push_back(bracket);
+  return *this;
+}
+
+void JsonText::separate() {
+  // After an opening bracket or a key nothing comes between; after a value, a comma.
+  if (!text_.empty() && text_.back() != '{' && text_.back() != '[' && text_.back() != ':') text_.push_back(',');
+}
+
+void JsonText::quoted(std::string_view text) {
+  if (json_plain_prefix(text.data(), text.data() + text.size()) == text.size()) {
+    text_.push_back('"');
+    text_.append(text);
+    text_.push_back('"');
+    return;
+  }
+  text_.append(json(std::string(text)).dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
+JsonText& JsonText::key(std::string_view name) {
+  separate();
+  quoted(name);
+  text_.push_back(':');
+  return *this;
+}
+
+JsonText& JsonText::string(std::string_view text) {
+  separate();
+  quoted(text);
+  return *this;
+}
+
+JsonText& JsonText::number(int64_t value) {
+  separate();
+  char digits[24];
+  text_.append(digits, std::to_chars(digits, digits + sizeof digits, value).ptr);
+  return *this;
+}
+
+JsonText& JsonText::boolean(bool value) {
+  separate();
+  text_.append(value ? "true" : "false");
+  return *this;
+}
+
+JsonText& JsonText::null() {
+  separate();
+  text_.append("null");
+  return *this;
+}
+
+}  // namespace nsc
