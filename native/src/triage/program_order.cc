@@ -155,7 +155,8 @@ std::string op_kind_text(const OpKind& kind) {
 json program_order_json(const Job& job, int process, const ProgramOrder& order,
                         const std::vector<std::pair<OpKind, OwedPlace>>& owed) {
   // Written as text (one per rank; no reader in the process): keys in nlohmann's order.
-  JsonText out;
+  thread_local JsonText out;  // ranks are built over the CPUs; no allocation per rank
+  out.clear();
   out.begin_object();
   if (order.source == "flight-recorder") {
     out.key("last_ops").begin_array();

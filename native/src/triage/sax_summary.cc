@@ -441,6 +441,8 @@ class Summarizer : public json::json_sax_t {
         else if (k == "coll_op_count_of")
           comm().coll_op_count_shared_resources = as_string(v).value_or("") == "ncclSharedResources";
         else if (k == "shared_resources") comm().shared_resources = as_string(v).value_or("");
+        else if (k == "nchannels" && v.type == Scalar::kInt && v.integer > 0 && v.integer <= kMaxChannels)
+          comm().channels.reserve(static_cast<size_t>(v.integer));  // listed after it: no regrowth
         break;
       case Where::kSeq:
         for (int c = 0; c < kNumCollectives; ++c)

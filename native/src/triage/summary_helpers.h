@@ -59,6 +59,9 @@ inline void sort_comm_notes(CommView* comm) {
 
 // Snapshots are untrusted: at most this many warnings are kept per communicator.
 constexpr size_t kMaxCommWarnings = 64;
+// A communicator's channels reserved up front, at most (NCCL's MAXCHANNELS is 32 to 64; a
+// snapshot is untrusted: a larger count only grows the vector as its channels are read).
+constexpr int64_t kMaxChannels = 128;
 
 // Field rules, one per kind of field, applied by both summarizers to the integer a
 // value holds (std::nullopt when it is not an int64): docs/schema-state.md says a

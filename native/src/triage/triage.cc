@@ -633,6 +633,7 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
       if (view["source"] == "input")
         report["inputs"].push_back({{"name", view["input"]}, {"kind", "numerics"},
                                     {"status", view["joined"].get<size_t>() > 0 ? "ok" : "not-joined"}});
+  inputs_timer.stop();
   json errors = json::array();
   for (const TriageFailure& failure : failures)
     if (failure.status == "error") errors.push_back({{"input", failure.name}, {"message", failure.error}});

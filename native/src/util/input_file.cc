@@ -85,8 +85,8 @@ InputFile try_open_regular_file(const std::string& path, std::string* why) {
     if (why) *why = std::string("not a regular file (") + file_type_name(info.st_mode) + ")";
     return {};
   }
-  int flags = fcntl(fd, F_GETFL);
-  if (flags >= 0) fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  // O_NONBLOCK stays set: it has no effect on a regular file (open(2)), and clearing it was two
+  // system calls per input (100,000 snapshots: 200,000).
   return InputFile(file.release(), static_cast<uint64_t>(info.st_size));
 }
 

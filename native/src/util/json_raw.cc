@@ -1,6 +1,7 @@
 #include "util/json_raw.h"
 
 #include <charconv>
+#include <cstring>
 #include <vector>
 
 #include "util/json_scan.h"
@@ -40,22 +41,27 @@ void append_pretty_compact_json(std::string_view compact, unsigned indent, std::
     out->append(indent, ' ');
   };
   while (at < end) {
-    char c = *at++;
-    switch (c) {
-      case '"': {  // copied whole: escapes are already nlohmann's
-        const char* start = at - 1;
-        while (at < end && *at != '"') at += *at == '\\' ? 2 : 1;
-        out->append(start, static_cast<size_t>(++at - start));
+    const char* token = at;
+    switch (*at++) {
+      case '"':  // a string, copied whole: its escapes are already nlohmann's
+        for (;;) {
+          at = static_cast<const char*>(std::memchr(at, '"', static_cast<size_t>(end - at)));
+          if (at == nullptr) return out->append(token, static_cast<size_t>(end - token)), void();
+          size_t backslashes = 0;  // the quote ends the string unless an odd run of them escapes it
+          for (const char* b = at - 1; *b == '\\'; --b) ++backslashes;
+          ++at;
+          if (backslashes % 2 == 0) break;
+        }
+        out->append(token, static_cast<size_t>(at - token));
         break;
-      }
       case '{':
       case '[':
         if (at < end && (*at == '}' || *at == ']')) {  // empty: written on one line
-          out->push_back(c);
-          out->push_back(*at++);
+          out->append(token, 2);
+          ++at;
           break;
         }
-        out->push_back(c);
+        out->push_back(*token);
         indent += kStep;
         new_line();
         break;
@@ -63,14 +69,16 @@ void append_pretty_compact_json(std::string_view compact, unsigned indent, std::
       case ']':
         indent -= kStep;
         new_line();
-        out->push_back(c);
+        out->push_back(*token);
         break;
       case ',':
         out->push_back(',');
         new_line();
         break;
       case ':': out->append(": "); break;
-      default: out->push_back(c);  // a number or a literal
+      default:  // a number or a literal: up to the next bracket or comma
+        while (at < end && *at != ',' && *at != '}' && *at != ']') ++at;
+        out->append(token, static_cast<size_t>(at - token));
     }
   }
 }

@@ -51,6 +51,7 @@ class JsonText {
   JsonText& string_or_null(std::string_view text) { return text.empty() ? null() : string(text); }
 
   const std::string& text() const { return text_; }
+  void clear() { text_.clear(); }  // for the next value, the storage kept
   std::string take() { return std::move(text_); }
 
  private:
