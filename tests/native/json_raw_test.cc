@@ -11,6 +11,8 @@
 #include "util/json_raw.h"
 #include "util/json_write.h"
 
+#include "json_write_helpers.h"
+
 using nlohmann::json;
 
 namespace {
@@ -18,24 +20,9 @@ namespace {
 const char* const kStrings[] = {"", "plain", "quote \" here", "back\\slash", "tab\there", "new\nline", "\x01\x1f",
                                 "del \x7f", "caf\xc3\xa9", "{[,:]}", "\"", "\\", "0x6db0a96d9cb7fc37"};
 
-// Values JsonText can write: no floating point, integers within int64.
+// Values JsonText can write: no floating point, integers within int64, valid UTF-8.
 json random_value(std::mt19937& random, int depth) {
-  switch (random() % (depth > 3 ? 4 : 6)) {
-    case 0: return nullptr;
-    case 1: return random() % 2 == 0;
-    case 2: return static_cast<int64_t>(random()) * (random() % 2 ? 1 : -65536);
-    case 3: return kStrings[random() % std::size(kStrings)];
-    case 4: {
-      json array = json::array();
-      for (size_t n = random() % 5; n > 0; --n) array.push_back(random_value(random, depth + 1));
-      return array;
-    }
-    default: {
-      json object = json::object();
-      for (size_t n = random() % 5; n > 0; --n) object[kStrings[random() % std::size(kStrings)]] = random_value(random, depth + 1);
-      return object;
-    }
-  }
+  return ::random_value(random, depth, {std::begin(kStrings), std::end(kStrings)}, false);
 }
 
 // The value through JsonText (an object's keys in nlohmann's order: its own iteration order).
@@ -63,16 +50,6 @@ void write(const json& value, nsc::JsonText* out) {
 
 std::string pretty(const json& value) { return value.dump(2, ' ', false, json::error_handler_t::replace); }
 
-std::string streamed(const json& value, size_t parallel_from) {
-  std::FILE* file = std::tmpfile();
-  BOOST_REQUIRE(file != nullptr);
-  BOOST_REQUIRE(nsc::write_pretty_json(value, file, parallel_from));
-  std::string text(static_cast<size_t>(std::ftell(file)), '\0');
-  std::rewind(file);
-  BOOST_REQUIRE_EQUAL(std::fread(text.data(), 1, text.size(), file), text.size());
-  std::fclose(file);
-  return text;
-}
 
 // Every container of `value` replaced by a raw value with a chance of one in `odds`.
 json with_raw_parts(const json& value, std::mt19937& random, unsigned odds) {

@@ -10,22 +10,14 @@
 
 #include "util/json_write.h"
 
+#include "json_write_helpers.h"
+
 using nlohmann::json;
 
 namespace {
 
 std::string nlohmann_text(const json& value) { return value.dump(2, ' ', false, json::error_handler_t::replace); }
 
-std::string streamed(const json& value, size_t parallel_from) {
-  std::FILE* file = std::tmpfile();
-  BOOST_REQUIRE(file != nullptr);
-  BOOST_REQUIRE(nsc::write_pretty_json(value, file, parallel_from));
-  std::string text(static_cast<size_t>(std::ftell(file)), '\0');
-  std::rewind(file);
-  BOOST_REQUIRE_EQUAL(std::fread(text.data(), 1, text.size(), file), text.size());
-  std::fclose(file);
-  return text;
-}
 
 void check(const json& value) {
   std::string want = nlohmann_text(value), appended;
@@ -41,24 +33,7 @@ const char* const kStrings[] = {"", "plain", "quote \" here", "back\\slash", "ta
                                 "bad \xff byte", "cut \xe2\x82", "\xc3", "/slash/", "0x6db0a96d9cb7fc37"};
 
 json random_value(std::mt19937& random, int depth) {
-  switch (random() % (depth > 3 ? 6 : 8)) {
-    case 0: return nullptr;
-    case 1: return random() % 2 == 0;
-    case 2: return static_cast<int64_t>(random()) - (int64_t{1} << 31);
-    case 3: return kStrings[random() % std::size(kStrings)];
-    case 4: return std::uniform_real_distribution<double>(-1e6, 1e6)(random);
-    case 5: return static_cast<uint64_t>(random()) << 32;
-    case 6: {
-      json array = json::array();
-      for (size_t n = random() % 5; n > 0; --n) array.push_back(random_value(random, depth + 1));
-      return array;
-    }
-    default: {
-      json object = json::object();
-      for (size_t n = random() % 5; n > 0; --n) object[kStrings[random() % std::size(kStrings)]] = random_value(random, depth + 1);
-      return object;
-    }
-  }
+  return ::random_value(random, depth, {std::begin(kStrings), std::end(kStrings)});
 }
 
 }  // namespace
