@@ -5,13 +5,27 @@
 
 namespace nsc::triage {
 
+namespace {
+
+bool strictly_increasing(const std::vector<int>& ranks) {
+  return std::adjacent_find(ranks.begin(), ranks.end(), [](int a, int b) { return a >= b; }) == ranks.end();
+}
+
+}  // namespace
+
 void normalize_ranks(std::vector<int>* ranks) {
+  if (strictly_increasing(*ranks)) return;  // the usual case: one pass, no sort (100,000 ranks)
   std::sort(ranks->begin(), ranks->end());
   ranks->erase(std::unique(ranks->begin(), ranks->end()), ranks->end());
 }
 
-std::string format_rank_set(std::vector<int> ranks) {
-  normalize_ranks(&ranks);
+std::string format_rank_set(const std::vector<int>& given) {
+  if (!strictly_increasing(given)) {
+    std::vector<int> ranks = given;
+    normalize_ranks(&ranks);
+    return format_rank_set(ranks);
+  }
+  const std::vector<int>& ranks = given;
   std::string text;
   for (size_t i = 0; i < ranks.size();) {
     size_t j = i;
@@ -27,10 +41,9 @@ std::string format_rank_set(std::vector<int> ranks) {
 }
 
 std::string ranks_phrase(const std::vector<int>& ranks) {
-  std::vector<int> copy = ranks;
-  normalize_ranks(&copy);
-  if (copy.empty()) return "no rank";
-  return (copy.size() == 1 ? "rank " : "ranks ") + format_rank_set(copy);
+  if (ranks.empty()) return "no rank";
+  bool one = std::all_of(ranks.begin(), ranks.end(), [&](int rank) { return rank == ranks.front(); });
+  return (one ? "rank " : "ranks ") + format_rank_set(ranks);
 }
 
 bool parse_rank_set(const std::string& text, std::vector<int>* ranks) {

@@ -9,7 +9,7 @@ namespace nsc::triage {
 // Sorts and de-duplicates in place.
 void normalize_ranks(std::vector<int>* ranks);
 // "0,2-7" (input need not be sorted); "" for an empty set.
-std::string format_rank_set(std::vector<int> ranks);
+std::string format_rank_set(const std::vector<int>& ranks);
 // "rank 1", "ranks 0,2-7", "no rank".
 std::string ranks_phrase(const std::vector<int>& ranks);
 // Verb agreeing with a rank set: verb_for(ranks, "waits", "wait").

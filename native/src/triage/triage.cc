@@ -393,6 +393,13 @@ void blame_crash_origin(const triage::CrashAnalysis& crash, json* graph) {
   }
 }
 
+// A graph node's waits_in, read back from its raw text to be added to.
+json& waits_in_of(json* graph, size_t node) {
+  json& waits_in = (*graph)["nodes"][node]["waits_in"];
+  waits_in = raw_json_value(waits_in);
+  return waits_in;
+}
+
 bool has_order_inversion(const json& graph) {
   for (const json& reason : graph["blame"])
     if (reason["kind"] == "order-inversion") return true;
@@ -589,14 +596,14 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
   if (!job.recorder.is_null()) {
     // Each chain also says what its rank's node waits in.
     for (const json& chain : job.recorder["chains"])
-      graph["nodes"][chain["node"].get<size_t>()]["waits_in"].push_back(
-          {{"what", "stream-chain"}, {"tid", chain["tid"]}, {"text", chain["text"]}});
+      waits_in_of(&graph, chain["node"].get<size_t>())
+          .push_back({{"what", "stream-chain"}, {"tid", chain["tid"]}, {"text", chain["text"]}});
     report["recorder"] = job.recorder;
   }
   if (!job.kernel_views.is_null()) {
     // Each rank's kernels are also what its graph node waits in.
     for (size_t p = 0; p < job.process_kernels.size(); ++p)
-      for (const json& kernel : job.process_kernels[p]) graph["nodes"][p]["waits_in"].push_back(kernel);
+      for (const json& kernel : job.process_kernels[p]) waits_in_of(&graph, p).push_back(kernel);
     report["kernel_views"] = job.kernel_views;
   }
   if (!job.numerics.is_null()) report["numerics"] = job.numerics;

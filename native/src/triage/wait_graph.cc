@@ -10,6 +10,7 @@
 #include "triage/finding_kinds.h"
 #include "triage/blame.h"
 #include "triage/program_order.h"
+#include "util/json_raw.h"
 #include "triage/rank_set.h"
 #include "util/parallel.h"
 #include "util/phase_times.h"
@@ -347,7 +348,10 @@ class GraphBuilder {
       node["world_rank"] = job_.world_rank[p] ? json(*job_.world_rank[p]) : json(nullptr);
       node["input"] = process.input_name;
       node["role"] = role_of(n);
-      json waits_in = json::array();
+      // What the rank waits in: a raw value (util/json_raw.h), read by nothing in the process.
+      thread_local JsonText waits_in;
+      waits_in.clear();
+      waits_in.begin_array();
       if (const ThreadView* thread = process.principal()) {
         node["blocked_in"] = thread->blocked_in.empty() ? json(nullptr) : json(thread->blocked_in);
         node["doing"] = describe_thread(*thread);
@@ -355,8 +359,8 @@ class GraphBuilder {
         for (const FrameView& frame : thread->frames)
           if (frame.python && python.size() < 24) python.push_back(frame_text(frame));
         node["python_stack"] = std::move(python);
-        waits_in.push_back({{"what", "host-thread"}, {"tid", thread->tid ? json(*thread->tid) : json(nullptr)},
-                            {"blocked_in", thread->blocked_in}});
+        waits_in.begin_object().key("blocked_in").string(thread->blocked_in).key("tid").number_or_null(thread->tid);
+        waits_in.key("what").string("host-thread").end_object();
       } else if (p < job_.recorded_site.size() && !job_.recorded_site[p].empty()) {
         node["blocked_in"] = nullptr;
         node["doing"] = job_.recorded_site[p];
@@ -364,15 +368,16 @@ class GraphBuilder {
         node["blocked_in"] = nullptr;
         node["doing"] = "no host thread in its snapshot";
       }
-      for (int e : out_edges_[n]) {
+      for (int e : out_edges_[n]) {  // keys in nlohmann's order
         const Edge& edge = edges_[e];
-        waits_in.push_back({{"what", edge.comm ? "comm-op" : edge.records ? "pg-op" : "rendezvous"},
-                            {"comm_hash", edge.comm ? json(edge.comm->hash_text) : json(nullptr)},
-                            {"kind", edge.finding->kind},
-                            {"collective", edge.finding->collective.empty() ? json(nullptr) : json(edge.finding->collective)},
-                            {"seq", edge.finding->seq ? json(*edge.finding->seq) : json(nullptr)}});
+        waits_in.begin_object().key("collective").string_or_null(edge.finding->collective);
+        waits_in.key("comm_hash");
+        if (edge.comm) waits_in.string(edge.comm->hash_text);
+        else waits_in.null();
+        waits_in.key("kind").string(edge.finding->kind).key("seq").number_or_null(edge.finding->seq);
+        waits_in.key("what").string(edge.comm ? "comm-op" : edge.records ? "pg-op" : "rendezvous").end_object();
       }
-      node["waits_in"] = std::move(waits_in);
+      node["waits_in"] = raw_json(waits_in.end_array().text());
       node["program_order"] = program_order_json(job_, n, orders_[p], owed_[p]);
       return node;
     });
