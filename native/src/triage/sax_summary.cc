@@ -139,7 +139,7 @@ class Summarizer : public json::json_sax_t {
     return scalar(v);
   }
   bool key(string_t& value) override {
-    key_ = value;
+    key_.swap(value);  // the reader's buffer is its own to refill (both readers clear it first): no copy
     return true;
   }
   bool start_object(std::size_t) override { return capture_enter(true) || enter(true); }
