@@ -117,8 +117,7 @@ FrameView make_python_frame(const std::string& function, const std::string& file
 }
 
 void append_unmerged_python(std::vector<FrameView>* frames, std::vector<FrameView> python) {
-  frames->insert(frames->end(), std::make_move_iterator(python.begin()),
-                        std::make_move_iterator(python.end()));
+  frames->insert(frames->end(), std::make_move_iterator(python.begin()), std::make_move_iterator(python.end()));
 }
 
 void mark_python_thread(ThreadView* thread) {

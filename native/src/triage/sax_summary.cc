@@ -352,7 +352,6 @@ class Summarizer : public json::json_sax_t {
         ThreadView& thread = process_->threads.back();
         if (merged_.empty()) append_unmerged_python(&native_, std::move(python_));
         std::vector<FrameView>& frames = merged_.empty() ? native_ : merged_;
-        thread.frames.reserve(frames.size());
         thread.frames.assign(std::make_move_iterator(frames.begin()), std::make_move_iterator(frames.end()));
         native_.clear();
         merged_.clear();
