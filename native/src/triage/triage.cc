@@ -396,7 +396,7 @@ void blame_crash_origin(const triage::CrashAnalysis& crash, json* graph) {
 // A graph node's waits_in, read back from its raw text to be added to.
 json& waits_in_of(json* graph, size_t node) {
   json& waits_in = (*graph)["nodes"][node]["waits_in"];
-  waits_in = raw_json_value(waits_in);
+  if (is_raw_json(waits_in)) waits_in = raw_json_value(waits_in);
   return waits_in;
 }
 
