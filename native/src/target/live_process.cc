@@ -12,8 +12,10 @@
 #include <cerrno>
 #include <climits>
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <sstream>
+#include <thread>
 
 #include "target/proc_maps.h"
 #include "util/errors.h"
@@ -199,8 +201,8 @@ ReadError LiveProcess::classify_failure(uint64_t fail_addr, size_t bytes_done,
 }
 
 namespace {
-// "NR ARG1 .. ARG6 SP PC" of /proc/PID/task/TID/syscall: SP while the thread is in a system
-// call ("running" or "-1 SP PC" otherwise: nullopt).
+// /proc/PID/task/TID/syscall: "NR ARG1 .. ARG6 SP PC" in a system call, "-1 SP PC" blocked
+// outside one, "running" on or waiting for a CPU (no stack pointer: nullopt).
 std::optional<uint64_t> syscall_stack_pointer(const std::string& task) {
   std::optional<std::string> text = read_proc_file(task + "/syscall");
   if (!text) return std::nullopt;
@@ -208,13 +210,20 @@ std::optional<uint64_t> syscall_stack_pointer(const std::string& task) {
   std::istringstream in(*text);
   for (std::string field; in >> field;) fields.push_back(field);
   uint64_t sp = 0;
-  if (fields.size() != 9 || !parse_u64(fields[7], &sp)) return std::nullopt;
+  if (fields.size() != 9 && fields.size() != 3) return std::nullopt;
+  if (!parse_u64(fields[fields.size() - 2], &sp)) return std::nullopt;
   return sp;
 }
+
+std::string task_path(int pid, int tid) { return "/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid); }
+
+// A thread read as "running" is mostly one just woken and waiting for a CPU: it sits in its
+// next system call a moment later. Rounds of re-reads of those, bounded per process.
+constexpr int kRunningRereadRounds = 5;
+constexpr auto kRunningRereadPause = std::chrono::milliseconds(2);
 }  // namespace
 
 ThreadInfo LiveProcess::thread_info(int tid) const {
-  std::string task = "/proc/" + std::to_string(pid_) + "/task/" + std::to_string(tid);
   ThreadInfo thread;
   thread.tid = tid;
   if (std::optional<ThreadStat> stat = thread_stat(pid_, tid)) {
@@ -222,13 +231,22 @@ ThreadInfo LiveProcess::thread_info(int tid) const {
     thread.state = stat->state;
   }
   if (freezer_ && freezer_->is_stopped(tid)) thread.prstatus = prstatus_of_stopped_thread(tid);
-  if (thread.prstatus.empty()) thread.syscall_stack_pointer = syscall_stack_pointer(task);
+  if (thread.prstatus.empty()) thread.syscall_stack_pointer = syscall_stack_pointer(task_path(pid_, tid));
   return thread;
 }
 
 std::vector<ThreadInfo> LiveProcess::threads() {
   std::vector<ThreadInfo> result;
   for (int tid : list_thread_ids(pid_)) result.push_back(thread_info(tid));
+  auto lacks_stack_pointer = [](const ThreadInfo& t) {
+    return t.state == 'R' && t.prstatus.empty() && !t.syscall_stack_pointer;
+  };
+  for (int round = 0; round < kRunningRereadRounds; ++round) {
+    if (std::none_of(result.begin(), result.end(), lacks_stack_pointer)) break;
+    std::this_thread::sleep_for(kRunningRereadPause);
+    for (ThreadInfo& thread : result)
+      if (lacks_stack_pointer(thread)) thread.syscall_stack_pointer = syscall_stack_pointer(task_path(pid_, thread.tid));
+  }
   return result;
 }
 

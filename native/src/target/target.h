@@ -62,7 +62,7 @@ struct ThreadInfo {
   std::vector<uint8_t> prstatus;
   std::string registers_unavailable;  // callback target: why prstatus is empty ("" otherwise)
   // Live, no registers read: the stack pointer /proc/PID/task/TID/syscall gives while the
-  // thread sits in a system call (nullopt otherwise).
+  // thread is blocked, in a system call or not (nullopt while it runs).
   std::optional<uint64_t> syscall_stack_pointer;
 };
 
