@@ -13,10 +13,17 @@ using nlohmann::json;
 
 namespace {
 
-// Every event as one line, values included ("u:42", "k:name", "f:1.5|1.5").
-class EventLog : public json::json_sax_t {
+// Every event as one line, values included ("u:42", "k:name", "f:1.5|1.5"). Given views, it also
+// checks that a key's view still reads the same at every event until the next key.
+class EventLog : public nsc::JsonViewSax {
  public:
   std::vector<std::string> events;
+  bool key_view(std::string_view v) override {
+    key_ = v;
+    key_copy_ = std::string(v);
+    return add("k:" + key_copy_);
+  }
+  bool string_view(std::string_view v) override { return add("s:" + std::string(v)); }
   bool null() override { return add("null"); }
   bool boolean(bool v) override { return add(v ? "true" : "false"); }
   bool number_integer(number_integer_t v) override { return add("i:" + std::to_string(v)); }
@@ -33,9 +40,12 @@ class EventLog : public json::json_sax_t {
 
  private:
   bool add(std::string event) {
+    if (key_ != key_copy_) events.push_back("key view changed: " + key_copy_);
     events.push_back(std::move(event));
     return true;
   }
+  std::string_view key_;
+  std::string key_copy_;
 };
 
 struct Outcome {
@@ -44,6 +54,13 @@ struct Outcome {
 };
 
 Outcome scanned(const std::string& text) {
+  EventLog log;
+  bool accepted = nsc::scan_json(text, static_cast<json::json_sax_t*>(&log));
+  return {accepted, log.events};
+}
+
+// The same through key_view and string_view.
+Outcome scanned_as_views(const std::string& text) {
   EventLog log;
   bool accepted = nsc::scan_json(text, &log);
   return {accepted, log.events};
@@ -55,14 +72,18 @@ Outcome parsed(const std::string& text) {
   return {accepted, log.events};
 }
 
-// The property: accepted by the scanner => accepted by nlohmann, with the same events.
+// The property: accepted by the scanner => accepted by nlohmann, with the same events, as strings
+// or as views alike.
 void check_agrees(const std::string& text) {
   Outcome fast = scanned(text);
+  Outcome views = scanned_as_views(text);
+  BOOST_TEST_INFO("text: " << text);
+  BOOST_TEST(views.accepted == fast.accepted);
   if (!fast.accepted) return;
   Outcome reference = parsed(text);
-  BOOST_TEST_INFO("text: " << text);
   BOOST_REQUIRE(reference.accepted);
   BOOST_TEST(fast.events == reference.events, boost::test_tools::per_element());
+  BOOST_TEST(views.events == reference.events, boost::test_tools::per_element());
 }
 
 }  // namespace
@@ -78,6 +99,7 @@ BOOST_AUTO_TEST_CASE(well_formed_documents_give_the_same_events) {
       "{\"k\":\"\"}",
       "[999999999999999999, -999999999999999999]",  // 18 digits: the scanner's own
       "{\"dup\": 1, \"dup\": 2}",
+      R"({"k\"ey": "v\"alue", "k\\2": ["a\nb", {"in\tner": "x\ty"}], "plain": "p\/q"})",  // escaped keys and values
   };
   for (const char* text : texts) {
     Outcome fast = scanned(text);

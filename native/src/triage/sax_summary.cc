@@ -29,7 +29,7 @@ struct Scalar {
   enum Type { kNull, kBool, kInt, kString, kOther } type = kNull;
   int64_t integer = 0;
   bool boolean = false;
-  const std::string* text = nullptr;
+  std::string_view text;  // kString: valid until the next event
   std::string beyond_int64;  // kOther: an unsigned integer too large for int64, as text
 };
 
@@ -53,12 +53,12 @@ Maybe<bool> as_bool(const Scalar& v) {
   return std::nullopt;
 }
 Maybe<std::string> as_string(const Scalar& v) {
-  if (v.type == Scalar::kString) return *v.text;
+  if (v.type == Scalar::kString) return std::string(v.text);
   return std::nullopt;
 }
 // The same into a field reused from one entry to the next: its storage is kept.
 void set_text(std::string* field, const Scalar& v) {
-  if (v.type == Scalar::kString) field->assign(*v.text);
+  if (v.type == Scalar::kString) field->assign(v.text);
   else field->clear();
 }
 // "seq_launched.AllReduce": each made once, not for every counter read.
@@ -87,7 +87,7 @@ struct RawFrame {
   }
 };
 
-class Summarizer : public json::json_sax_t {
+class Summarizer : public JsonViewSax {
  public:
   explicit Summarizer(ProcessView* process) : process_(process) {}
 
@@ -125,11 +125,12 @@ class Summarizer : public json::json_sax_t {
     v.type = Scalar::kOther;
     return scalar(v);
   }
-  bool string(string_t& value) override {
-    if (capturing()) return capture(value);
+  bool string(string_t& value) override { return string_view(value); }
+  bool string_view(std::string_view value) override {
+    if (capturing()) return capture(std::string(value));
     Scalar v;
     v.type = Scalar::kString;
-    v.text = &value;
+    v.text = value;
     return scalar(v);
   }
   bool binary(binary_t&) override {
@@ -139,7 +140,12 @@ class Summarizer : public json::json_sax_t {
     return scalar(v);
   }
   bool key(string_t& value) override {
-    key_.swap(value);  // the reader's buffer is its own to refill (both readers clear it first): no copy
+    key_store_.swap(value);  // the reader's buffer is its own to refill (both readers clear it first): no copy
+    key_ = key_store_;
+    return true;
+  }
+  bool key_view(std::string_view key) override {
+    key_ = key;
     return true;
   }
   bool start_object(std::size_t) override { return capture_enter(true) || enter(true); }
@@ -167,7 +173,7 @@ class Summarizer : public json::json_sax_t {
   bool capture(json value) {
     json& parent = *capture_stack_.back();
     if (parent.is_array()) parent.push_back(std::move(value));
-    else parent[key_] = std::move(value);
+    else parent[std::string(key_)] = std::move(value);
     return true;
   }
 
@@ -191,7 +197,7 @@ class Summarizer : public json::json_sax_t {
       parent.push_back(std::move(container));
       child = &parent.back();
     } else {
-      child = &(parent[key_] = std::move(container));
+      child = &(parent[std::string(key_)] = std::move(container));
     }
     capture_stack_.push_back(child);
     return true;
@@ -390,7 +396,8 @@ class Summarizer : public json::json_sax_t {
   }
 
   void unavailable(Where map, std::string reason) {
-    comm().unavailable.emplace_back((map == Where::kP2pUnavailable ? "p2p_op_count." : "") + key_, std::move(reason));
+    comm().unavailable.emplace_back((map == Where::kP2pUnavailable ? "p2p_op_count." : "") + std::string(key_),
+                                    std::move(reason));
   }
 
   // Same words as the document path (read_comm) for an entry that is not a communicator.
@@ -406,7 +413,7 @@ class Summarizer : public json::json_sax_t {
     switch (level.where) {
       case Where::kComms: bad_comm(level.elements - 1); break;
       case Where::kRoot:
-        if (k == "schema" && v.type == Scalar::kString) schema = *v.text;
+        if (k == "schema" && v.type == Scalar::kString) schema = v.text;
         if (k == "communicators" && v.type != Scalar::kNull) shape_error = "communicators is not an array";
         if (k == "communicators" && v.type == Scalar::kNull) process_->comms_unknown = true;
         break;
@@ -537,7 +544,7 @@ class Summarizer : public json::json_sax_t {
         else if (k == "pc") frame_.pc = as_string(v);
         break;
       case Where::kErrors:
-        if (v.type == Scalar::kString) process_->document_errors.push_back(*v.text);
+        if (v.type == Scalar::kString) process_->document_errors.emplace_back(v.text);
         break;
       case Where::kError:
         if (k == "message") set_text(&error_.message, v);
@@ -547,7 +554,7 @@ class Summarizer : public json::json_sax_t {
         break;
       case Where::kCommWarnings:
         if (v.type == Scalar::kString && comm().warnings.size() < kMaxCommWarnings)
-          comm().warnings.push_back(*v.text);
+          comm().warnings.emplace_back(v.text);
         break;
       default: break;
     }
@@ -560,7 +567,8 @@ class Summarizer : public json::json_sax_t {
  private:
   ProcessView* process_;
   std::vector<Level> stack_;
-  std::string key_;
+  std::string_view key_;   // the current key: in the text being read, or in key_store_
+  std::string key_store_;  // a key the reader gave as a string
   RawFrame frame_;
   struct RawError {
     std::string message, subject, reason, kind;

@@ -66,7 +66,8 @@ namespace {
 
 class Scanner {
  public:
-  Scanner(std::string_view text, Sax* sax) : at_(text.data()), end_(text.data() + text.size()), sax_(sax) {}
+  Scanner(std::string_view text, Sax* sax, JsonViewSax* views)
+      : at_(text.data()), end_(text.data() + text.size()), sax_(sax), views_(views) {}
 
   bool run() {
     skip_whitespace();
@@ -113,7 +114,10 @@ class Scanner {
   bool scalar() {
     if (at_ == end_) return false;
     switch (*at_) {
-      case '"': return string(&text_) && sax_->string(text_);
+      case '"': {
+        std::string_view text;
+        return string(&text, &text_) && (views_ ? views_->string_view(text) : sax_->string(text_));
+      }
       case 't': return literal("true") && sax_->boolean(true);
       case 'f': return literal("false") && sax_->boolean(false);
       case 'n': return literal("null") && sax_->null();
@@ -139,7 +143,9 @@ class Scanner {
 
   // `"name"` then `:`, leaving the scanner at the value.
   bool key() {
-    if (at_ == end_ || *at_ != '"' || !string(&text_) || !sax_->key(text_)) return false;
+    std::string_view name;
+    if (at_ == end_ || *at_ != '"' || !string(&name, &key_text_) || !(views_ ? views_->key_view(name) : sax_->key(key_text_)))
+      return false;
     skip_whitespace();
     if (at_ == end_ || *at_ != ':') return false;
     ++at_;
@@ -147,22 +153,32 @@ class Scanner {
     return true;
   }
 
-  bool string(std::string* out) {
-    out->clear();
+  // The string whose opening quote is at at_: a view of the text itself when it holds no escape,
+  // else of *buffer, where it is unescaped. *buffer holds it too for a consumer that takes no views.
+  bool string(std::string_view* out, std::string* buffer) {
     const char* start = ++at_;
+    size_t plain = json_plain_prefix(start, end_);
+    if (start + plain < end_ && start[plain] == '"') {
+      at_ = start + plain + 1;
+      *out = std::string_view(start, plain);
+      if (views_ == nullptr) buffer->assign(start, plain);
+      return true;
+    }
+    buffer->clear();
     for (;;) {
-      size_t plain = json_plain_prefix(start, end_);
-      out->append(start, plain);
+      plain = json_plain_prefix(start, end_);
+      buffer->append(start, plain);
       const char* q = start + plain;
       if (q == end_) return false;
       if (*q == '"') {
         at_ = q + 1;
+        *out = *buffer;
         return true;
       }
       if (*q != '\\' || q + 1 == end_) return false;  // a control or non-ASCII byte: nlohmann's to judge
       char escaped = escape(q[1]);
       if (escaped == 0) return false;  // \u or not an escape
-      out->push_back(escaped);
+      buffer->push_back(escaped);
       start = q + 2;
     }
   }
@@ -227,13 +243,16 @@ class Scanner {
   const char* at_;
   const char* end_;
   Sax* sax_;
+  JsonViewSax* views_;      // sax_ when it takes views, else null
   std::vector<char> open_;  // '{' or '[' per open container, innermost last
-  std::string text_;        // the current string or key (one buffer for the whole text)
+  std::string text_;        // the current string when copied (one buffer for the whole text)
+  std::string key_text_;    // the current key when copied: a key view lasts until the next key
   std::string token_;       // the current floating-point number
 };
 
 }  // namespace
 
-bool scan_json(std::string_view text, Sax* sax) { return Scanner(text, sax).run(); }
+bool scan_json(std::string_view text, Sax* sax) { return Scanner(text, sax, nullptr).run(); }
+bool scan_json(std::string_view text, JsonViewSax* sax) { return Scanner(text, sax, sax).run(); }
 
 }  // namespace nsc

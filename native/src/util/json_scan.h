@@ -14,9 +14,19 @@
 
 namespace nsc {
 
+// A consumer that takes keys and strings as views: a string without an escape (nearly all of
+// them) is then given straight from the text, never copied. A key's view lasts until the next
+// key, a string's until the next event.
+class JsonViewSax : public nlohmann::json::json_sax_t {
+ public:
+  virtual bool key_view(std::string_view key) = 0;
+  virtual bool string_view(std::string_view value) = 0;
+};
+
 // True when the whole text was read and every event accepted; false when declined, possibly
-// after some events were given.
+// after some events were given. A JsonViewSax gets key_view and string_view for keys and strings.
 bool scan_json(std::string_view text, nlohmann::json::json_sax_t* sax);
+bool scan_json(std::string_view text, JsonViewSax* sax);
 
 // How many bytes [at, end) starts with that JSON text holds as they are inside a string:
 // printable ASCII but the quote and the backslash (0x7f included). The writer's test too.
