@@ -160,27 +160,36 @@ BOOST_AUTO_TEST_CASE(mutated_texts_never_disagree) {
   BOOST_TEST(accepted > 1000u);
 }
 
-// Strings and runs of spaces are read eight bytes at a time: each byte that ends a plain run,
-// at every position of a word, and space runs of every length.
+// Strings and whitespace are read sixteen or eight bytes at a time: each byte that ends a plain
+// run, at every position of both widths and of the tail, and whitespace runs of every length.
 BOOST_AUTO_TEST_CASE(word_at_a_time_reads_stop_at_the_right_byte) {
   const char ends[] = {'"', '\\', '\x01', '\x1f', '\x7f', '\x80', '\xc3', ' ', '~', '\n'};
   size_t accepted = 0;
   for (char end : ends)
-    for (size_t at = 0; at < 20; ++at) {
-      std::string inner(24, 'a');
+    for (size_t at = 0; at < 36; ++at) {
+      std::string inner(40, 'a');
       inner[at] = end;
       check_agrees("[\"" + inner + "\"]");  // malformed ones are declined
       accepted += scanned("[\"" + inner + "\"]").accepted;
       inner[at + 1] = 'n';  // "\n" when `end` is the backslash: a valid escape
       check_agrees("{\"" + inner + "\": \"" + inner + "\"}");
     }
-  BOOST_TEST(accepted == 3 * 20u);  // ' ', '~' and 0x7f stay in a string
+  BOOST_TEST(accepted == 3 * 36u);  // ' ', '~' and 0x7f stay in a string
   for (size_t spaces = 0; spaces < 40; ++spaces) {
-    std::string pad(spaces, ' ');
-    std::string text = "{\n" + pad + "\"k\":" + pad + "[1,\n" + pad + "2" + pad + "]" + pad + "}" + pad;
-    BOOST_TEST_INFO("spaces: " << spaces);
-    BOOST_TEST(scanned(text).accepted);
-    check_agrees(text);
+    std::string pad(spaces, ' '), mixed;
+    for (size_t i = 0; i < spaces; ++i) mixed.push_back(" \n\t\r"[i % 4]);
+    for (const std::string& ws : {pad, mixed}) {
+      std::string text = "{\n" + ws + "\"k\":" + ws + "[1,\n" + ws + "2" + ws + "]" + ws + "}" + ws;
+      BOOST_TEST_INFO("whitespace: " << spaces << (ws == pad ? " spaces" : " mixed"));
+      BOOST_TEST(scanned(text).accepted);
+      check_agrees(text);
+      // A form feed or vertical tab is not JSON's whitespace, wherever it falls in the run.
+      for (char stray : {'\f', '\v'}) {
+        std::string bad = "[" + ws + stray + ws + "1]";
+        BOOST_TEST(!scanned(bad).accepted);
+        check_agrees(bad);
+      }
+    }
   }
   json document = {{"schema", "ncclscope.state/1"},
                    {"threads", {{{"module", "/lib/x86_64-linux-gnu/libc.so.6"}, {"tid", 12}, {"names", {"a", "bb", ""}}}}},
