@@ -454,7 +454,7 @@ void render_counter_table(const json& report, std::ostringstream& page) {
   };
   std::map<std::string, Row> rows;  // keyed by input name
   for (const json& comm : comms) {
-    const json& inputs = json_member(comm, "inputs");
+    const json inputs = raw_json_value(json_member(comm, "inputs"));
     const json& world = json_member(comm, "world_ranks");
     for (size_t i = 0; i < inputs.size(); ++i) {
       Row& row = rows[json_text(inputs[i])];
@@ -478,7 +478,7 @@ void render_counter_table(const json& report, std::ostringstream& page) {
   std::vector<std::set<int>> culprits(comms.size());  // comm ranks a finding blames
   std::vector<bool> telling(comms.size(), false);     // a finding that explains or blames
   for (size_t c = 0; c < comms.size(); ++c) {
-    const json& inputs = json_member(comms[c], "inputs");
+    const json inputs = raw_json_value(json_member(comms[c], "inputs"));
     const json& ranks = json_member(comms[c], "ranks_seen");
     const json launched = raw_json_value(json_member(comms[c], "seq_launched"));
     std::map<std::string, size_t> votes;

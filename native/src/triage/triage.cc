@@ -132,11 +132,12 @@ json startup_json(const Finding& finding) {
 
 json communicator_json(const Job& job, size_t g, const VerdictBlame& blame) {
   const CommGroup& group = job.comms[g];
-  json ranks_seen = json::array(), world_ranks = json::array(), inputs = json::array();
-  // Parallel to ranks_seen, the HTML page's counter table: one object per rank, written as text
-  // (a raw value: 100,000 ranks' counters in one block, not 600,000 values).
-  JsonText seq_launched;
+  json ranks_seen = json::array(), world_ranks = json::array();
+  // Parallel to ranks_seen, the inputs' names and the HTML page's counter table: each written as
+  // text (a raw value: 100,000 ranks' names or counters in one block, not 100,000 or 600,000 values).
+  JsonText seq_launched, inputs;
   seq_launched.begin_array();
+  inputs.begin_array();
   for (const triage::Member& member : group.members) {
     ranks_seen.push_back(member.rank);
     const triage::CommView& view = job.comm_of(member);
@@ -146,7 +147,7 @@ json communicator_json(const Job& job, size_t g, const VerdictBlame& blame) {
     seq_launched.end_object();
     const auto& world = job.world_rank[member.process];
     world_ranks.push_back(world ? json(*world) : json(nullptr));
-    inputs.push_back(job.processes[member.process].input_name);
+    inputs.string(job.processes[member.process].input_name);
   }
   json findings = json::array();
   for (const Finding& finding : job.findings[g]) findings.push_back(finding_json(job, group, finding, blame));
@@ -157,7 +158,7 @@ json communicator_json(const Job& job, size_t g, const VerdictBlame& blame) {
                                                   : json({{"name", group.pg_name}, {"desc", group.pg_desc}})},
           {"ranks_seen", std::move(ranks_seen)},
           {"world_ranks", std::move(world_ranks)},
-          {"inputs", std::move(inputs)},
+          {"inputs", raw_json(inputs.end_array().text())},
           {"seq_launched", raw_json(seq_launched.end_array().text())},
           {"missing_ranks", group.missing_ranks},
           {"duplicate_inputs", group.duplicates},
@@ -545,9 +546,10 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
   // Absence is never evidence: a hang that blames only ranks without usable input is undecided.
   if (verdict == "hang" && graph["root_culprits"].empty() && !graph["no_input_suspects"].empty()) verdict = "incomplete";
   // A job that died: its origin replaces the chain ends (a timeout's origin is the hang's culprit).
+  json hang_headline;  // the report's headline too when the verdict stays "hang" (nothing it reads changes)
   if (verdict != "error") {
     PhaseTimer crash_timer("triage.verdict.crash");
-    json hang_headline = verdict == "hang" ? triage::build_headline(job, verdict, graph) : json();
+    if (verdict == "hang") hang_headline = triage::build_headline(job, verdict, graph);
     job.crash = triage::analyze_crash(job, verdict, graph, hang_headline);
     crash_timer.stop();
     if (job.crash.crashed) {
@@ -565,7 +567,8 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
   report["verdict"] = verdict;
   verdict_timer.stop();
   PhaseTimer report_timer("triage.report");
-  report["headline"] = triage::build_headline(job, verdict, graph);
+  report["headline"] = verdict == "hang" && !hang_headline.is_null() ? std::move(hang_headline)
+                                                                     : triage::build_headline(job, verdict, graph);
   report["summary"] = verdict_summary(job, verdict, graph);
   if (std::string note = triage::damaged_inputs_note(job.processes); !note.empty())
     report["summary"] = report["summary"].get<std::string>() + " " + note;

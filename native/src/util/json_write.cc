@@ -1,6 +1,7 @@
 #include "util/json_write.h"
 
 #include <algorithm>
+#include <future>
 #include <vector>
 
 #include "util/json_raw.h"
@@ -137,11 +138,17 @@ class Streamer {
   static constexpr size_t kChunk = 256;          // elements a thread writes in one turn
   static constexpr size_t kChunksInWindow = 16;  // chunks held before they are written out
 
+  // A window's chunks are written out on another thread while the next window is formatted
+  // (two sets of chunks in turn): the write's copy into the page cache overlaps the work.
   void parallel_elements(const json::array_t& array, unsigned indent) {
     drain(0);
-    std::vector<std::string> chunks(kChunksInWindow);
-    for (size_t window = 0; window < array.size(); window += kChunk * kChunksInWindow) {
+    std::vector<std::string> windows[2] = {std::vector<std::string>(kChunksInWindow),
+                                           std::vector<std::string>(kChunksInWindow)};
+    std::future<void> writing;
+    int turn = 0;
+    for (size_t window = 0; window < array.size(); window += kChunk * kChunksInWindow, turn ^= 1) {
       size_t count = std::min(array.size() - window, kChunk * kChunksInWindow);
+      std::vector<std::string>& chunks = windows[turn];
       for_each_range(count, kChunk, [&](size_t begin, size_t end) {
         for (size_t first = begin; first < end; first += kChunk) {  // one chunk a turn, or all on one CPU
           std::string& out = chunks[first / kChunk];
@@ -150,8 +157,12 @@ class Streamer {
           for (size_t i = first; i < std::min(end, first + kChunk); ++i) writer.element(array, window + i, indent);
         }
       });
-      for (size_t c = 0; c * kChunk < count; ++c) put(chunks[c]);
+      if (writing.valid()) writing.get();
+      writing = std::async(std::launch::async, [this, &chunks, count] {
+        for (size_t c = 0; c * kChunk < count; ++c) put(chunks[c]);
+      });
     }
+    if (writing.valid()) writing.get();
   }
 
   void drain(size_t above = 1 << 20) {
