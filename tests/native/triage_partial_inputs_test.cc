@@ -30,7 +30,7 @@ json with_launcher(json document, int rank, int world_size) {
 }
 
 bool status_partial(const json& report, const std::string& name) {
-  for (const json& input : report["inputs"])
+  for (const json& input : nsc::readable_inputs(report))
     if (input["name"] == name) return input["status"] == "partial";
   return false;
 }

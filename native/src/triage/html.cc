@@ -320,13 +320,13 @@ const json* recorder_rank(const json& report, const json& rank) {
   return nullptr;
 }
 
-const json* input_named(const json& report, const json& name) {
-  for (const json& input : json_member(report, "inputs"))
+const json* input_named(const json& inputs, const json& name) {
+  for (const json& input : inputs)
     if (json_member(input, "name") == name) return &input;
   return nullptr;
 }
 
-void render_rank_panel(const json& report, std::ostringstream& page) {
+void render_rank_panel(const json& report, const json& inputs, std::ostringstream& page) {
   constexpr size_t kMaxRows = 256;
   page << "<table id=\"rank-panel\">\n<tr><th>rank</th><th>role</th><th>host</th><th>pid</th><th>blocked in</th>"
           "<th>Python stack (innermost first)</th><th>last flight-recorder entry per process group</th></tr>\n";
@@ -335,7 +335,7 @@ void render_rank_panel(const json& report, std::ostringstream& page) {
     if (json_member(node, "kind") != "process") continue;
     if (++processes > kMaxRows) continue;
     ++rows;
-    const json* input = input_named(report, json_member(node, "input"));
+    const json* input = input_named(inputs, json_member(node, "input"));
     auto input_cell = [&](const char* key) {
       const json& value = input ? json_member(*input, key) : json_member(node, "none");
       return value.is_string() ? html(value.get<std::string>()) : value.is_number() ? value.dump() : std::string("unknown");
@@ -655,10 +655,10 @@ void render_stacks(const json& report, std::ostringstream& page) {
   if (json_member(classes, "tree").is_object()) render_tree(classes["tree"], 0, page);
 }
 
-void render_inputs(const json& report, std::ostringstream& page) {
+void render_inputs(const json& inputs, std::ostringstream& page) {
   page << "<table id=\"inputs\">\n<tr><th>input</th><th>kind</th><th>status</th><th>world rank</th><th>pid</th>"
           "<th>host</th><th>NCCL</th><th>problems</th></tr>\n";
-  for (const json& input : json_member(report, "inputs")) {
+  for (const json& input : inputs) {
     auto cell = [&](const char* key) {
       const json& value = json_member(input, key);
       return value.is_string() ? html(value.get<std::string>()) : value.is_number() ? value.dump() : std::string();
@@ -689,6 +689,7 @@ void render_numerics(const json& section, std::ostringstream& page) {
 std::string render_triage_html(const nlohmann::json& report, const std::string& graph_svg) {
   std::string verdict = json_text(json_member(report, "verdict"), "error");
   std::ostringstream page;
+  const json inputs = readable_inputs(report);
   page << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
        << "<meta name=\"generator\" content=\"ncclscope " << html_of(json_member(json_member(report, "tool"), "version"))
        << "\">\n<title>ncclscope triage: " << html(verdict) << "</title>\n<style>" << kStyle << "</style>\n</head>\n<body>\n"
@@ -703,7 +704,7 @@ std::string render_triage_html(const nlohmann::json& report, const std::string& 
   if (suspects.is_array() && !suspects.empty())
     page << "<p id=\"suspects\">Suspect " << html(ranks_text(suspects)) << "</p>\n";
   for (const json& error : json_member(report, "errors"))
-    page << "<p class=\"error\">" << html(triage_error_label(report, error)) << html_of(json_member(error, "message")) << "</p>\n";
+    page << "<p class=\"error\">" << html(triage_error_label(inputs, error)) << html_of(json_member(error, "message")) << "</p>\n";
   page << "<section id=\"graph\">\n<h2>Wait-for graph</h2>\n";
   render_legend(page);
   if (!graph_svg.empty()) {
@@ -724,7 +725,7 @@ std::string render_triage_html(const nlohmann::json& report, const std::string& 
          << " " << html(who) << ": " << html_of(reason["rule"]) << "</p>\n";
   }
   page << "</section>\n<section id=\"ranks\">\n<h2>Ranks</h2>\n";
-  render_rank_panel(report, page);
+  render_rank_panel(report, inputs, page);
   if (json_member(report, "flight_recorder").is_object()) {
     page << "</section>\n<section id=\"fr-timeline\">\n<h2>PyTorch flight recorder</h2>\n";
     render_flight_recorder(report, page);
@@ -740,7 +741,7 @@ std::string render_triage_html(const nlohmann::json& report, const std::string& 
   page << "</section>\n<section id=\"stacks\">\n<h2>Stacks</h2>\n";
   render_stacks(report, page);
   page << "</section>\n<section id=\"input-list\">\n<h2>Inputs</h2>\n";
-  render_inputs(report, page);
+  render_inputs(inputs, page);
   page << "</section>\n</body>\n</html>\n";
   return page.str();
 }

@@ -85,14 +85,17 @@ FrameView make_frame(const std::string& function, const std::string& module, con
   // key is made in one reused buffer (no allocation per frame read).
   thread_local std::unordered_map<std::string, FrameView> built;
   thread_local std::string key;
-  // Lengths first: no two frames share a key, whatever bytes a hostile snapshot puts in them.
+  // Lengths first, as bytes: no two frames share a key, whatever bytes a hostile snapshot puts in them.
+  auto append_bytes = [](const auto& value) { key.append(reinterpret_cast<const char*>(&value), sizeof value); };
   key.clear();
-  key.append(std::to_string(function.size())).append(1, ',').append(std::to_string(base_module.size()));
-  key.append(1, ':').append(function).append(base_module);
+  append_bytes(function.size());
+  append_bytes(base_module.size());
+  key.append(function).append(base_module);
   if (function.empty()) {
-    key.append(offset ? std::to_string(*offset) : "?");
-    if (pc) key.append(1, '=').append(*pc);
-    else key.append(1, '?');
+    key.push_back(offset ? '+' : '?');
+    if (offset) append_bytes(*offset);
+    key.push_back(pc ? '=' : '?');
+    if (pc) key.append(*pc);
   }
   if (auto found = built.find(key); found != built.end()) return found->second;
   if (built.size() >= 4096) built.clear();

@@ -9,6 +9,7 @@
 #include "triage/rank_set.h"
 #include "triage/triage.h"
 #include "util/json_access.h"
+#include "util/json_raw.h"
 #include "util/strings.h"
 
 namespace nsc {
@@ -163,9 +164,10 @@ void render_numerics(const json& section, std::vector<std::string>* lines) {
 
 }  // namespace
 
-std::string triage_error_label(const json& report, const json& error) {
+json readable_inputs(const json& report) { return with_raw_json_values(json_member(report, "inputs")); }
+
+std::string triage_error_label(const json& inputs, const json& error) {
   const json& name = json_member(error, "input");
-  const json& inputs = json_member(report, "inputs");
   if (name.is_string() && inputs.is_array())
     for (const json& input : inputs)
       if (json_member(input, "name") == name && json_member(input, "status") == "partial") return "partial: ";
@@ -217,11 +219,12 @@ static void append_crash_lines(const json& report, std::vector<std::string>* lin
 
 std::string render_triage_text(const nlohmann::json& report) {
   std::vector<std::string> lines;
+  const json inputs = readable_inputs(report);
   // The headline alone is the first paragraph: what a person reads and acts on.
   for (const json& line : json_member(json_member(report, "headline"), "lines")) lines.push_back(json_text(line));
   lines.push_back("");
   lines.push_back("Why (verdict " + json_text(report["verdict"], "error") + "): " + json_text(report["summary"]));
-  for (const json& error : report["errors"]) lines.push_back(triage_error_label(report, error) + json_text(error["message"]));
+  for (const json& error : report["errors"]) lines.push_back(triage_error_label(inputs, error) + json_text(error["message"]));
   if (report.value("verdict", "") == "error") {
     std::string text;
     for (const std::string& line : lines) text += escape_for_terminal(line) + "\n";
@@ -313,7 +316,7 @@ std::string render_triage_text(const nlohmann::json& report) {
     lines.push_back("  " + who + ": " + json_text(entry["description"]));
   }
   std::map<std::string, size_t> inputs_by_note;
-  for (const json& input : report["inputs"])
+  for (const json& input : inputs)
     if (input.contains("stack_notes"))
       for (const json& note : input["stack_notes"]) ++inputs_by_note[json_text(note)];
   for (const auto& [note, count] : inputs_by_note)
@@ -323,7 +326,7 @@ std::string render_triage_text(const nlohmann::json& report) {
   render_tree(report["stack_classes"]["tree"], 0, &lines);
   lines.push_back("");
   size_t ok = 0, failed = 0, ignored = 0, duplicates = 0, views_joined = 0, views = 0;
-  for (const json& input : report["inputs"]) {
+  for (const json& input : inputs) {
     if (input.value("kind", "") == "kernels") {
       ++views;
       views_joined += input["status"] == "ok" ? 1 : 0;

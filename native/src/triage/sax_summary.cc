@@ -2,6 +2,7 @@
 
 #include <array>
 #include <climits>
+#include <cstring>
 
 #include <nlohmann/json.hpp>
 
@@ -15,6 +16,13 @@ namespace nsc::triage {
 namespace {
 
 using json = nlohmann::json;
+
+// Whether a key is `name`: its length known when compiled, so compared inline (no memcmp call;
+// the summarizer compares every key it reads against a few of these).
+template <size_t N>
+bool is(std::string_view key, const char (&name)[N]) {
+  return key.size() == N - 1 && std::memcmp(key.data(), name, N - 1) == 0;
+}
 
 // Where the parser is; every container entered gets one, unknown ones are kSkip.
 enum class Where {
@@ -30,7 +38,7 @@ struct Scalar {
   int64_t integer = 0;
   bool boolean = false;
   std::string_view text;  // kString: valid until the next event
-  std::string beyond_int64;  // kOther: an unsigned integer too large for int64, as text
+  bool beyond_int64 = false;  // kOther: an unsigned integer too large for int64 (in `integer`'s bits)
 };
 
 // The value as refused_value_reason shows it (the same words as the document path).
@@ -39,7 +47,7 @@ std::string shown_value(const Scalar& v) {
     case Scalar::kInt: return std::to_string(v.integer);
     case Scalar::kBool: return v.boolean ? "true" : "false";
     case Scalar::kString: return "a string";
-    default: return v.beyond_int64.empty() ? "a non-integer number" : v.beyond_int64;
+    default: return v.beyond_int64 ? std::to_string(static_cast<uint64_t>(v.integer)) : "a non-integer number";
   }
 }
 
@@ -116,7 +124,7 @@ class Summarizer : public JsonViewSax {
     Scalar v;
     v.type = value > static_cast<uint64_t>(INT64_MAX) ? Scalar::kOther : Scalar::kInt;
     v.integer = static_cast<int64_t>(value);
-    if (v.type == Scalar::kOther) v.beyond_int64 = std::to_string(value);
+    v.beyond_int64 = v.type == Scalar::kOther;
     return scalar(v);
   }
   bool number_float(number_float_t value, const string_t&) override {
@@ -183,7 +191,7 @@ class Summarizer : public JsonViewSax {
   bool capture_enter(bool is_object) {
     if (!capturing()) {
       if (stack_.size() != 1 || stack_.back().where != Where::kRoot || !is_object ||
-          (key_ != "recorder" && key_ != "torch" && key_ != "fatal_signal"))
+          (!is(key_, "recorder") && !is(key_, "torch") && !is(key_, "fatal_signal")))
         return false;
       captured_key_ = key_;
       captured_ = json::object();
@@ -218,49 +226,49 @@ class Summarizer : public JsonViewSax {
     std::string_view k = key_;  // each comparison checks the length first: no strlen, fewer memcmp
     switch (parent) {
       case Where::kRoot:
-        if (is_object && k == "target") return Where::kTarget;
-        if (is_object && k == "launcher") return Where::kLauncher;
-        if (is_object && k == "host") return Where::kHost;
-        if (is_object && k == "nccl") return Where::kNccl;
-        if (!is_object && k == "communicators") return Where::kComms;
-        if (!is_object && k == "threads") return Where::kThreads;
-        if (!is_object && k == "errors") return Where::kErrors;
+        if (is_object && is(k, "target")) return Where::kTarget;
+        if (is_object && is(k, "launcher")) return Where::kLauncher;
+        if (is_object && is(k, "host")) return Where::kHost;
+        if (is_object && is(k, "nccl")) return Where::kNccl;
+        if (!is_object && is(k, "communicators")) return Where::kComms;
+        if (!is_object && is(k, "threads")) return Where::kThreads;
+        if (!is_object && is(k, "errors")) return Where::kErrors;
         return Where::kSkip;
       case Where::kComms: return is_object ? Where::kComm : Where::kSkip;
       case Where::kComm:
-        if (is_object && k == "seq_launched") return Where::kSeq;
-        if (is_object && k == "p2p_op_count") return Where::kP2p;
-        if (is_object && k == "health") return Where::kHealth;
-        if (!is_object && k == "channels") return Where::kChannels;
-        if (!is_object && k == "proxy_ops") return Where::kProxyOps;
-        if (is_object && k == "planned") return Where::kPlanned;
-        if (is_object && k == "unavailable") return Where::kCommUnavailable;
-        if (!is_object && k == "warnings") return Where::kCommWarnings;
+        if (is_object && is(k, "seq_launched")) return Where::kSeq;
+        if (is_object && is(k, "p2p_op_count")) return Where::kP2p;
+        if (is_object && is(k, "health")) return Where::kHealth;
+        if (!is_object && is(k, "channels")) return Where::kChannels;
+        if (!is_object && is(k, "proxy_ops")) return Where::kProxyOps;
+        if (is_object && is(k, "planned")) return Where::kPlanned;
+        if (is_object && is(k, "unavailable")) return Where::kCommUnavailable;
+        if (!is_object && is(k, "warnings")) return Where::kCommWarnings;
         return Where::kSkip;
-      case Where::kP2p: return is_object && k == "unavailable" ? Where::kP2pUnavailable : Where::kSkip;
+      case Where::kP2p: return is_object && is(k, "unavailable") ? Where::kP2pUnavailable : Where::kSkip;
       case Where::kChannels: return is_object ? Where::kChannel : Where::kSkip;
       case Where::kChannel:
-        if (is_object && k == "ring") return Where::kRing;
-        if (is_object && k == "tree") return Where::kTree;
+        if (is_object && is(k, "ring")) return Where::kRing;
+        if (is_object && is(k, "tree")) return Where::kTree;
         return Where::kSkip;
-      case Where::kTree: return !is_object && k == "down" ? Where::kTreeDown : Where::kSkip;
+      case Where::kTree: return !is_object && is(k, "down") ? Where::kTreeDown : Where::kSkip;
       case Where::kProxyOps: return is_object ? Where::kProxyOp : Where::kSkip;
-      case Where::kProxyOp: return !is_object && k == "subs" ? Where::kSubs : Where::kSkip;
+      case Where::kProxyOp: return !is_object && is(k, "subs") ? Where::kSubs : Where::kSkip;
       case Where::kSubs: return is_object ? Where::kSub : Where::kSkip;
       case Where::kPlanned:
-        if (!is_object && k == "colls") return Where::kPlannedColls;
-        if (!is_object && k == "p2p") return Where::kPlannedP2ps;
+        if (!is_object && is(k, "colls")) return Where::kPlannedColls;
+        if (!is_object && is(k, "p2p")) return Where::kPlannedP2ps;
         return Where::kSkip;
       case Where::kPlannedColls: return is_object ? Where::kPlannedColl : Where::kSkip;
       case Where::kPlannedP2ps: return is_object ? Where::kPlannedP2p : Where::kSkip;
       case Where::kThreads: return is_object ? Where::kThread : Where::kSkip;
       case Where::kThread:
-        if (!is_object && k == "frames") return Where::kFrames;
-        if (!is_object && k == "merged_frames") return Where::kMergedFrames;
-        if (is_object && k == "python") return Where::kThreadPython;
+        if (!is_object && is(k, "frames")) return Where::kFrames;
+        if (!is_object && is(k, "merged_frames")) return Where::kMergedFrames;
+        if (is_object && is(k, "python")) return Where::kThreadPython;
         return Where::kSkip;
-      case Where::kThreadPython: return !is_object && k == "frames" ? Where::kPythonFrames : Where::kSkip;
-      case Where::kNccl: return is_object && k == "last_error" ? Where::kNcclLastError : Where::kSkip;
+      case Where::kThreadPython: return !is_object && is(k, "frames") ? Where::kPythonFrames : Where::kSkip;
+      case Where::kNccl: return is_object && is(k, "last_error") ? Where::kNcclLastError : Where::kSkip;
       case Where::kPythonFrames: return is_object ? Where::kPythonFrame : Where::kSkip;
       case Where::kFrames: return is_object ? Where::kFrame : Where::kSkip;
       case Where::kMergedFrames: return is_object ? Where::kMergedFrame : Where::kSkip;
@@ -277,7 +285,7 @@ class Summarizer : public JsonViewSax {
     }
     Level& parent = stack_.back();
     Where where = parent.where == Where::kSkip ? Where::kSkip : child_of(parent.where, is_object);
-    if (parent.where == Where::kRoot && key_ == "communicators" && is_object) shape_error = "communicators is not an array";
+    if (parent.where == Where::kRoot && is(key_, "communicators") && is_object) shape_error = "communicators is not an array";
     ++parent.elements;
     if (parent.where == Where::kComms && !is_object) bad_comm(parent.elements - 1);
     // A reason that is not text still says the field is unavailable, for an unknown reason.
@@ -413,41 +421,41 @@ class Summarizer : public JsonViewSax {
     switch (level.where) {
       case Where::kComms: bad_comm(level.elements - 1); break;
       case Where::kRoot:
-        if (k == "schema" && v.type == Scalar::kString) schema = v.text;
-        if (k == "communicators" && v.type != Scalar::kNull) shape_error = "communicators is not an array";
-        if (k == "communicators" && v.type == Scalar::kNull) process_->comms_unknown = true;
+        if (is(k, "schema") && v.type == Scalar::kString) schema = v.text;
+        if (is(k, "communicators") && v.type != Scalar::kNull) shape_error = "communicators is not an array";
+        if (is(k, "communicators") && v.type == Scalar::kNull) process_->comms_unknown = true;
         break;
       case Where::kTarget:
-        if (k == "pid") process_->pid = id_rule(as_int(v));
-        else if (k == "executable") process_->executable = as_string(v).value_or("");
+        if (is(k, "pid")) process_->pid = id_rule(as_int(v));
+        else if (is(k, "executable")) process_->executable = as_string(v).value_or("");
         break;
       case Where::kLauncher:
-        if (k == "rank") process_->launcher_rank = index_rule(as_int(v));
-        else if (k == "world_size") process_->launcher_world_size = size_rule(as_int(v));
-        else if (k == "rank_from") process_->launcher_rank_from = as_string(v).value_or("");
+        if (is(k, "rank")) process_->launcher_rank = index_rule(as_int(v));
+        else if (is(k, "world_size")) process_->launcher_world_size = size_rule(as_int(v));
+        else if (is(k, "rank_from")) process_->launcher_rank_from = as_string(v).value_or("");
         break;
       case Where::kHost:
-        if (k == "hostname") process_->hostname = as_string(v).value_or("");
+        if (is(k, "hostname")) process_->hostname = as_string(v).value_or("");
         break;
       case Where::kNccl:
-        if (k == "version") process_->nccl_version = as_string(v).value_or("");
-        else if (k == "library") library_named_ = library_named_ || v.type == Scalar::kString;
-        else if (k == "build_id_mismatch") process_->build_id_mismatch = as_bool(v);
+        if (is(k, "version")) process_->nccl_version = as_string(v).value_or("");
+        else if (is(k, "library")) library_named_ = library_named_ || v.type == Scalar::kString;
+        else if (is(k, "build_id_mismatch")) process_->build_id_mismatch = as_bool(v);
         break;
       case Where::kNcclLastError:
-        if (k == "text") process_->nccl_last_error = as_string(v).value_or("");
+        if (is(k, "text")) process_->nccl_last_error = as_string(v).value_or("");
         break;
       case Where::kComm:
-        if (k == "comm_hash") comm().comm_hash_text = as_string(v).value_or("");
-        else if (k == "address") comm().address = as_string(v).value_or("");
-        else if (k == "rank") refused_if(v, "rank", comm().rank = index_rule(as_int(v)), kExpectRank);
-        else if (k == "nranks") refused_if(v, "nranks", comm().nranks = size_rule(as_int(v)), kExpectRankCount);
-        else if (k == "coll_op_count")
+        if (is(k, "comm_hash")) comm().comm_hash_text = as_string(v).value_or("");
+        else if (is(k, "address")) comm().address = as_string(v).value_or("");
+        else if (is(k, "rank")) refused_if(v, "rank", comm().rank = index_rule(as_int(v)), kExpectRank);
+        else if (is(k, "nranks")) refused_if(v, "nranks", comm().nranks = size_rule(as_int(v)), kExpectRankCount);
+        else if (is(k, "coll_op_count"))
           refused_if(v, "coll_op_count", comm().coll_op_count = count_rule(as_int(v)), kExpectCount);
-        else if (k == "coll_op_count_of")
+        else if (is(k, "coll_op_count_of"))
           comm().coll_op_count_shared_resources = as_string(v).value_or("") == "ncclSharedResources";
-        else if (k == "shared_resources") comm().shared_resources = as_string(v).value_or("");
-        else if (k == "nchannels" && v.type == Scalar::kInt && v.integer > 0 && v.integer <= kMaxChannels)
+        else if (is(k, "shared_resources")) comm().shared_resources = as_string(v).value_or("");
+        else if (is(k, "nchannels") && v.type == Scalar::kInt && v.integer > 0 && v.integer <= kMaxChannels)
           comm().channels.reserve(static_cast<size_t>(v.integer));  // listed after it: no regrowth
         break;
       case Where::kSeq:
@@ -457,100 +465,100 @@ class Summarizer : public JsonViewSax {
                        comm().seq_launched[c] = count_rule(as_int(v)), kExpectCount);
         break;
       case Where::kP2p:
-        if (k == "total") refused_if(v, "p2p_op_count.total", comm().p2p_total = count_rule(as_int(v)), kExpectCount);
+        if (is(k, "total")) refused_if(v, "p2p_op_count.total", comm().p2p_total = count_rule(as_int(v)), kExpectCount);
         break;
       case Where::kP2pUnavailable:
       case Where::kCommUnavailable: unavailable(level.where, as_string(v).value_or("")); break;
       case Where::kHealth: {
         HealthView& health = comm().health;
-        if (k == "async_result") health.async_result = as_string(v);
-        else if (k == "init_state") health.init_state = as_string(v);
-        else if (k == "proxy_async_result") health.proxy_async_result = as_string(v);
-        else if (k == "abort_flag") health.abort_flag = as_bool(v);
-        else if (k == "destroy_flag") health.destroy_flag = as_bool(v);
-        else if (k == "finalize_called") health.finalize_called = as_bool(v);
-        else if (k == "revoked") health.revoked = as_bool(v);
+        if (is(k, "async_result")) health.async_result = as_string(v);
+        else if (is(k, "init_state")) health.init_state = as_string(v);
+        else if (is(k, "proxy_async_result")) health.proxy_async_result = as_string(v);
+        else if (is(k, "abort_flag")) health.abort_flag = as_bool(v);
+        else if (is(k, "destroy_flag")) health.destroy_flag = as_bool(v);
+        else if (is(k, "finalize_called")) health.finalize_called = as_bool(v);
+        else if (is(k, "revoked")) health.revoked = as_bool(v);
         break;
       }
       case Where::kChannel:
-        if (k == "id") comm().channels.back().id = index_rule(as_int(v)).value_or(-1);
+        if (is(k, "id")) comm().channels.back().id = index_rule(as_int(v)).value_or(-1);
         break;
       case Where::kRing:
-        if (k == "prev") comm().channels.back().ring_prev = neighbour_rule(as_int(v));
-        else if (k == "next") comm().channels.back().ring_next = neighbour_rule(as_int(v));
+        if (is(k, "prev")) comm().channels.back().ring_prev = neighbour_rule(as_int(v));
+        else if (is(k, "next")) comm().channels.back().ring_next = neighbour_rule(as_int(v));
         break;
       case Where::kTree:
-        if (k == "up") comm().channels.back().tree_up = neighbour_rule(as_int(v));
+        if (is(k, "up")) comm().channels.back().tree_up = neighbour_rule(as_int(v));
         break;
       case Where::kTreeDown:
         if (auto child = index_rule(as_int(v))) comm().channels.back().tree_down.add(*child);
         break;
       case Where::kProxyOp: {
         ProxyOpView& op = comm().proxy_ops.back();
-        if (k == "op_count") {
+        if (is(k, "op_count")) {
           if (auto count = count_rule(as_int(v))) op.op_count = static_cast<uint64_t>(*count);
-        } else if (k == "collective") op.collective = as_string(v).value_or("");
-        else if (k == "pattern") op.pattern = as_string(v).value_or("");
+        } else if (is(k, "collective")) op.collective = as_string(v).value_or("");
+        else if (is(k, "pattern")) op.pattern = as_string(v).value_or("");
         break;
       }
       case Where::kSub: {
         ProxySubView& sub = comm().proxy_ops.back().subs.back();
-        if (k == "channel") sub.channel = index_rule(as_int(v));
-        else if (k == "peer") sub.peer = index_rule(as_int(v));
-        else if (k == "nsteps") sub.nsteps = count_rule(as_int(v));
-        else if (k == "posted") sub.posted = count_rule(as_int(v));
-        else if (k == "received") sub.received = count_rule(as_int(v));
-        else if (k == "transmitted") sub.transmitted = count_rule(as_int(v));
-        else if (k == "done") sub.done = count_rule(as_int(v));
-        else if (k == "send") sub.send = as_bool(v);
+        if (is(k, "channel")) sub.channel = index_rule(as_int(v));
+        else if (is(k, "peer")) sub.peer = index_rule(as_int(v));
+        else if (is(k, "nsteps")) sub.nsteps = count_rule(as_int(v));
+        else if (is(k, "posted")) sub.posted = count_rule(as_int(v));
+        else if (is(k, "received")) sub.received = count_rule(as_int(v));
+        else if (is(k, "transmitted")) sub.transmitted = count_rule(as_int(v));
+        else if (is(k, "done")) sub.done = count_rule(as_int(v));
+        else if (is(k, "send")) sub.send = as_bool(v);
         break;
       }
       case Where::kPlanned:
-        if (k == "n_tasks_coll") comm().n_tasks_coll = count_rule(as_int(v));
-        else if (k == "n_tasks_p2p") comm().n_tasks_p2p = count_rule(as_int(v));
-        else if (k == "unlaunched_plans") comm().unlaunched_plans = count_rule(as_int(v));
-        else if (k == "in_group") comm().in_group = as_bool(v);
+        if (is(k, "n_tasks_coll")) comm().n_tasks_coll = count_rule(as_int(v));
+        else if (is(k, "n_tasks_p2p")) comm().n_tasks_p2p = count_rule(as_int(v));
+        else if (is(k, "unlaunched_plans")) comm().unlaunched_plans = count_rule(as_int(v));
+        else if (is(k, "in_group")) comm().in_group = as_bool(v);
         break;
       case Where::kPlannedColl:
-        if (k == "collective") comm().planned_colls.back() = as_string(v).value_or("");
+        if (is(k, "collective")) comm().planned_colls.back() = as_string(v).value_or("");
         break;
       case Where::kPlannedP2p:
-        if (k == "kind") set_text(&planned_kind_, v);
-        else if (k == "peer") comm().planned_p2p.back().peer = index_rule(as_int(v)).value_or(-1);
+        if (is(k, "kind")) set_text(&planned_kind_, v);
+        else if (is(k, "peer")) comm().planned_p2p.back().peer = index_rule(as_int(v)).value_or(-1);
         break;
       case Where::kThread: {
         ThreadView& thread = process_->threads.back();
-        if (k == "tid") thread.tid = id_rule(as_int(v));
-        else if (k == "name") thread.name = as_string(v).value_or("");
-        else if (k == "blocked_in") thread.blocked_in = as_string(v).value_or("");
+        if (is(k, "tid")) thread.tid = id_rule(as_int(v));
+        else if (is(k, "name")) thread.name = as_string(v).value_or("");
+        else if (is(k, "blocked_in")) thread.blocked_in = as_string(v).value_or("");
         break;
       }
       case Where::kPythonFrame:
-        if (k == "function") set_text(&frame_.function, v);
-        else if (k == "file") set_text(&frame_.file, v);
-        else if (k == "line") frame_.line = as_int(v);
-        else if (k == "error") set_text(&frame_.error, v);
+        if (is(k, "function")) set_text(&frame_.function, v);
+        else if (is(k, "file")) set_text(&frame_.file, v);
+        else if (is(k, "line")) frame_.line = as_int(v);
+        else if (is(k, "error")) set_text(&frame_.error, v);
         break;
       case Where::kMergedFrame:
-        if (k == "kind") set_text(&frame_.kind, v);
-        else if (k == "file") set_text(&frame_.file, v);
-        else if (k == "line") frame_.line = as_int(v);
-        else if (k == "error") set_text(&frame_.error, v);
+        if (is(k, "kind")) set_text(&frame_.kind, v);
+        else if (is(k, "file")) set_text(&frame_.file, v);
+        else if (is(k, "line")) frame_.line = as_int(v);
+        else if (is(k, "error")) set_text(&frame_.error, v);
         [[fallthrough]];
       case Where::kFrame:
-        if (k == "function") set_text(&frame_.function, v);
-        else if (k == "module") set_text(&frame_.module, v);
-        else if (k == "offset") frame_.offset = count_rule(as_int(v));
-        else if (k == "pc") frame_.pc = as_string(v);
+        if (is(k, "function")) set_text(&frame_.function, v);
+        else if (is(k, "module")) set_text(&frame_.module, v);
+        else if (is(k, "offset")) frame_.offset = count_rule(as_int(v));
+        else if (is(k, "pc")) frame_.pc = as_string(v);
         break;
       case Where::kErrors:
         if (v.type == Scalar::kString) process_->document_errors.emplace_back(v.text);
         break;
       case Where::kError:
-        if (k == "message") set_text(&error_.message, v);
-        else if (k == "subject") set_text(&error_.subject, v);
-        else if (k == "reason") set_text(&error_.reason, v);
-        else if (k == "kind") set_text(&error_.kind, v);
+        if (is(k, "message")) set_text(&error_.message, v);
+        else if (is(k, "subject")) set_text(&error_.subject, v);
+        else if (is(k, "reason")) set_text(&error_.reason, v);
+        else if (is(k, "kind")) set_text(&error_.kind, v);
         break;
       case Where::kCommWarnings:
         if (v.type == Scalar::kString && comm().warnings.size() < kMaxCommWarnings)

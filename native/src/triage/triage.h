@@ -50,9 +50,13 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
 
 // Renderers are pure functions of the triage document.
 std::string render_triage_text(const nlohmann::json& report);
+// The report's "inputs" with every entry readable: a process's entry is held as raw text
+// (util/json_raw.h), parsed back here for the renderers.
+nlohmann::json readable_inputs(const nlohmann::json& report);
 // "partial: " for an entry of report["errors"] whose input was read, only not all of it (the
-// verdict used what was read); "error: " for an input that could not be used.
-std::string triage_error_label(const nlohmann::json& report, const nlohmann::json& error);
+// verdict used what was read); "error: " for an input that could not be used. `inputs`:
+// readable_inputs(report).
+std::string triage_error_label(const nlohmann::json& inputs, const nlohmann::json& error);
 // ": rank 1 waiting; rank 3 never launched it (the verdict's culprit)": a finding's sides with
 // their local roles; "culprit" only where the verdict blames (`hang`: else "a suspect").
 std::string finding_roles_text(const nlohmann::json& finding, bool hang);

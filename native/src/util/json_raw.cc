@@ -32,6 +32,57 @@ json with_raw_json_values(json document) {
   return document;
 }
 
+namespace {
+
+// Reads a raw object's text up to its member `key` and keeps the member's string; stops there.
+class MemberString : public JsonViewSax {
+ public:
+  explicit MemberString(std::string_view key) : key_(key) {}
+  std::optional<std::string> value;
+
+  bool key_view(std::string_view key) override {
+    at_member_ = depth_ == 1 && key == key_;
+    return true;
+  }
+  bool string_view(std::string_view text) override {
+    if (at_member_) value = std::string(text);
+    return !at_member_;
+  }
+  bool key(string_t& key) override { return key_view(key); }
+  bool string(string_t& text) override { return string_view(text); }
+  bool null() override { return !at_member_; }
+  bool boolean(bool) override { return !at_member_; }
+  bool number_integer(number_integer_t) override { return !at_member_; }
+  bool number_unsigned(number_unsigned_t) override { return !at_member_; }
+  bool number_float(number_float_t, const string_t&) override { return !at_member_; }
+  bool binary(binary_t&) override { return !at_member_; }
+  bool start_object(std::size_t) override { return !at_member_ && (++depth_, true); }
+  bool start_array(std::size_t) override { return !at_member_ && (++depth_, true); }
+  bool end_object() override { return --depth_, true; }
+  bool end_array() override { return --depth_, true; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+
+ private:
+  std::string_view key_;
+  int depth_ = 0;
+  bool at_member_ = false;
+};
+
+}  // namespace
+
+std::optional<std::string> json_string_member(const json& object, std::string_view key) {
+  if (!is_raw_json(object)) {
+    auto member = object.find(std::string(key));  // end() when not an object
+    if (member == object.end() || !member->is_string()) return std::nullopt;
+    return member->get<std::string>();
+  }
+  MemberString reader(key);
+  // The scanner stops at the member; text it declines (a non-ASCII byte) is parsed instead.
+  if (!scan_json(raw_json_text(object), &reader) && !reader.value)
+    return json_string_member(raw_json_value(object), key);
+  return reader.value;
+}
+
 void append_pretty_compact_json(std::string_view compact, unsigned indent, std::string* out) {
   constexpr unsigned kStep = 2;
   const char* at = compact.data();

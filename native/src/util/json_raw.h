@@ -28,6 +28,9 @@ std::string_view raw_json_text(const nlohmann::json& raw);  // is_raw_json(raw) 
 nlohmann::json raw_json_value(const nlohmann::json& value);
 // `document` with every raw value inside it replaced by the value.
 nlohmann::json with_raw_json_values(nlohmann::json document);
+// The string held by an object's member `key` (nullopt: no such member, or not a string), the
+// object raw or not: a raw one's text is scanned up to the member, never parsed into values.
+std::optional<std::string> json_string_member(const nlohmann::json& object, std::string_view key);
 
 // Appends the compact text `compact` as dump(2) writes its value at `indent` (the indent of the
 // line it starts on): the writer's side of a raw value.

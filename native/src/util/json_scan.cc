@@ -125,8 +125,11 @@ class Scanner {
   }
 
  private:
+  // None before most ':' and ','; one space after most ':'; a newline and an indent elsewhere.
   void skip_whitespace() {
-    if (at_ < end_ && is_whitespace(*at_)) at_ += leading_whitespace(at_, end_);  // none before most ':' and ','
+    if (at_ == end_ || !is_whitespace(*at_)) return;
+    if (*at_ == ' ' && end_ - at_ > 1 && !is_whitespace(at_[1])) ++at_;
+    else at_ += leading_whitespace(at_, end_);
   }
 
   enum Opened { kFailed, kComplete, kAwaitsElement };
