@@ -34,7 +34,7 @@ struct WorkItem {
 };
 
 struct WorkResult {
-  std::unique_ptr<ProcessView> process;
+  bool process = false;  // the process was written to its slot of LoadedInputs::processes
   std::unique_ptr<KernelView> kernel_view;
   std::unique_ptr<NumericsView> numerics_view;  // beside `process` for cores and pids
   TriageFailure failure;
@@ -82,17 +82,17 @@ std::string sniff(std::string_view bytes, bool may_be_xz) {
 
 // A PyTorch flight-recorder dump: a rank with records and no memory. Its rank is the number
 // its file name ends in, as torchfrtrace reads it (loader.py: fr_rank_3 -> 3).
-std::unique_ptr<ProcessView> load_fr_dump(const WorkItem& item, std::string_view content) {
+ProcessView load_fr_dump(const WorkItem& item, std::string_view content) {
   int rank = 0;
   if (!torch::fr_dump_rank_from_name(item.name, &rank))
     throw BadInput(item.name + ": a flight-recorder dump whose name ends in no rank number (name it fr_rank_N, as "
                    "torchfrtrace expects)");
-  auto process = std::make_unique<ProcessView>();
-  process->input_name = item.name;
-  process->kind = "fr-dump";
-  process->launcher_rank = rank;
-  process->launcher_rank_from = "file name";
-  process->fr_records = std::make_shared<torch::FrRankRecords>(torch::read_fr_dump(content, item.name));
+  ProcessView process;
+  process.input_name = item.name;
+  process.kind = "fr-dump";
+  process.launcher_rank = rank;
+  process.launcher_rank_from = "file name";
+  process.fr_records = std::make_shared<torch::FrRankRecords>(torch::read_fr_dump(content, item.name));
   return process;
 }
 
@@ -269,11 +269,12 @@ void measure_numerics(const LoadRequest& request, StateRequest state, const nloh
   }
 }
 
-WorkResult load_xz_item(const LoadRequest& request, const WorkItem& item);
+WorkResult load_xz_item(const LoadRequest& request, const WorkItem& item, ProcessView* slot);
 
 // A file is opened once: its first bytes say what it is, and a snapshot's rest is read after
-// them into one buffer per loading thread, reused for every snapshot.
-WorkResult load_plain_item(const LoadRequest& request, const WorkItem& item) {
+// them into one buffer per loading thread, reused for every snapshot. A process is summarized
+// into `slot` (its place in the loaded list: 100,000 ranks are not moved there afterwards).
+WorkResult load_plain_item(const LoadRequest& request, const WorkItem& item, ProcessView* slot) {
   PhaseSubject subject(item.name);
   PhaseTimer timer("input");
   WorkResult result;
@@ -287,20 +288,20 @@ WorkResult load_plain_item(const LoadRequest& request, const WorkItem& item) {
       head = read_head(file, kHeadBytes, &bytes, item.path);
       kind = sniff(head, !item.unpacked);
     }
-    if (kind == "xz") return load_xz_item(request, item);
+    if (kind == "xz") return load_xz_item(request, item, slot);
     if (kind == "empty") throw BadInput(item.path + ": empty file (neither a snapshot nor a core)");
     if (kind == "other") throw BadInput(item.path + ": neither a JSON snapshot, an ELF core nor a flight-recorder dump");
     if (kind == "fr-dump") {
-      result.process = load_fr_dump(item, read_rest(file, head.size(), &bytes, item.path));
+      *slot = load_fr_dump(item, read_rest(file, head.size(), &bytes, item.path));
+      result.process = true;
       return result;
     }
     if (kind == "snapshot") {
       // Summarized straight from the text (SAX): no document is built for 4,096 ranks.
-      auto process = std::make_unique<ProcessView>();
       std::string schema;
       std::string_view text = read_rest(file, head.size(), &bytes, item.path);
-      if (summarize_state_text(text, item.name, "snapshot", process.get(), &schema)) {
-        result.process = std::move(process);
+      if (summarize_state_text(text, item.name, "snapshot", slot, &schema)) {
+        result.process = true;
         return result;
       }
       // A cuda-gdb kernel view or a numerics document (tens of KB per process): parsed whole, then reduced.
@@ -329,7 +330,8 @@ WorkResult load_plain_item(const LoadRequest& request, const WorkItem& item) {
     nlohmann::json document = request.build_state(state);
     {
       PhaseTimer summarize("input.summarize");
-      result.process = std::make_unique<ProcessView>(summarize_state_document(document, item.name, kind));
+      *slot = summarize_state_document(document, item.name, kind);
+      result.process = true;
     }
     if (request.build_numerics) {
       PhaseTimer numerics("input.numerics");
@@ -344,13 +346,13 @@ WorkResult load_plain_item(const LoadRequest& request, const WorkItem& item) {
 }
 
 // An .xz input is read from a private unpacked copy; every message names the user's file.
-WorkResult load_xz_item(const LoadRequest& request, const WorkItem& item) {
+WorkResult load_xz_item(const LoadRequest& request, const WorkItem& item, ProcessView* slot) {
   WorkItem unpacked_item = item;
   unpacked_item.unpacked = true;
   try {
     UnpackedXz unpacked(item.path);
     unpacked_item.path = unpacked.path();
-    WorkResult result = load_plain_item(request, unpacked_item);
+    WorkResult result = load_plain_item(request, unpacked_item, slot);
     for (size_t at; (at = result.failure.error.find(unpacked_item.path)) != std::string::npos;)
       result.failure.error.replace(at, unpacked_item.path.size(), item.name);
     return result;
@@ -369,23 +371,31 @@ LoadedInputs load_triage_inputs(const LoadRequest& request) {
   std::vector<WorkItem> items = expand_inputs(request, &loaded.failures);
   expand_timer.stop();
   std::vector<WorkResult> results(items.size());
+  loaded.processes.resize(items.size());  // slots, then closed up in input order
   unsigned jobs = request.jobs ? request.jobs : std::max(1u, std::thread::hardware_concurrency());
   jobs = static_cast<unsigned>(std::min<size_t>(jobs, std::max<size_t>(items.size(), 1)));
   std::atomic<size_t> next{0};
   auto worker = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < items.size();) results[i] = load_plain_item(request, items[i]);
+    for (size_t i; (i = next.fetch_add(1)) < items.size();) results[i] = load_plain_item(request, items[i], &loaded.processes[i]);
   };
   std::vector<std::thread> threads;
   for (unsigned t = 1; t < jobs; ++t) threads.emplace_back(worker);
   worker();
   for (std::thread& thread : threads) thread.join();
-  loaded.processes.reserve(results.size());
-  for (WorkResult& result : results) {
+  size_t kept = 0;
+  for (size_t i = 0; i < results.size(); ++i) {
+    WorkResult& result = results[i];
     if (result.numerics_view) loaded.numerics_views.push_back(std::move(*result.numerics_view));
-    if (result.process) loaded.processes.push_back(std::move(*result.process));
-    else if (result.kernel_view) loaded.kernel_views.push_back(std::move(*result.kernel_view));
-    else if (!result.numerics_view) loaded.failures.push_back(std::move(result.failure));
+    if (result.process) {
+      if (kept != i) loaded.processes[kept] = std::move(loaded.processes[i]);
+      ++kept;
+    } else if (result.kernel_view) {
+      loaded.kernel_views.push_back(std::move(*result.kernel_view));
+    } else if (!result.numerics_view) {
+      loaded.failures.push_back(std::move(result.failure));
+    }
   }
+  loaded.processes.erase(loaded.processes.begin() + static_cast<std::ptrdiff_t>(kept), loaded.processes.end());
   return loaded;
 }
 

@@ -497,7 +497,7 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
   Job job;
   PhaseTimer communicators_timer("triage.communicators");
   set_aside_foreign_dumps(&processes, &failures);
-  job.processes.reserve(processes.size());
+  size_t kept = 0;  // the job's processes closed up in place: 100,000 ranks are not moved
   for (triage::ProcessView& process : processes) {
     triage::add_recorder_communicators(&process);
     // A process without NCCL still belongs to the job when its launcher gave it a rank
@@ -508,9 +508,11 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
                               triage::damage_suffix(process)});
       continue;
     }
-    job.processes.push_back(std::move(process));
+    if (&processes[kept] != &process) processes[kept] = std::move(process);
+    ++kept;
   }
-  std::vector<triage::ProcessView>().swap(processes);  // the moved-from shells: 648 bytes a rank
+  processes.erase(processes.begin() + static_cast<std::ptrdiff_t>(kept), processes.end());
+  job.processes = std::move(processes);
   {
     PhaseTimer merge_timer("triage.communicators.merge");
     triage::merge_communicators(&job);

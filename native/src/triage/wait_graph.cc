@@ -194,6 +194,8 @@ class GraphBuilder {
   // Per process: its program order and where each operation others wait on it for falls in it.
   void place_owed_operations() {
     owed_order_.assign(node_count_, OwedOrder::kUnknown);
+    orders_.reserve(job_.processes.size());
+    owed_.reserve(job_.processes.size());
     for (size_t p = 0; p < job_.processes.size(); ++p) {
       // The whole order only where others wait on it: the rest keep the report's few records.
       bool blamed = std::any_of(in_edges_[p].begin(), in_edges_[p].end(),
