@@ -104,3 +104,28 @@ BOOST_AUTO_TEST_CASE(raw_value_reads_back) {
   BOOST_CHECK(nsc::raw_json_value(json(3)) == json(3));
   BOOST_CHECK_EQUAL(streamed(json{{"k", raw}}, 4096), "{\n  \"k\": {\n    \"a\": [\n      1,\n      {}\n    ],\n    \"b\": \"x\"\n  }\n}");
 }
+
+// A top-level string member, read from a raw object's text as from a document (triage's exit
+// code reads each input's status this way): any value, any key order, nested keys of the same
+// name ignored.
+BOOST_AUTO_TEST_CASE(string_member_reads_the_same_raw_or_not) {
+  std::mt19937 random(37);
+  for (int i = 0; i < 3000; ++i) {
+    json value = random_value(random, 0);
+    if (!value.is_object()) value = json{{"wrapped", value}};
+    if (i % 2) value["status"] = kStrings[i % std::size(kStrings)];
+    if (i % 3 == 0) value["nested"] = json{{"status", "inner"}};
+    if (i % 5 == 0) value["status"] = json::array({"not", "a string"});
+    nsc::JsonText text;
+    write(value, &text);
+    json raw = nsc::raw_json(text.text());
+    std::optional<std::string> want;
+    if (value.contains("status") && value["status"].is_string()) want = value["status"].get<std::string>();
+    BOOST_REQUIRE(nsc::json_string_member(value, "status") == want);
+    BOOST_REQUIRE(nsc::json_string_member(raw, "status") == want);
+  }
+  BOOST_CHECK(!nsc::json_string_member(json(3), "status"));
+  BOOST_CHECK(!nsc::json_string_member(nsc::raw_json("[1,2]"), "status"));
+  BOOST_CHECK(nsc::json_string_member(nsc::raw_json(R"({"a":"caf\u00e9 \u2603","status":"partial"})"), "status") ==
+              std::optional<std::string>("partial"));  // \u escapes: the scanner declines, the parser reads it
+}

@@ -188,8 +188,7 @@ class Scanner {
       return true;
     }
     buffer->clear();
-    for (;;) {
-      plain = json_plain_prefix(start, end_);
+    for (;;) {  // `plain`: the run from `start` up to the next quote, escape or other byte
       buffer->append(start, plain);
       const char* q = start + plain;
       if (q == end_) return false;
@@ -203,6 +202,7 @@ class Scanner {
       if (escaped == 0) return false;  // \u or not an escape
       buffer->push_back(escaped);
       start = q + 2;
+      plain = json_plain_prefix(start, end_);
     }
   }
 
