@@ -20,6 +20,7 @@
 #include "util/input_file.h"
 #include "util/phase_times.h"
 #include "util/schemas.h"
+#include "util/thread_heap.h"
 #include "util/unpacked_xz.h"
 
 namespace nsc::triage {
@@ -376,7 +377,10 @@ LoadedInputs load_triage_inputs(const LoadRequest& request) {
   jobs = static_cast<unsigned>(std::min<size_t>(jobs, std::max<size_t>(items.size(), 1)));
   std::atomic<size_t> next{0};
   auto worker = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < items.size();) results[i] = load_plain_item(request, items[i], &loaded.processes[i]);
+    for (size_t i; (i = next.fetch_add(1)) < items.size();) {
+      advise_huge_pages_for_thread_heap();  // half the summaries live on the other threads' heaps
+      results[i] = load_plain_item(request, items[i], &loaded.processes[i]);
+    }
   };
   std::vector<std::thread> threads;
   for (unsigned t = 1; t < jobs; ++t) threads.emplace_back(worker);

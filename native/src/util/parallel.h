@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/thread_heap.h"
+
 namespace nsc {
 
 // Calls run(begin, end) on ranges of `chunk` items covering [0, n), handed out in turn to one
@@ -28,7 +30,10 @@ void for_each_range(size_t n, size_t chunk, const Run& run) {
   std::vector<std::exception_ptr> errors(threads);
   auto work = [&](size_t t) {
     try {
-      for (size_t c; (c = next.fetch_add(1)) < chunks;) run(c * chunk, std::min(n, (c + 1) * chunk));
+      for (size_t c; (c = next.fetch_add(1)) < chunks;) {
+        advise_huge_pages_for_thread_heap();  // what the other threads build stays till the report is out
+        run(c * chunk, std::min(n, (c + 1) * chunk));
+      }
     } catch (...) {
       errors[t] = std::current_exception();
       next = chunks;  // the others stop at their next range

@@ -1,0 +1,86 @@
+#include "util/thread_heap.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
+#include <vector>
+
+extern "C" char end;  // the end of the program's data: the main heap (brk) lies above it
+
+namespace nsc {
+namespace {
+
+constexpr uintptr_t kHeapRegion = uintptr_t{64} << 20;  // glibc's HEAP_MAX_SIZE on 64-bit
+#ifdef __SANITIZE_ADDRESS__
+constexpr bool kGlibcHeaps = false;  // the sanitizer's allocator: not glibc's heaps
+#else
+constexpr bool kGlibcHeaps = true;
+#endif
+
+bool in_main_heap(uintptr_t address) {
+  return address >= reinterpret_cast<uintptr_t>(&end) && address < reinterpret_cast<uintptr_t>(sbrk(0));
+}
+
+// Where the reserved (PROT_NONE) tail of the heap region at `region` starts, or 0 when the
+// region is not laid out as glibc lays out a heap: anonymous mappings covering it whole,
+// read-write first, then reserved. A thread's stack (its guard page below it) or anything
+// else never matches.
+uintptr_t reserved_tail(uintptr_t region) {
+  FILE* maps = std::fopen("/proc/self/maps", "re");
+  if (maps == nullptr) return 0;
+  uintptr_t covered = region, tail = 0;
+  bool ok = true;
+  char line[512];
+  while (ok && covered < region + kHeapRegion && std::fgets(line, sizeof line, maps)) {
+    uintptr_t start = 0, stop = 0;
+    char perms[5] = {};
+    unsigned long long offset = 0, inode = 0;
+    int name_at = 0;
+    if (std::sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %4s %llx %*s %llu %n", &start, &stop, perms, &offset, &inode,
+                    &name_at) < 5)
+      ok = false;
+    if (!ok || stop <= covered) continue;
+    bool anonymous = inode == 0 && (line[name_at] == '\n' || line[name_at] == '\0');
+    bool writable = std::string_view(perms) == "rw-p", reserved = std::string_view(perms) == "---p";
+    ok = start <= covered && anonymous && (writable || reserved) && !(writable && tail != 0);
+    if (reserved && tail == 0) tail = std::max(start, region);
+    covered = stop;
+  }
+  std::fclose(maps);
+  return ok && covered >= region + kHeapRegion ? tail : 0;
+}
+
+}  // namespace
+
+void advise_huge_pages_for_thread_heap() {
+  if (!kGlibcHeaps || sizeof(void*) != 8 || gettid() == getpid()) return;
+  thread_local std::vector<uintptr_t> seen;
+  // A small block may come back from a region the arena has left; one past the per-thread cache
+  // comes from where it carves now.
+  for (size_t bytes : {size_t{64}, size_t{4096}}) {
+    void* probe = std::malloc(bytes);
+    uintptr_t address = reinterpret_cast<uintptr_t>(probe);
+    std::free(probe);
+    if (probe == nullptr || in_main_heap(address)) continue;
+    uintptr_t region = address & ~(kHeapRegion - 1);
+    if (std::find(seen.begin(), seen.end(), region) != seen.end()) continue;
+    seen.push_back(region);
+    // glibc makes the region writable a few pages at a time as the heap grows, so no fault ever
+    // sees a whole 2 MiB block writable and every page stays 4 KiB: the reserved tail is made
+    // writable now (nothing is committed until touched; glibc's own mprotect later is a no-op).
+    uintptr_t tail = reserved_tail(region);
+    if (tail == 0) continue;
+    if (tail < region + kHeapRegion &&
+        mprotect(reinterpret_cast<void*>(tail), region + kHeapRegion - tail, PROT_READ | PROT_WRITE) != 0)
+      continue;
+    madvise(reinterpret_cast<void*>(region), kHeapRegion, MADV_HUGEPAGE);
+  }
+}
+
+}  // namespace nsc
