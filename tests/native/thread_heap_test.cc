@@ -86,8 +86,12 @@ BOOST_AUTO_TEST_CASE(a_thread_heap_region_is_made_writable_whole_and_malloc_stil
 #ifdef __SANITIZE_ADDRESS__
   glibc_heap = false;  // the sanitizer's allocator: left alone
 #endif
-  if (glibc_heap)
+  if (glibc_heap) {
     for (const Mapping& m : heap) BOOST_TEST(m.perms == "rw-p");
+    // glibc's own record (heap_info.mprotect_size, the 4th word of the region) says so too, or
+    // it would go on calling mprotect at every growth: this checks the layout the code assumes.
+    BOOST_TEST(reinterpret_cast<const size_t*>(region)[3] == kRegion);
+  }
   // The thread's stack and its guard page as they were.
   BOOST_REQUIRE_EQUAL(before_stack.size(), after_stack.size());
   for (size_t i = 0; i < before_stack.size(); ++i) {

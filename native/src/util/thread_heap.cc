@@ -56,10 +56,30 @@ uintptr_t reserved_tail(uintptr_t region) {
   return ok && covered >= region + kHeapRegion ? tail : 0;
 }
 
+// The head of each glibc heap region (malloc/arena.c, `heap_info`, unchanged in this part since
+// glibc 2.3): the arena, the previous heap, the size in use, the size glibc has made writable.
+struct GlibcHeapHead {
+  void* arena;
+  void* previous;
+  size_t size;
+  size_t writable_size;
+};
+
+// glibc makes a heap region writable on demand: one mprotect call per growth, a page or two at a
+// time (at 100,000 ranks, 90,000 system calls). Once the whole region is writable, glibc is
+// told so, where its own record agrees with what /proc/self/maps showed (the writable part
+// ends at `tail`) and so is surely that record.
+void record_region_writable(uintptr_t region, uintptr_t tail) {
+  auto* head = reinterpret_cast<GlibcHeapHead*>(region);
+  if (head->writable_size == tail - region && head->size <= head->writable_size) head->writable_size = kHeapRegion;
+}
+
 }  // namespace
 
 void advise_huge_pages_for_thread_heap() {
-  if (!kGlibcHeaps || sizeof(void*) != 8 || gettid() == getpid()) return;
+  // Once per thread: the main thread's heap is brk's, advised by glibc.malloc.hugetlb=1.
+  thread_local const bool main_thread = gettid() == getpid();
+  if (!kGlibcHeaps || sizeof(void*) != 8 || main_thread) return;
   thread_local std::vector<uintptr_t> seen;
   // A small block may come back from a region the arena has left; one past the per-thread cache
   // comes from where it carves now.
@@ -73,12 +93,13 @@ void advise_huge_pages_for_thread_heap() {
     seen.push_back(region);
     // glibc makes the region writable a few pages at a time as the heap grows, so no fault ever
     // sees a whole 2 MiB block writable and every page stays 4 KiB: the reserved tail is made
-    // writable now (nothing is committed until touched; glibc's own mprotect later is a no-op).
+    // writable now (nothing is committed until touched), and glibc told so.
     uintptr_t tail = reserved_tail(region);
     if (tail == 0) continue;
-    if (tail < region + kHeapRegion &&
-        mprotect(reinterpret_cast<void*>(tail), region + kHeapRegion - tail, PROT_READ | PROT_WRITE) != 0)
-      continue;
+    if (tail < region + kHeapRegion) {
+      if (mprotect(reinterpret_cast<void*>(tail), region + kHeapRegion - tail, PROT_READ | PROT_WRITE) != 0) continue;
+      record_region_writable(region, tail);
+    }
     madvise(reinterpret_cast<void*>(region), kHeapRegion, MADV_HUGEPAGE);
   }
 }
