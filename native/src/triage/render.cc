@@ -219,7 +219,10 @@ static void append_crash_lines(const json& report, std::vector<std::string>* lin
 
 std::string render_triage_text(const nlohmann::json& report) {
   std::vector<std::string> lines;
-  const json inputs = readable_inputs(report);
+  // What the text reads of each input; a process's entry is raw text, and only these are built.
+  json inputs = json::array();
+  for (const json& input : json_member(report, "inputs"))
+    inputs.push_back(json_members(input, {"kind", "name", "stack_notes", "status"}));
   // The headline alone is the first paragraph: what a person reads and acts on.
   for (const json& line : json_member(json_member(report, "headline"), "lines")) lines.push_back(json_text(line));
   lines.push_back("");

@@ -1,5 +1,6 @@
 #include "util/json_raw.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 #include <vector>
@@ -68,7 +69,77 @@ class MemberString : public JsonViewSax {
   bool at_member_ = false;
 };
 
+// Reads a raw object's text and builds the values of its members `keys` only.
+class MemberPicker : public JsonViewSax {
+ public:
+  explicit MemberPicker(std::initializer_list<std::string_view> keys) : keys_(keys) {}
+  json members = json::object();
+
+  bool key_view(std::string_view key) override {
+    if (open_.empty() && depth_ == 1) picking_ = std::find(keys_.begin(), keys_.end(), key) != keys_.end();
+    key_.assign(key);  // a member's key, or a key inside a member being built
+    return true;
+  }
+  bool string_view(std::string_view text) override { return add(json(std::string(text))); }
+  bool key(string_t& key) override { return key_view(key); }
+  bool string(string_t& text) override { return string_view(text); }
+  bool null() override { return add(nullptr); }
+  bool boolean(bool value) override { return add(value); }
+  bool number_integer(number_integer_t value) override { return add(value); }
+  bool number_unsigned(number_unsigned_t value) override { return add(value); }
+  bool number_float(number_float_t value, const string_t&) override { return add(value); }
+  bool binary(binary_t&) override { return false; }  // not in JSON text
+  bool start_object(std::size_t) override { return open(json::object()); }
+  bool start_array(std::size_t) override { return open(json::array()); }
+  bool end_object() override { return close(); }
+  bool end_array() override { return close(); }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+
+ private:
+  // Where a value goes: into the container being built, else a picked member; else nowhere.
+  json* place(json value) {
+    if (!open_.empty()) {
+      json& container = *open_.back();
+      return container.is_array() ? &container.emplace_back(std::move(value)) : &(container[key_] = std::move(value));
+    }
+    return picking_ && depth_ == 1 ? &(members[key_] = std::move(value)) : nullptr;
+  }
+  bool add(json value) { return place(std::move(value)), true; }
+  // A container's pointer stays valid while it is open: nothing is added to its parent then.
+  bool open(json empty) {
+    if (json* container = place(std::move(empty))) open_.push_back(container);
+    return ++depth_, true;
+  }
+  bool close() {
+    if (!open_.empty()) open_.pop_back();
+    return --depth_, true;
+  }
+
+  std::initializer_list<std::string_view> keys_;
+  std::string key_;
+  std::vector<json*> open_;  // containers of a picked member, outermost first
+  int depth_ = 0;
+  bool picking_ = false;
+};
+
+json picked_members(const json& object, std::initializer_list<std::string_view> keys) {
+  json members = json::object();
+  if (object.is_object())
+    for (std::string_view key : keys)
+      if (auto member = object.find(std::string(key)); member != object.end()) members[std::string(key)] = *member;
+  return members;
+}
+
 }  // namespace
+
+json json_members(const json& object, std::initializer_list<std::string_view> keys) {
+  if (!is_raw_json(object)) return picked_members(object, keys);
+  std::string_view text = raw_json_text(object);
+  MemberPicker picker(keys);
+  // Text the scanner declines (a non-ASCII byte, a \u escape) is parsed whole instead.
+  if (text.empty() || text.front() != '{' || !scan_json(text, &picker)) return picked_members(raw_json_value(object), keys);
+  return std::move(picker.members);
+}
 
 std::optional<std::string> json_string_member(const json& object, std::string_view key) {
   if (!is_raw_json(object)) {
