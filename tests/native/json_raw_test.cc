@@ -129,3 +129,27 @@ BOOST_AUTO_TEST_CASE(string_member_reads_the_same_raw_or_not) {
   BOOST_CHECK(nsc::json_string_member(nsc::raw_json(R"({"a":"caf\u00e9 \u2603","status":"partial"})"), "status") ==
               std::optional<std::string>("partial"));  // \u escapes: the scanner declines, the parser reads it
 }
+
+// A few members of an object, raw or not: the same document either way, whatever the members'
+// values (nested containers, same-named keys inside them), and {} for what is not an object.
+BOOST_AUTO_TEST_CASE(picked_members_are_the_same_raw_or_not) {
+  std::mt19937 random(38);
+  for (int i = 0; i < 3000; ++i) {
+    json value = random_value(random, 0);
+    if (!value.is_object()) value = json{{"wrapped", value}};
+    if (i % 2) value["status"] = random_value(random, 1);
+    if (i % 3 == 0) value["nested"] = json{{"status", "inner"}, {"name", json::array({1, "x", nullptr})}};
+    if (i % 4 == 0) value["name"] = json{{"deep", json::array({json::object(), json::array({25, false})})}};
+    json want = json::object();
+    for (const char* key : {"name", "status"})
+      if (value.contains(key)) want[key] = value[key];
+    nsc::JsonText text;
+    write(value, &text);
+    BOOST_REQUIRE(nsc::json_members(value, {"name", "status"}) == want);
+    BOOST_REQUIRE(nsc::json_members(nsc::raw_json(text.text()), {"name", "status"}) == want);
+  }
+  BOOST_CHECK(nsc::json_members(json(3), {"status"}) == json::object());
+  BOOST_CHECK(nsc::json_members(nsc::raw_json("[1,2]"), {"status"}) == json::object());
+  BOOST_CHECK(nsc::json_members(nsc::raw_json(R"({"a":"caf\u00e9","status":["ok"]})"), {"status"}) ==
+              json({{"status", json::array({"ok"})}}));  // \u escapes: the scanner declines, the parser reads it
+}
