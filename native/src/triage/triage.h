@@ -55,7 +55,7 @@ std::string render_triage_text(const nlohmann::json& report);
 nlohmann::json readable_inputs(const nlohmann::json& report);
 // "partial: " for an entry of report["errors"] whose input was read, only not all of it (the
 // verdict used what was read); "error: " for an input that could not be used. `inputs`:
-// readable_inputs(report).
+// readable_inputs(report), or each entry's "name" and "status" (json_members).
 std::string triage_error_label(const nlohmann::json& inputs, const nlohmann::json& error);
 // ": rank 1 waiting; rank 3 never launched it (the verdict's culprit)": a finding's sides with
 // their local roles; "culprit" only where the verdict blames (`hang`: else "a suspect").
