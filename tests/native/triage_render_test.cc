@@ -20,6 +20,15 @@ BOOST_AUTO_TEST_CASE(rank_sets_read_like_people_write_them) {
   BOOST_TEST(ranks_phrase({1}) == "rank 1");
   BOOST_TEST(ranks_phrase({0, 2, 3, 4}) == "ranks 0,2-4");
   BOOST_TEST(ranks_phrase({}) == "no rank");
+  // A long set's start, cut at a comma (a DOT group's label: Graphviz refuses strings over 16 KB).
+  std::vector<int> every_other;
+  for (int rank = 0; rank < 20000; rank += 2) every_other.push_back(rank);
+  std::string start = nsc::triage::ranks_phrase_start(every_other, 160);
+  BOOST_TEST(start.rfind("ranks 0,2,4,", 0) == 0u);
+  BOOST_TEST(start.size() <= 164u);
+  BOOST_TEST(start.substr(start.size() - 4) == ",...");
+  BOOST_TEST(start.find(",,") == std::string::npos);
+  BOOST_TEST(nsc::triage::ranks_phrase_start({0, 2, 3, 4}, 160) == "ranks 0,2-4");
   std::vector<int> parsed;
   BOOST_TEST(nsc::triage::parse_rank_set("0,2-4,9", &parsed));
   BOOST_TEST(parsed == (std::vector<int>{0, 2, 3, 4, 9}));

@@ -19,7 +19,10 @@ std::string GraphGroups::label(const json& nodes, size_t group) const {
   if (ids.size() == 1) return json_text(nodes[ids.front()]["label"]);
   std::vector<int> ranks;
   for (int n : ids) ranks.push_back(nodes[n]["world_rank"].get<int>());
-  return ranks_phrase(ranks) + " (" + std::to_string(ranks.size()) + ")";
+  // Graphviz refuses a quoted string over 16,384 bytes (100,000 ranks: a group's set was longer),
+  // and a long list is unreadable in a box anyway: its start, then the count.
+  constexpr size_t kMaxRanksText = 160;
+  return ranks_phrase_start(ranks, kMaxRanksText) + " (" + std::to_string(ranks.size()) + ")";
 }
 
 GraphGroups group_graph_nodes(const json& graph, size_t group_threshold) {

@@ -28,11 +28,9 @@ std::string base_name(const std::string& path) { return path.substr(path.find_la
 
 // "ranks 0-2", or for a long set its start and its size: "ranks 16,17,19-23,48,... (2,880 ranks)".
 std::string compact_ranks(const std::vector<int>& ranks) {
-  constexpr size_t kMaxChars = 40;
-  std::string text = ranks_phrase(ranks);
-  if (text.size() <= kMaxChars) return text;
-  size_t cut = text.rfind(',', kMaxChars);
-  return text.substr(0, cut == std::string::npos ? kMaxChars : cut) + ",... (" + std::to_string(ranks.size()) + " ranks)";
+  std::string text = ranks_phrase_start(ranks, 40);
+  bool cut = text.size() > 4 && text.compare(text.size() - 4, 4, ",...") == 0;
+  return cut ? text + " (" + std::to_string(ranks.size()) + " ranks)" : text;
 }
 
 size_t word_count(const std::string& text) {

@@ -46,6 +46,13 @@ std::string ranks_phrase(const std::vector<int>& ranks) {
   return (one ? "rank " : "ranks ") + format_rank_set(ranks);
 }
 
+std::string ranks_phrase_start(const std::vector<int>& ranks, size_t max_chars) {
+  std::string text = ranks_phrase(ranks);
+  if (text.size() <= max_chars) return text;
+  size_t cut = text.rfind(',', max_chars);
+  return text.substr(0, cut == std::string::npos ? max_chars : cut) + ",...";
+}
+
 bool parse_rank_set(const std::string& text, std::vector<int>* ranks) {
   ranks->clear();
   size_t position = 0;
