@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "util/sanitizer.h"
 #include "util/thread_heap.h"
 
 namespace {
@@ -83,7 +84,7 @@ BOOST_AUTO_TEST_CASE(a_thread_heap_region_is_made_writable_whole_and_malloc_stil
   std::vector<Mapping> heap = overlapping(region, region + kRegion);
   BOOST_REQUIRE(!heap.empty());
   bool glibc_heap = heap.front().start <= region && heap.back().stop >= region + kRegion;
-#ifdef __SANITIZE_ADDRESS__
+#ifdef NSC_UNDER_ASAN
   glibc_heap = false;  // the sanitizer's allocator: left alone
 #endif
   if (glibc_heap) {

@@ -1,4 +1,5 @@
 #include "util/thread_heap.h"
+#include "util/sanitizer.h"
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -17,7 +18,7 @@ namespace nsc {
 namespace {
 
 constexpr uintptr_t kHeapRegion = uintptr_t{64} << 20;  // glibc's HEAP_MAX_SIZE on 64-bit
-#ifdef __SANITIZE_ADDRESS__
+#ifdef NSC_UNDER_ASAN
 constexpr bool kGlibcHeaps = false;  // the sanitizer's allocator: not glibc's heaps
 #else
 constexpr bool kGlibcHeaps = true;
