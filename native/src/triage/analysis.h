@@ -150,7 +150,8 @@ void add_duplicate_findings(Job* job);
 void find_unrelated_jobs(Job* job);
 void analyze_communicators(Job* job);
 void analyze_startup(Job* job);  // start-up hang: ranks in the rendezvous, ranks elsewhere
-nlohmann::json build_wait_graph(const Job& job);  // nodes, edges, cycles, culprits
+// Nodes, edges, cycles, culprits. The last reader of the channels: it frees them.
+nlohmann::json build_wait_graph(Job* job);
 nlohmann::json build_stack_classes(const Job& job);
 // Flight recorder data (recorder_join.cc): communicators only the recorder knows, before
 // the merge; cross-rank argument mismatches and cross-stream chains, after the findings.

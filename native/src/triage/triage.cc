@@ -438,15 +438,8 @@ std::string decide_verdict(const Job& job) {
   return incomplete ? "incomplete" : "no-hang";
 }
 
-// A channel's ring and tree neighbours are read by the wait-for graph alone: freed once it is
-// built, so that the report's sections built after it reuse the memory (1.4 KB a rank).
-void release_channels(Job* job) {
-  for (triage::ProcessView& process : job->processes)
-    for (triage::CommView& comm : process.comms) std::vector<triage::ChannelView>().swap(comm.channels);
-}
-
 // Threads are read by the graph, the verdict's sentences and the stack classes: freed after
-// those, so that the inputs section reuses the memory (about 1.6 KB a rank).
+// those, so that the sections built after them reuse the memory (about 1.6 KB a rank).
 void release_threads(Job* job) {
   for (triage::ProcessView& process : job->processes) {
     std::vector<triage::ThreadView>().swap(process.threads);
@@ -547,9 +540,8 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
                  {"tool", {{"name", "ncclscope"}, {"version", NCCLSCOPE_VERSION}}}};
   std::string verdict = decide_verdict(job);
   PhaseTimer graph_timer("triage.verdict.graph");
-  json graph = triage::build_wait_graph(job);
+  json graph = triage::build_wait_graph(&job);
   graph_timer.stop();
-  release_channels(&job);
   // Absence is never evidence: a hang that blames only ranks without usable input is undecided.
   if (verdict == "hang" && graph["root_culprits"].empty() && !graph["no_input_suspects"].empty()) verdict = "incomplete";
   // A job that died: its origin replaces the chain ends (a timeout's origin is the hang's culprit).
@@ -598,8 +590,6 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
   report["suspect_ranks"] = std::move(suspect_ranks);
   report["world_comm"] = job.world_comm >= 0 ? json(job.comms[job.world_comm].hash_text) : json(nullptr);
   VerdictBlame blame(job, graph);
-  report["communicators"] =
-      parallel_json_array(job.comms.size(), [&](size_t g) { return communicator_json(job, g, blame); }, 64);
   json startup = json::array();
   for (const Finding& finding : job.startup) startup.push_back(startup_json(finding));
   report["startup"] = std::move(startup);
@@ -632,10 +622,14 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
   }
   report["crash"] = triage::crash_json(job.crash);
   report["graph"] = std::move(graph);
-  report_timer.stop();
   report["stack_classes"] = stack_classes.get();
-  PhaseTimer inputs_timer("triage.inputs");
+  // The threads' last readers are done: the communicators section, the largest built from here
+  // on, reuses their memory (fresh memory costs more than the work put in it, docs/triage.md "Scale").
   release_threads(&job);
+  report["communicators"] =
+      parallel_json_array(job.comms.size(), [&](size_t g) { return communicator_json(job, g, blame); }, 64);
+  report_timer.stop();
+  PhaseTimer inputs_timer("triage.inputs");
   report["inputs"] = inputs_json(job, failures);
   if (!job.kernel_views.is_null())
     for (const json& view : job.kernel_views["inputs"]) {
