@@ -5,9 +5,11 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cstdio>
+#include <functional>
 #include <random>
 #include <string>
 
+#include "util/json_raw.h"
 #include "util/json_write.h"
 
 #include "json_write_helpers.h"
@@ -79,4 +81,37 @@ BOOST_AUTO_TEST_CASE(big_arrays_over_the_cpus_keep_their_order) {
     BOOST_CHECK(streamed(report, 256) == want);
     BOOST_CHECK(streamed(report, 4096) == want);
   }
+}
+
+BOOST_AUTO_TEST_CASE(elements_of_a_megabyte_stream_in_order) {
+  // A world communicator among small ones: its counters a raw value of MBs, its ranks an array
+  // of 200,000 numbers. Such elements are written on their own, drained as they grow.
+  nsc::JsonText counters;
+  counters.begin_array();
+  for (int rank = 0; rank < 60000; ++rank)
+    counters.begin_object().key("AllReduce").number(rank % 7).key("Broadcast").null().end_object();
+  counters.end_array();
+  json world_ranks = json::array();
+  for (int rank = 0; rank < 200000; ++rank) world_ranks.push_back(rank);
+  json comms = json::array();
+  for (size_t i = 0; i < 3000; ++i) {
+    json comm = {{"comm_hash", "0x" + std::to_string(i)}, {"ranks_seen", json::array({i, i + 1})}};
+    if (i == 0 || i == 1500) comm["seq_launched"] = nsc::raw_json(counters.text());
+    if (i == 2999) comm["world_ranks"] = world_ranks;
+    comms.push_back(comm);
+  }
+  json report = {{"communicators", comms}, {"verdict", "hang"}};
+  std::string want = nlohmann_text(nsc::with_raw_json_values(report));
+  BOOST_CHECK(streamed(report, 1) == want);
+  BOOST_CHECK(streamed(report, 4096) == want);
+
+  // Drained: the pieces handed out, then what is left, are the text written whole.
+  std::string whole, drained, pieces;
+  nsc::append_pretty_compact_json(counters.text(), 4, &whole);
+  size_t drains = 0;
+  std::function<void()> drain = [&] { pieces += drained, drained.clear(), ++drains; };
+  drained = "prefix ";
+  nsc::append_pretty_compact_json(counters.text(), 4, &drained, &drain);
+  BOOST_CHECK_GT(drains, 1u);
+  BOOST_CHECK(pieces + drained == "prefix " + whole);
 }

@@ -189,6 +189,7 @@ int run_triage_command(const std::vector<std::string>& args) {
     return numerics_of_target(request, state, triage_numerics_options());
   };
   TriageOptions options;
+  options.leave_analysis_to_exit = true;
   delete exit_report;  // a second run in one process frees the first's
   exit_report = new nlohmann::json;
   nlohmann::json& report = *exit_report;

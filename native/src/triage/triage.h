@@ -25,6 +25,9 @@ struct TriageInput {
 struct TriageOptions {
   // DOT: above this many nodes, ranks in the same situation share one node.
   size_t graph_group_threshold = 64;
+  // The caller exits once the report is written (the command line): the analysis is left to
+  // the process's exit, not freed block by block (100,000 ranks: millions of blocks).
+  bool leave_analysis_to_exit = false;
 };
 
 // An input that could not be used, kept for the report's inputs[] and errors[].

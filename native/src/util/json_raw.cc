@@ -158,46 +158,58 @@ std::optional<std::string> json_string_member(const json& object, std::string_vi
 
 namespace {
 
-// Builds a value's pretty text in a per-thread buffer through a pointer, then appends it to the
-// string in one copy: each byte costs a store, not a call into std::string (the report's raw
-// values are most of a 100,000-rank report). The buffer only grows (to the largest value).
+// Builds a value's pretty text straight in the string's own storage, through a pointer: each
+// byte costs a store, not a call into std::string (the report's raw values are most of a
+// 100,000-rank report). No second buffer: the world communicator's counters alone are tens of MB.
 class PrettySink {
  public:
-  explicit PrettySink(std::string* out) : out_(out), text_(buffer()) {}
-  ~PrettySink() { out_->append(text_.data(), used_); }
+  explicit PrettySink(std::string* out) : out_(out), start_(out->size()) {}
+  ~PrettySink() { out_->resize(start_ + used_); }
 
+  // Grown in steps the size of the value so far (a short value zero-fills a few hundred bytes),
+  // the storage doubling as a string's does.
   char* room(size_t bytes) {
-    if (text_.size() - used_ < bytes) text_.resize(std::max(text_.size() * 2, used_ + bytes + 4096));
-    return text_.data() + used_;
+    size_t end = start_ + used_;
+    if (out_->size() - end < bytes) {
+      size_t want = end + bytes + std::min<size_t>(used_ + 256, size_t{1} << 20);
+      if (want > out_->capacity()) out_->reserve(std::max(out_->capacity() * 2, want));
+      out_->resize(want);
+    }
+    return out_->data() + end;
   }
   void put(const char* text, size_t bytes) {
     std::memcpy(room(bytes), text, bytes);
     used_ += bytes;
   }
   void put(char c) { *room(1) = c, ++used_; }
+  // Hands what is built so far to `drain` once it passes kJsonDrainAt; goes on in the emptied string.
+  void drain_if_full(const std::function<void()>* drain) {
+    if (drain == nullptr || start_ + used_ < kJsonDrainAt) return;
+    out_->resize(start_ + used_);
+    (*drain)();
+    start_ = out_->size();
+    used_ = 0;
+  }
   // `c` (0: none), then a new line at `indent`.
   void line_break(char c, unsigned indent) {
     char* at = room(2 + indent);
+    char* from = at;
     if (c != 0) *at++ = c;
     *at++ = '\n';
     std::memset(at, ' ', indent);
-    used_ = static_cast<size_t>(at + indent - text_.data());
+    used_ += static_cast<size_t>(at + indent - from);
   }
 
  private:
-  static std::vector<char>& buffer() {
-    thread_local std::vector<char> text;
-    return text;
-  }
-
   std::string* out_;
-  std::vector<char>& text_;
-  size_t used_ = 0;
+  size_t start_;     // where the value starts in *out_
+  size_t used_ = 0;  // its bytes so far; *out_ is longer while it is built
 };
 
 }  // namespace
 
-void append_pretty_compact_json(std::string_view compact, unsigned indent, std::string* out) {
+void append_pretty_compact_json(std::string_view compact, unsigned indent, std::string* out,
+                                const std::function<void()>* drain) {
   constexpr unsigned kStep = 2;
   const char* at = compact.data();
   const char* end = at + compact.size();
@@ -232,7 +244,10 @@ void append_pretty_compact_json(std::string_view compact, unsigned indent, std::
         sink.line_break(0, indent);
         sink.put(*token);
         break;
-      case ',': sink.line_break(',', indent); break;
+      case ',':
+        sink.line_break(',', indent);
+        sink.drain_if_full(drain);
+        break;
       case ':': sink.put(": ", 2); break;
       default:  // a number or a literal: up to the next bracket or comma
         while (at < end && *at != ',' && *at != '}' && *at != ']') ++at;

@@ -8,7 +8,9 @@
 // - with_raw_json_values() gives back a whole document (tests, nlohmann's dump()).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -37,9 +39,14 @@ std::optional<std::string> json_string_member(const nlohmann::json& object, std:
 // few fields of 100,000 inputs entries).
 nlohmann::json json_members(const nlohmann::json& object, std::initializer_list<std::string_view> keys);
 
+// Text a streaming writer holds before it writes it out.
+constexpr size_t kJsonDrainAt = size_t{1} << 20;
+
 // Appends the compact text `compact` as dump(2) writes its value at `indent` (the indent of the
-// line it starts on): the writer's side of a raw value.
-void append_pretty_compact_json(std::string_view compact, unsigned indent, std::string* out);
+// line it starts on): the writer's side of a raw value. With `drain`, *out is handed to it
+// (which writes it out and empties it) whenever it passes kJsonDrainAt: a value of tens of MB streams.
+void append_pretty_compact_json(std::string_view compact, unsigned indent, std::string* out,
+                                const std::function<void()>* drain = nullptr);
 
 // Builds compact JSON text, byte for byte as nlohmann's dump() writes the same value, for
 // raw_json(). The caller gives an object's keys in nlohmann's order (std::map: byte order);

@@ -1,6 +1,7 @@
 #include "util/json_write.h"
 
 #include <algorithm>
+#include <functional>
 #include <future>
 #include <vector>
 
@@ -24,8 +25,12 @@ bool plain(const std::string& text) { return json_plain_prefix(text.data(), text
 // (numbers, strings to escape or repair) by nlohmann's own serializer into the same buffer.
 class PrettyWriter {
  public:
-  explicit PrettyWriter(std::string* out)
-      : out_(out), fallback_(nlohmann::detail::output_adapter<char>(*out), ' ', json::error_handler_t::replace) {}
+  // With `drain`, *out is handed to it (written out and emptied) whenever it passes
+  // kJsonDrainAt, between array elements and inside a raw value: *out holds the text in order.
+  explicit PrettyWriter(std::string* out, std::function<void()> drain = {})
+      : out_(out),
+        drain_(std::move(drain)),
+        fallback_(nlohmann::detail::output_adapter<char>(*out), ' ', json::error_handler_t::replace) {}
 
   void value(const json& v, unsigned indent) {
     switch (v.type()) {
@@ -63,7 +68,7 @@ class PrettyWriter {
         return;
       }
       case json::value_t::binary:
-        if (is_raw_json(v)) return append_pretty_compact_json(raw_json_text(v), indent, out_);
+        if (is_raw_json(v)) return append_pretty_compact_json(raw_json_text(v), indent, out_, drain_ ? &drain_ : nullptr);
         [[fallthrough]];
       default:
         fallback_.dump(v, true, false, kIndentStep, indent);
@@ -75,6 +80,7 @@ class PrettyWriter {
     out_->append(indent, ' ');
     value(array[i], indent);
     out_->append(i + 1 < array.size() ? ",\n" : "\n");
+    if (drain_ && out_->size() >= kJsonDrainAt) drain_();
   }
 
   void quoted(const std::string& key) {
@@ -86,14 +92,31 @@ class PrettyWriter {
 
  private:
   std::string* out_;
+  std::function<void()> drain_;
   Serializer fallback_;
 };
+
+// Roughly how much text an element is: its own and its members' raw values and strings, and
+// its members' arrays at a few bytes an element (a report's per-rank arrays are of numbers).
+size_t rough_size(const json& v) {
+  auto own = [](const json& x) -> size_t {
+    if (is_raw_json(x)) return raw_json_text(x).size();
+    if (x.is_string()) return x.get_ref<const std::string&>().size();
+    if (x.is_array()) return x.size() * 8;
+    return 8;
+  };
+  if (!v.is_object()) return own(v);
+  size_t size = 0;
+  for (const auto& [key, child] : v.get_ref<const json::object_t&>()) size += key.size() + own(child);
+  return size;
+}
 
 // Streams a document to a file: its first levels walked here, the buffer written out between
 // elements, big arrays' elements written over the CPUs into one buffer per chunk.
 class Streamer {
  public:
-  Streamer(std::FILE* file, size_t parallel_from) : file_(file), parallel_from_(parallel_from), writer_(&buffer_) {}
+  Streamer(std::FILE* file, size_t parallel_from)
+      : file_(file), parallel_from_(parallel_from), writer_(&buffer_, [this] { drain(0); }) {}
 
   void value(const json& v, unsigned indent, int depth) {
     if (depth >= kDepthWalked || !(v.is_object() || v.is_array()) || v.empty()) return writer_.value(v, indent);
@@ -138,16 +161,32 @@ class Streamer {
   static constexpr size_t kChunk = 256;          // elements a thread writes in one turn
   static constexpr size_t kChunksInWindow = 16;  // chunks held before they are written out
 
-  // A window's chunks are written out on another thread while the next window is formatted
-  // (two sets of chunks in turn): the write's copy into the page cache overlaps the work.
+  // An element of a megabyte or more (the world communicator's per-rank counters: tens of MB at
+  // 100,000 ranks) is written here, streamed; a chunk's buffer would hold it whole and keep
+  // that size. The runs between such elements are written over the CPUs.
   void parallel_elements(const json::array_t& array, unsigned indent) {
     drain(0);
+    size_t run = 0;
+    for (size_t i = 0; i < array.size(); ++i) {
+      if (rough_size(array[i]) < kJsonDrainAt) continue;
+      parallel_run(array, run, i, indent);
+      writer_.element(array, i, indent);
+      drain(0);
+      run = i + 1;
+    }
+    parallel_run(array, run, array.size(), indent);
+  }
+
+  // Elements [from, to): a window's chunks are written out on another thread while the next
+  // window is formatted (two sets of chunks in turn): the write's copy into the page cache
+  // overlaps the work.
+  void parallel_run(const json::array_t& array, size_t from, size_t to, unsigned indent) {
     std::vector<std::string> windows[2] = {std::vector<std::string>(kChunksInWindow),
                                            std::vector<std::string>(kChunksInWindow)};
     std::future<void> writing;
     int turn = 0;
-    for (size_t window = 0; window < array.size(); window += kChunk * kChunksInWindow, turn ^= 1) {
-      size_t count = std::min(array.size() - window, kChunk * kChunksInWindow);
+    for (size_t window = from; window < to; window += kChunk * kChunksInWindow, turn ^= 1) {
+      size_t count = std::min(to - window, kChunk * kChunksInWindow);
       std::vector<std::string>& chunks = windows[turn];
       for_each_range(count, kChunk, [&](size_t begin, size_t end) {
         for (size_t first = begin; first < end; first += kChunk) {  // one chunk a turn, or all on one CPU
@@ -165,7 +204,7 @@ class Streamer {
     if (writing.valid()) writing.get();
   }
 
-  void drain(size_t above = 1 << 20) {
+  void drain(size_t above = kJsonDrainAt) {
     if (buffer_.size() < above) return;
     put(buffer_);
     buffer_.clear();
