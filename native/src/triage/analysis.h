@@ -2,6 +2,8 @@
 // and the per-process facts the graph and the renderers need.
 #pragma once
 
+#include <algorithm>
+
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -27,16 +29,19 @@ struct CommGroup {
   Maybe<int> nranks;
   std::vector<std::string> warnings;   // e.g. inputs disagree on nranks
   std::vector<Member> members;         // sorted by rank, one per rank
-  std::unordered_map<int, size_t> member_of_rank;
   std::vector<nlohmann::json> duplicates;
   std::vector<int> missing_ranks;
   double mean_position = 0;  // registry order: the world comm is usually created first
   // PyTorch's process group for this communicator (torch_join.cc), "" when unknown.
   std::string pg_name, pg_desc;
 
+  // By position: members are sorted by rank, one per rank, and usually every rank is there,
+  // so a rank is its own index (100,000 ranks: no table of 400,000 memberships to hash).
   const Member* find(int rank) const {
-    auto found = member_of_rank.find(rank);
-    return found == member_of_rank.end() ? nullptr : &members[found->second];
+    if (rank >= 0 && static_cast<size_t>(rank) < members.size() && members[rank].rank == rank) return &members[rank];
+    auto found = std::lower_bound(members.begin(), members.end(), rank,
+                                  [](const Member& member, int r) { return member.rank < r; });
+    return found != members.end() && found->rank == rank ? &*found : nullptr;
   }
 };
 
