@@ -1,9 +1,12 @@
 #include "triage/process_view.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <climits>
+#include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "stacks/cxx_exception.h"
 #include "triage/summary_helpers.h"
@@ -51,6 +54,24 @@ bool is_runtime_function(const std::string& name) {
 
 const std::string FrameView::kNoLabel;
 
+void FrameView::set_label(std::string text) {
+  // Every thread's labels in one set, never freed (a frame may be copied anywhere); each thread
+  // looks in its own bounded index first, without the lock.
+  static std::mutex mutex;
+  static auto* labels = new std::unordered_set<std::string>;
+  thread_local std::unordered_map<std::string, const std::string*> seen;
+  if (auto found = seen.find(text); found != seen.end()) {
+    label_ = found->second;
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    label_ = &*labels->insert(text).first;
+  }
+  if (seen.size() >= 65536) seen.clear();
+  seen.emplace(std::move(text), label_);
+}
+
 namespace {
 
 FrameView build_frame(const std::string& function, const std::string& module, const Maybe<int64_t>& offset,
@@ -72,17 +93,19 @@ FrameView build_frame(const std::string& function, const std::string& module, co
   return frame;
 }
 
-}  // namespace
+// A slot of make_frame's recent frames: the names' lengths and a few of their bytes (a
+// collision costs only a table lookup). `function` is not empty.
+size_t recent_slot(const std::string& function, std::string_view module) {
+  auto byte = [](char c) { return static_cast<size_t>(static_cast<unsigned char>(c)); };
+  size_t hash = function.size() * 131 + module.size() * 31 + byte(function.back()) * 7 +
+                byte(function[function.size() / 2]) * 3 + (module.empty() ? 0 : byte(module[module.size() / 2]));
+  return (hash ^ (hash >> 8)) & 255;
+}
 
-FrameView make_frame(const std::string& function, const std::string& module, const Maybe<int64_t>& offset,
-                     const Maybe<std::string>& pc, std::vector<std::string>* notes) {
-  // "libc.so.6 (build-id mismatch: core a4a7..., file 93ac...)": the note goes to the input.
-  size_t note = module.find(" (");
-  if (note != std::string::npos && std::find(notes->begin(), notes->end(), module) == notes->end())
-    notes->push_back(module);
-  std::string_view base_module(module.data(), note == std::string::npos ? module.size() : note);
-  // Ranks show the same few frames: each is built once per reading thread (bounded), and its
-  // key is made in one reused buffer (no allocation per frame read).
+// Ranks show the same few frames: each is built once per reading thread (bounded), and its
+// key is made in one reused buffer (no allocation per frame read).
+FrameView table_frame(const std::string& function, std::string_view base_module, const Maybe<int64_t>& offset,
+                      const Maybe<std::string>& pc) {
   thread_local std::unordered_map<std::string, FrameView> built;
   thread_local std::string key;
   // Lengths first, as bytes: no two frames share a key, whatever bytes a hostile snapshot puts in them.
@@ -100,6 +123,29 @@ FrameView make_frame(const std::string& function, const std::string& module, con
   if (auto found = built.find(key); found != built.end()) return found->second;
   if (built.size() >= 4096) built.clear();
   return built.emplace(key, build_frame(function, std::string(base_module), offset, pc)).first->second;
+}
+
+}  // namespace
+
+FrameView make_frame(const std::string& function, const std::string& module, const Maybe<int64_t>& offset,
+                     const Maybe<std::string>& pc, std::vector<std::string>* notes) {
+  // "libc.so.6 (build-id mismatch: core a4a7..., file 93ac...)": the note goes to the input.
+  size_t note = module.find(" (");
+  if (note != std::string::npos && std::find(notes->begin(), notes->end(), module) == notes->end())
+    notes->push_back(module);
+  std::string_view base_module(module.data(), note == std::string::npos ? module.size() : note);
+  // A named frame is most often one of those just read (every rank's threads show the same
+  // stacks): found by its names alone, without the table's key.
+  struct RecentFrame {
+    std::string function, module;
+    FrameView frame;
+  };
+  thread_local std::array<RecentFrame, 256> recent;
+  RecentFrame* slot = function.empty() ? nullptr : &recent[recent_slot(function, base_module)];
+  if (slot && slot->function == function && slot->module == base_module) return slot->frame;
+  FrameView frame = table_frame(function, base_module, offset, pc);
+  if (slot) *slot = {function, std::string(base_module), frame};
+  return frame;
 }
 
 FrameView make_python_frame(const std::string& function, const std::string& file, const Maybe<int64_t>& line,

@@ -109,11 +109,11 @@ struct CommView {
 };
 
 struct FrameView {
-  // Function, or module+0xoffset, or pc; Python: "finish (train.py:62)". Held once and shared
-  // by every copy: ranks show the same few frames (make_frame), so a copy costs a count, not a
-  // heap block (100,000 ranks x 48 frames).
+  // Function, or module+0xoffset, or pc; Python: "finish (train.py:62)". Each distinct label is
+  // held once for the process's life: ranks show the same few frames (make_frame), so a frame
+  // is 16 bytes and a copy costs nothing more (100,000 ranks x 48 frames).
   const std::string& label() const { return label_ ? *label_ : kNoLabel; }
-  void set_label(std::string text) { label_ = std::make_shared<const std::string>(std::move(text)); }
+  void set_label(std::string text);
 
   bool user_code = false;  // not inside a shared library (Python frames are user code)
   bool python = false;     // a Python frame of the merged stack (docs/schema-state.md)
@@ -122,7 +122,7 @@ struct FrameView {
 
  private:
   static const std::string kNoLabel;
-  std::shared_ptr<const std::string> label_;
+  const std::string* label_ = nullptr;
 };
 
 struct ThreadView {
