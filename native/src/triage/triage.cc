@@ -3,8 +3,8 @@
 #include "triage/triage.h"
 
 #include <algorithm>
-#include <memory>
 #include <future>
+#include <memory>
 #include <set>
 
 #include "triage/analysis.h"

@@ -33,7 +33,8 @@ class GraphBuilder {
     node_count_ = static_cast<int>(job.processes.size());
   }
 
-  json build() {
+  // The graph but its nodes: edges, blame, cycles, chains (the nodes come last, from nodes()).
+  json build_without_nodes() {
     for (size_t g = 0; g < job_.comms.size(); ++g)
       for (const Finding& finding : job_.findings[g]) add_edge(job_.comms[g], finding);
     for (const Finding& finding : job_.startup) add_startup_edge(finding);
@@ -495,8 +496,6 @@ class GraphBuilder {
   std::vector<OwedOrder> owed_order_;                               // per node
 };
 
-}  // namespace
-
 // The channels' ring and tree neighbours are read by the edges' peer relations alone: freed
 // before the nodes are built, so that the nodes reuse their memory (1.4 KB a rank; at 100,000
 // ranks fresh memory costs more than the work put in it, docs/triage.md "Scale").
@@ -505,9 +504,11 @@ void release_channels(Job* job) {
     for (CommView& comm : process.comms) std::vector<ChannelView>().swap(comm.channels);
 }
 
+}  // namespace
+
 json build_wait_graph(Job* job) {
   GraphBuilder builder(*job);
-  json graph = builder.build();
+  json graph = builder.build_without_nodes();
   release_channels(job);
   graph["nodes"] = builder.nodes();
   return graph;

@@ -272,26 +272,35 @@ void JsonText::separate() {
   if (!text_.empty() && text_.back() != '{' && text_.back() != '[' && text_.back() != ':') text_.push_back(',');
 }
 
-void JsonText::quoted(std::string_view text) {
-  if (json_plain_prefix(text.data(), text.data() + text.size()) == text.size()) {
-    text_.push_back('"');
-    text_.append(text);
-    text_.push_back('"');
+// `text` in quotes, then `suffix` (a key's ':'). A short plain one is put together here and
+// appended at once: each std::string call is a call into libstdc++ (keys are most of the text).
+void JsonText::quoted(std::string_view text, std::string_view suffix) {
+  if (json_plain_prefix(text.data(), text.data() + text.size()) != text.size()) {
+    text_.append(json(std::string(text)).dump(-1, ' ', false, json::error_handler_t::replace)).append(suffix);
     return;
   }
-  text_.append(json(std::string(text)).dump(-1, ' ', false, json::error_handler_t::replace));
+  char piece[128];
+  size_t size = text.size() + 2 + suffix.size();
+  if (size > sizeof piece) {
+    text_.append(1, '"').append(text).append(1, '"').append(suffix);
+    return;
+  }
+  piece[0] = '"';
+  std::memcpy(piece + 1, text.data(), text.size());
+  piece[text.size() + 1] = '"';
+  std::memcpy(piece + text.size() + 2, suffix.data(), suffix.size());
+  text_.append(piece, size);
 }
 
 JsonText& JsonText::key(std::string_view name) {
   separate();
-  quoted(name);
-  text_.push_back(':');
+  quoted(name, ":");
   return *this;
 }
 
 JsonText& JsonText::string(std::string_view text) {
   separate();
-  quoted(text);
+  quoted(text, {});
   return *this;
 }
 
