@@ -286,9 +286,9 @@ void JsonText::quoted(std::string_view text, std::string_view suffix) {
     return;
   }
   piece[0] = '"';
-  std::memcpy(piece + 1, text.data(), text.size());
+  std::copy(text.begin(), text.end(), piece + 1);  // an empty view's data() may be null: no memcpy
   piece[text.size() + 1] = '"';
-  std::memcpy(piece + text.size() + 2, suffix.data(), suffix.size());
+  std::copy(suffix.begin(), suffix.end(), piece + text.size() + 2);
   text_.append(piece, size);
 }
 
