@@ -272,35 +272,26 @@ void JsonText::separate() {
   if (!text_.empty() && text_.back() != '{' && text_.back() != '[' && text_.back() != ':') text_.push_back(',');
 }
 
-// `text` in quotes, then `suffix` (a key's ':'). A short plain one is put together here and
-// appended at once: each std::string call is a call into libstdc++ (keys are most of the text).
-void JsonText::quoted(std::string_view text, std::string_view suffix) {
-  if (json_plain_prefix(text.data(), text.data() + text.size()) != text.size()) {
-    text_.append(json(std::string(text)).dump(-1, ' ', false, json::error_handler_t::replace)).append(suffix);
+void JsonText::quoted(std::string_view text) {
+  if (json_plain_prefix(text.data(), text.data() + text.size()) == text.size()) {
+    text_.push_back('"');
+    text_.append(text);
+    text_.push_back('"');
     return;
   }
-  char piece[128];
-  size_t size = text.size() + 2 + suffix.size();
-  if (size > sizeof piece) {
-    text_.append(1, '"').append(text).append(1, '"').append(suffix);
-    return;
-  }
-  piece[0] = '"';
-  std::copy(text.begin(), text.end(), piece + 1);  // an empty view's data() may be null: no memcpy
-  piece[text.size() + 1] = '"';
-  std::copy(suffix.begin(), suffix.end(), piece + text.size() + 2);
-  text_.append(piece, size);
+  text_.append(json(std::string(text)).dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
 JsonText& JsonText::key(std::string_view name) {
   separate();
-  quoted(name, ":");
+  quoted(name);
+  text_.push_back(':');
   return *this;
 }
 
 JsonText& JsonText::string(std::string_view text) {
   separate();
-  quoted(text, {});
+  quoted(text);
   return *this;
 }
 

@@ -73,7 +73,7 @@ class JsonText {
   JsonText& open(char bracket);
   JsonText& close(char bracket);
   void separate();  // the comma before an element or a key that is not its container's first
-  void quoted(std::string_view text, std::string_view suffix);
+  void quoted(std::string_view text);
 
   std::string text_;
 };
