@@ -60,6 +60,10 @@ void FrameView::set_label(std::string text) {
   static std::mutex mutex;
   static auto* labels = new std::unordered_set<std::string>;
   thread_local std::unordered_map<std::string, const std::string*> seen;
+  if (text.empty()) {  // kNoLabel: one identity for the empty label (label_id)
+    label_ = nullptr;
+    return;
+  }
   if (auto found = seen.find(text); found != seen.end()) {
     label_ = found->second;
     return;

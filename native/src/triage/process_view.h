@@ -113,6 +113,8 @@ struct FrameView {
   // held once for the process's life: ranks show the same few frames (make_frame), so a frame
   // is 16 bytes and a copy costs nothing more (100,000 ranks x 48 frames).
   const std::string& label() const { return label_ ? *label_ : kNoLabel; }
+  // The same for two frames exactly when their labels are equal: a key that needs no hashing.
+  const std::string* label_id() const { return &label(); }
   void set_label(std::string text);
 
   bool user_code = false;  // not inside a shared library (Python frames are user code)

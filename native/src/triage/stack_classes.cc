@@ -30,7 +30,7 @@ class StackTrie {
     touch(node, rank);
     size_t depth = std::min(thread.frames.size(), kMaxFramesPerThread);
     for (size_t f = depth; f-- > 0;) {  // frames are innermost first
-      node = child(node, intern(thread.frames[f].label()));
+      node = child(node, intern(thread.frames[f]));
       touch(node, rank);
     }
   }
@@ -38,7 +38,7 @@ class StackTrie {
   json to_json(int node = 0) {
     TrieNode& entry = nodes_[node];
     normalize_ranks(&entry.ranks);
-    json out = {{"frame", entry.label < 0 ? "all threads" : labels_[entry.label]},
+    json out = {{"frame", entry.label < 0 ? "all threads" : *labels_[entry.label]},
                 {"rank_set", format_rank_set(entry.ranks)}, {"nranks", entry.ranks.size()},
                 {"threads", entry.threads}};
     json children = json::array();
@@ -48,8 +48,9 @@ class StackTrie {
   }
 
  private:
-  int intern(const std::string& label) {
-    auto [it, inserted] = label_ids_.try_emplace(label, static_cast<int>(labels_.size()));  // no node made for a known label
+  int intern(const FrameView& frame) {
+    const std::string* label = frame.label_id();
+    auto [it, inserted] = label_ids_.try_emplace(label, static_cast<int>(labels_.size()));
     if (inserted) labels_.push_back(label);
     return it->second;
   }
@@ -71,9 +72,32 @@ class StackTrie {
   }
 
   std::vector<TrieNode> nodes_;
-  std::vector<std::string> labels_;
-  std::unordered_map<std::string, int> label_ids_;
+  std::vector<const std::string*> labels_;  // FrameView::label_id(): held for the process's life
+  std::unordered_map<const std::string*, int> label_ids_;
 };
+
+// A rank's application thread as its class: what it is blocked in and its frames' labels.
+struct PrincipalKey {
+  const std::string* blocked_in;
+  std::vector<const std::string*> labels;  // FrameView::label_id(), innermost first
+  bool operator==(const PrincipalKey& other) const {
+    return *blocked_in == *other.blocked_in && labels == other.labels;
+  }
+};
+struct PrincipalKeyHash {
+  size_t operator()(const PrincipalKey& key) const {
+    size_t hash = std::hash<std::string>()(*key.blocked_in);
+    for (const std::string* label : key.labels) hash = hash * 31 + std::hash<const void*>()(label);
+    return hash;
+  }
+};
+
+// Its text: the order classes of one size are listed in.
+std::string principal_key_text(const PrincipalKey& key) {
+  std::string text = *key.blocked_in;
+  for (const std::string* label : key.labels) text += "\n" + *label;
+  return text;
+}
 
 }  // namespace
 
@@ -89,27 +113,38 @@ json build_stack_classes(const Job& job) {
     std::vector<int> ranks;
     std::vector<std::string> inputs;
     const ThreadView* example;
+    size_t first_seen;  // in world order
+    std::string key_text;
   };
-  std::map<std::string, PrincipalClass> classes;
+  // Keyed by label identity, not a string of a dozen labels built and compared per rank
+  // (100,000 ranks: 0.27 -> 0.17 s of CPU with the trie keyed the same way).
+  std::unordered_map<PrincipalKey, PrincipalClass, PrincipalKeyHash> classes;
+  PrincipalKey key;
   for (int p : order) {
     const ProcessView& process = job.processes[p];
     int rank = job.world_rank[p].value_or(-1);
     for (const ThreadView& thread : process.threads) trie.insert(thread, rank);
     const ThreadView* principal = process.principal();
     if (principal == nullptr) continue;
-    std::string key = principal->blocked_in;
-    for (const FrameView& frame : principal->frames) key += "\n" + frame.label();
-    PrincipalClass& entry = classes.try_emplace(key, PrincipalClass{{}, {}, principal}).first->second;
+    key.blocked_in = &principal->blocked_in;
+    key.labels.clear();
+    for (const FrameView& frame : principal->frames) key.labels.push_back(frame.label_id());
+    PrincipalClass& entry = classes.try_emplace(key, PrincipalClass{{}, {}, principal, classes.size(), {}}).first->second;
     if (rank >= 0) entry.ranks.push_back(rank);
     else entry.inputs.push_back(process.input_name);
   }
-  json principal = json::array();
-  std::map<std::string, std::vector<int>> by_description;
-  std::vector<const PrincipalClass*> sorted;
-  for (const auto& [key, entry] : classes) sorted.push_back(&entry);
-  std::stable_sort(sorted.begin(), sorted.end(), [](const PrincipalClass* a, const PrincipalClass* b) {
-    return a->ranks.size() + a->inputs.size() < b->ranks.size() + b->inputs.size();
+  std::vector<PrincipalClass*> sorted;
+  for (auto& [key, entry] : classes) {
+    entry.key_text = principal_key_text(key);
+    sorted.push_back(&entry);
+  }
+  // By size, then by text (as a map by text would list them), then as first seen.
+  std::sort(sorted.begin(), sorted.end(), [](const PrincipalClass* a, const PrincipalClass* b) {
+    size_t size_a = a->ranks.size() + a->inputs.size(), size_b = b->ranks.size() + b->inputs.size();
+    if (size_a != size_b) return size_a < size_b;
+    return a->key_text != b->key_text ? a->key_text < b->key_text : a->first_seen < b->first_seen;
   });
+  json principal = json::array();
   std::string summary;
   for (const PrincipalClass* entry : sorted) {
     std::string description = describe_thread(*entry->example);
