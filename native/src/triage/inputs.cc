@@ -371,33 +371,51 @@ LoadedInputs load_triage_inputs(const LoadRequest& request) {
   PhaseTimer expand_timer("triage.load.list");
   std::vector<WorkItem> items = expand_inputs(request, &loaded.failures);
   expand_timer.stop();
-  std::vector<WorkResult> results(items.size());
-  loaded.processes.resize(items.size());  // slots, then closed up in input order
   unsigned jobs = request.jobs ? request.jobs : std::max(1u, std::thread::hardware_concurrency());
   jobs = static_cast<unsigned>(std::min<size_t>(jobs, std::max<size_t>(items.size(), 1)));
+  // Each thread's inputs that gave more than a process (a failure, a kernel view, numerics), by
+  // index; and those it read before the slots existed.
+  std::vector<std::vector<std::pair<size_t, WorkResult>>> others(jobs);
+  std::vector<std::vector<std::pair<size_t, ProcessView>>> read_early(jobs);
+  std::vector<uint8_t> is_process(items.size());
+  std::atomic<bool> slots_made{false};
   std::atomic<size_t> next{0};
-  auto worker = [&] {
+  auto worker = [&](unsigned t) {
     for (size_t i; (i = next.fetch_add(1)) < items.size();) {
       advise_huge_pages_for_thread_heap();  // half the summaries live on the other threads' heaps
-      results[i] = load_plain_item(request, items[i], &loaded.processes[i]);
+      ProcessView* slot = slots_made.load(std::memory_order_acquire)
+                              ? &loaded.processes[i]
+                              : &read_early[t].emplace_back(i, ProcessView()).second;
+      WorkResult result = load_plain_item(request, items[i], slot);
+      is_process[i] = result.process;
+      if (!result.process || result.numerics_view) others[t].emplace_back(i, std::move(result));
     }
   };
   std::vector<std::thread> threads;
-  for (unsigned t = 1; t < jobs; ++t) threads.emplace_back(worker);
-  worker();
+  for (unsigned t = 1; t < jobs; ++t) threads.emplace_back(worker, t);
+  // A slot per input, made here while the other threads already read (100,000 ranks: 65 MB of
+  // fresh memory, a tenth of a second on this VM): the few they read first are moved in after.
+  loaded.processes.resize(items.size());
+  slots_made.store(true, std::memory_order_release);
+  worker(0);
   for (std::thread& thread : threads) thread.join();
-  size_t kept = 0;
-  for (size_t i = 0; i < results.size(); ++i) {
-    WorkResult& result = results[i];
+  for (auto& early : read_early)
+    for (auto& [i, process] : early)
+      if (is_process[i]) loaded.processes[i] = std::move(process);
+  std::vector<std::pair<size_t, WorkResult>> in_order;
+  for (auto& list : others)
+    for (auto& entry : list) in_order.push_back(std::move(entry));
+  std::sort(in_order.begin(), in_order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (auto& [i, result] : in_order) {
     if (result.numerics_view) loaded.numerics_views.push_back(std::move(*result.numerics_view));
-    if (result.process) {
-      if (kept != i) loaded.processes[kept] = std::move(loaded.processes[i]);
-      ++kept;
-    } else if (result.kernel_view) {
-      loaded.kernel_views.push_back(std::move(*result.kernel_view));
-    } else if (!result.numerics_view) {
-      loaded.failures.push_back(std::move(result.failure));
-    }
+    if (result.kernel_view) loaded.kernel_views.push_back(std::move(*result.kernel_view));
+    else if (!result.process && !result.numerics_view) loaded.failures.push_back(std::move(result.failure));
+  }
+  size_t kept = 0;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (!is_process[i]) continue;
+    if (kept != i) loaded.processes[kept] = std::move(loaded.processes[i]);
+    ++kept;
   }
   loaded.processes.erase(loaded.processes.begin() + static_cast<std::ptrdiff_t>(kept), loaded.processes.end());
   return loaded;

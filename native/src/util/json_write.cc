@@ -167,14 +167,27 @@ class Streamer {
   void parallel_elements(const json::array_t& array, unsigned indent) {
     drain(0);
     size_t run = 0;
-    for (size_t i = 0; i < array.size(); ++i) {
-      if (rough_size(array[i]) < kJsonDrainAt) continue;
+    for (size_t i : big_elements(array)) {
       parallel_run(array, run, i, indent);
       writer_.element(array, i, indent);
       drain(0);
       run = i + 1;
     }
     parallel_run(array, run, array.size(), indent);
+  }
+
+  // The elements of a megabyte or more, in order, found over the CPUs (100,000 graph nodes'
+  // members walked on one CPU took a tenth of a second while the other idled).
+  static std::vector<size_t> big_elements(const json::array_t& array) {
+    constexpr size_t kRange = 4096;
+    std::vector<std::vector<size_t>> found((array.size() + kRange - 1) / kRange);
+    for_each_range(array.size(), kRange, [&](size_t begin, size_t end) {
+      for (size_t i = begin; i < end; ++i)
+        if (rough_size(array[i]) >= kJsonDrainAt) found[begin / kRange].push_back(i);
+    });
+    std::vector<size_t> all;
+    for (const std::vector<size_t>& range : found) all.insert(all.end(), range.begin(), range.end());
+    return all;
   }
 
   // Elements [from, to): a window's chunks are written out on another thread while the next
