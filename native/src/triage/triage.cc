@@ -518,6 +518,13 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
     triage::merge_communicators(&job);
   }
   triage::find_unrelated_jobs(&job);
+  // The stack classes read only the threads and the world ranks, which nothing changes from here
+  // to release_threads: built on a pool thread, which then joins the findings (this thread
+  // analyzes the world communicator alone meanwhile).
+  BesideResult<json> stack_classes = run_beside([&job] {
+    PhaseTimer classes_timer("triage.stack_classes");
+    return triage::build_stack_classes(job);
+  });
   PhaseTimer findings_timer("triage.communicators.findings");
   triage::analyze_communicators(&job);
   findings_timer.stop();
@@ -543,14 +550,6 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
   PhaseTimer graph_timer("triage.verdict.graph");
   json graph = triage::build_wait_graph(&job);
   graph_timer.stop();
-  // The stack classes read only the threads, which nothing before release_threads changes:
-  // built on the other CPU while this one decides the crash and writes the headline. Begun
-  // before the graph, beside its parallel nodes, they took a third CPU's work and a third
-  // heap of fresh memory (100,000 ranks: peak 1,143 -> 985 MB, docs/triage.md "Scale").
-  std::future<json> stack_classes = std::async(std::launch::async, [&job] {
-    PhaseTimer classes_timer("triage.stack_classes");
-    return triage::build_stack_classes(job);
-  });
   // Absence is never evidence: a hang that blames only ranks without usable input is undecided.
   if (verdict == "hang" && graph["root_culprits"].empty() && !graph["no_input_suspects"].empty()) verdict = "incomplete";
   // A job that died: its origin replaces the chain ends (a timeout's origin is the hang's culprit).
