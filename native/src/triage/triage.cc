@@ -482,8 +482,12 @@ void leave_to_exit(std::unique_ptr<Job> job) {
   kept->push_back(std::move(job));
 }
 
-json inputs_json(const Job& job, const std::vector<TriageFailure>& failures) {
-  json inputs = parallel_json_array(job.processes.size(), [&](size_t p) { return input_entry(job, p); });
+// Each process's entry: what it reads no phase after the merge changes.
+json input_entries(const Job& job) {
+  return parallel_json_array(job.processes.size(), [&](size_t p) { return input_entry(job, p); });
+}
+
+json inputs_json(json inputs, const std::vector<TriageFailure>& failures) {
   for (const TriageFailure& failure : failures)
     inputs.push_back({{"name", failure.name}, {"kind", failure.kind}, {"status", failure.status},
                       {failure.status == "error" ? "error" : "why", failure.error}});
@@ -554,6 +558,9 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
   PhaseTimer graph_timer("triage.verdict.graph");
   json graph = triage::build_wait_graph(&job);
   graph_timer.stop();
+  // Built on a pool thread while this one decides a crash and writes the headline and summary
+  // (on one CPU; begun before the graph, they kept the pool from the graph's nodes).
+  BesideResult<json> entries = run_beside([&job] { return input_entries(job); });
   // Absence is never evidence: a hang that blames only ranks without usable input is undecided.
   if (verdict == "hang" && graph["root_culprits"].empty() && !graph["no_input_suspects"].empty()) verdict = "incomplete";
   // A job that died: its origin replaces the chain ends (a timeout's origin is the hang's culprit).
@@ -642,7 +649,7 @@ nlohmann::json triage_processes(std::vector<triage::ProcessView> processes,
       parallel_json_array(job.comms.size(), [&](size_t g) { return communicator_json(job, g, blame); }, 64);
   report_timer.stop();
   PhaseTimer inputs_timer("triage.inputs");
-  report["inputs"] = inputs_json(job, failures);
+  report["inputs"] = inputs_json(entries.get(), failures);
   if (!job.kernel_views.is_null())
     for (const json& view : job.kernel_views["inputs"]) {
       bool joined = !view["joined_to"].is_null();
