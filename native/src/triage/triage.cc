@@ -3,7 +3,6 @@
 #include "triage/triage.h"
 
 #include <algorithm>
-#include <future>
 #include <memory>
 #include <set>
 
