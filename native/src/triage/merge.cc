@@ -8,6 +8,7 @@
 #include "triage/inputs.h"
 #include "triage/range_checks.h"
 #include "triage/rank_set.h"
+#include "util/parallel.h"
 
 namespace nsc::triage {
 
@@ -207,7 +208,9 @@ void set_aside_duplicate_inputs(Job* job) {
 }  // namespace
 
 void merge_communicators(Job* job) {
-  for (ProcessView& process : job->processes) check_ranges(&process);
+  for_each_range(job->processes.size(), 1024, [job](size_t begin, size_t end) {
+    for (size_t p = begin; p < end; ++p) check_ranges(&job->processes[p]);
+  });
   set_aside_duplicate_inputs(job);
   std::unordered_map<uint64_t, size_t>& group_of_hash = job->group_of_hash;
   for (size_t p = 0; p < job->processes.size(); ++p) {
