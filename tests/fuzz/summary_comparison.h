@@ -22,6 +22,10 @@ inline nlohmann::json channel_json(const triage::ChannelView& channel) {
           std::vector<int>(channel.tree_down.begin(), channel.tree_down.end())};
 }
 
+inline nlohmann::json shared_text_json(const triage::MaybeSharedText& text) {
+  return text ? nlohmann::json(*text) : nlohmann::json(nullptr);
+}
+
 inline nlohmann::json proxy_op_json(const triage::ProxyOpView& op) {
   nlohmann::json subs = nlohmann::json::array();
   for (const triage::ProxySubView& sub : op.subs)
@@ -39,12 +43,12 @@ inline nlohmann::json comm_json(const triage::CommView& comm) {
   for (const triage::PlannedP2pView& p2p : comm.planned_p2p)
     planned_p2p.push_back({static_cast<int>(p2p.direction), p2p.peer});
   const triage::HealthView& health = comm.health;
-  return {{"comm_hash", comm.comm_hash}, {"comm_hash_text", comm.comm_hash_text}, {"address", comm.address},
+  return {{"comm_hash", comm.comm_hash}, {"comm_hash_text", comm.comm_hash_text()}, {"address", comm.address},
           {"rank", json_or_null(comm.rank)}, {"nranks", json_or_null(comm.nranks)}, {"seq_launched", seq},
           {"coll_op_count", json_or_null(comm.coll_op_count)}, {"p2p_total", json_or_null(comm.p2p_total)},
           {"coll_op_count_shared_resources", comm.coll_op_count_shared_resources},
           {"shared_resources", comm.shared_resources},
-          {"health", {json_or_null(health.async_result), json_or_null(health.init_state), json_or_null(health.abort_flag),
+          {"health", {shared_text_json(health.async_result), shared_text_json(health.init_state), json_or_null(health.abort_flag),
                       json_or_null(health.destroy_flag), json_or_null(health.finalize_called), json_or_null(health.revoked)}},
           {"channels", channels}, {"proxy_ops_known", comm.proxy_ops_known}, {"proxy_ops", proxy_ops},
           {"planned_known", comm.planned_known}, {"planned_colls", comm.planned_colls}, {"planned_p2p", planned_p2p},

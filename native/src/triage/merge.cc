@@ -50,6 +50,7 @@ std::string value_text(const Maybe<T>& value) {
   else if constexpr (std::is_same_v<T, std::string>) return *value;
   else return std::to_string(*value);
 }
+std::string value_text(const MaybeSharedText& value) { return value.value_or("unavailable"); }
 
 // The fields two copies of one rank's communicator disagree on: "seq_launched.AllGather 1 vs 0".
 std::vector<std::string> differing_fields(const CommView& kept, const CommView& other) {
@@ -84,7 +85,7 @@ nlohmann::json duplicate_entry(const ProcessView& kept, const CommView& kept_com
   std::vector<std::string> differs = differing_fields(kept_comm, ignored_comm);
   if (blocked_in_of(kept) != blocked_in_of(ignored))
     differs.push_back("application thread blocked_in " + blocked_in_of(kept) + " vs " + blocked_in_of(ignored));
-  return {{"comm_hash", kept_comm.comm_hash_text}, {"rank", *kept_comm.rank}, {"kept", kept.input_name},
+  return {{"comm_hash", kept_comm.comm_hash_text()}, {"rank", *kept_comm.rank}, {"kept", kept.input_name},
           {"ignored", ignored.input_name}, {"differs", differs}};
 }
 
@@ -105,7 +106,7 @@ int64_t progress(const ProcessView& process) {
 std::string fingerprint(const ProcessView& process) {
   std::string text;
   for (const CommView& comm : process.comms) {
-    text += comm.comm_hash_text + ":" + std::to_string(comm.rank.value_or(-1)) + ":" + std::to_string(progress(comm));
+    text += comm.comm_hash_text() + ":" + std::to_string(comm.rank.value_or(-1)) + ":" + std::to_string(progress(comm));
     for (const auto& count : comm.seq_launched) text += "," + std::to_string(count.value_or(-1));
     text += comm.health.async_result.value_or("?") + std::to_string(comm.proxy_ops.size()) + ";";
   }
@@ -225,7 +226,7 @@ void merge_communicators(Job* job) {
       if (inserted) {
         job->comms.emplace_back();
         job->comms.back().hash = comm.comm_hash;
-        job->comms.back().hash_text = comm.comm_hash_text;
+        job->comms.back().hash_text = comm.comm_hash_text();
       }
       CommGroup& group = job->comms[slot->second];
       if (!comm.rank) {
@@ -367,7 +368,7 @@ void find_unrelated_jobs(Job* job) {
     }
     const ProcessView& first = job->processes[members.front()];
     text += " [" + first.input_name + (members.size() > 1 ? " and " + std::to_string(members.size() - 1) + " more" : "") +
-            ": comm " + first.comms.front().comm_hash_text + "]";
+            ": comm " + first.comms.front().comm_hash_text() + "]";
   }
   job->errors.push_back(text);
 }

@@ -54,26 +54,34 @@ bool is_runtime_function(const std::string& name) {
 
 const std::string FrameView::kNoLabel;
 
-void FrameView::set_label(std::string text) {
-  // Every thread's labels in one set, never freed (a frame may be copied anywhere); each thread
+const std::string* shared_text(std::string_view text) {
+  // Every thread's texts in one set, never freed (a view may be copied anywhere); each thread
   // looks in its own bounded index first, without the lock.
   static std::mutex mutex;
-  static auto* labels = new std::unordered_set<std::string>;
+  static auto* texts = new std::unordered_set<std::string>;
   thread_local std::unordered_map<std::string, const std::string*> seen;
-  if (text.empty()) {  // kNoLabel: one identity for the empty label (label_id)
-    label_ = nullptr;
-    return;
-  }
-  if (auto found = seen.find(text); found != seen.end()) {
-    label_ = found->second;
-    return;
-  }
+  thread_local std::string key;  // the lookup's key, its storage reused (no allocation per text)
+  key.assign(text);
+  if (auto found = seen.find(key); found != seen.end()) return found->second;
+  const std::string* shared;
   {
     std::lock_guard<std::mutex> lock(mutex);
-    label_ = &*labels->insert(text).first;
+    shared = &*texts->insert(key).first;
   }
   if (seen.size() >= 65536) seen.clear();
-  seen.emplace(std::move(text), label_);
+  seen.emplace(key, shared);
+  return shared;
+}
+
+void FrameView::set_label(std::string text) {
+  label_ = text.empty() ? nullptr : shared_text(text);  // kNoLabel: one identity for the empty label (label_id)
+}
+
+const std::string CommView::kNoHashText;
+
+void CommView::set_comm_hash(uint64_t hash) {
+  comm_hash = hash;
+  comm_hash_text_ = shared_text(hex(hash));
 }
 
 namespace {

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -68,15 +69,40 @@ struct PlannedP2pView {
   int peer = -1;
 };
 
+// One copy of a text that many ranks hold alike (a communicator's hash, "ncclSuccess"), kept for
+// the process's life: the same text gives the same address, on every thread.
+const std::string* shared_text(std::string_view text);
+
+// Maybe<std::string> for such a text: a pointer (8 bytes, not 40; 100,000 ranks hold 1.2 million).
+class MaybeSharedText {
+ public:
+  MaybeSharedText() = default;
+  MaybeSharedText& operator=(const Maybe<std::string>& text) {
+    text_ = text ? shared_text(*text) : nullptr;
+    return *this;
+  }
+  explicit operator bool() const { return text_ != nullptr; }
+  const std::string& operator*() const { return *text_; }
+  std::string value_or(const std::string& fallback) const { return text_ ? *text_ : fallback; }
+  // As std::optional compares: unknown equals only unknown, and a text never equals unknown.
+  friend bool operator==(const MaybeSharedText& a, const MaybeSharedText& b) { return a.text_ == b.text_; }
+  friend bool operator!=(const MaybeSharedText& a, const MaybeSharedText& b) { return a.text_ != b.text_; }
+  friend bool operator==(const MaybeSharedText& a, std::string_view b) { return a.text_ && *a.text_ == b; }
+
+ private:
+  const std::string* text_ = nullptr;
+};
+
 struct HealthView {
-  Maybe<std::string> async_result, init_state;
-  Maybe<std::string> proxy_async_result;  // proxyState->asyncResult: where a peer's failure lands
+  MaybeSharedText async_result, init_state;
+  MaybeSharedText proxy_async_result;  // proxyState->asyncResult: where a peer's failure lands
   Maybe<bool> abort_flag, destroy_flag, finalize_called, revoked;
 };
 
 struct CommView {
   uint64_t comm_hash = 0;
-  std::string comm_hash_text;  // "0x6db0a96d9cb7fc37"
+  const std::string& comm_hash_text() const { return comm_hash_text_ ? *comm_hash_text_ : kNoHashText; }  // "0x6db0a96d9cb7fc37"
+  void set_comm_hash(uint64_t hash);
   std::string address;
   Maybe<int> rank, nranks;
   std::array<Maybe<int64_t>, kNumCollectives> seq_launched;
@@ -106,6 +132,10 @@ struct CommView {
   Maybe<int64_t> total_launched() const;  // sum of seq_launched when all are known
   bool has_planned_work() const;          // tasks queued but not launched
   bool has_proxy_work_in_flight() const;
+
+ private:
+  static const std::string kNoHashText;  // "" before set_comm_hash
+  const std::string* comm_hash_text_ = nullptr;
 };
 
 struct FrameView {

@@ -101,7 +101,7 @@ void add_counts(const Job& job, int process, JsonText* out) {
     std::string_view pg;  // of the group's own name: never of a temporary
     if (group != job.group_of_hash.end()) pg = job.comms[group->second].pg_name;
     out->begin_object().key("collectives_launched").number_or_null(comm.total_launched());
-    out->key("comm_hash").string(comm.comm_hash_text).key("p2p_total").number_or_null(comm.p2p_total);
+    out->key("comm_hash").string(comm.comm_hash_text()).key("p2p_total").number_or_null(comm.p2p_total);
     out->key("pg").string_or_null(pg).key("work_in_flight").boolean(comm.has_proxy_work_in_flight());
     out->key("work_planned").boolean(comm.has_planned_work()).end_object();
   }

@@ -298,7 +298,7 @@ class RecorderAnalyzer {
         json launched = json::object();
         for (int c = 0; c < kNumCollectives; ++c)
           if (comm.seq_launched[c]) launched[kCollectiveNames[c]] = *comm.seq_launched[c];
-        comms.push_back({{"comm_hash", comm.comm_hash_text}, {"rank", *comm.rank}, {"seq_launched", launched}});
+        comms.push_back({{"comm_hash", comm.comm_hash_text()}, {"rank", *comm.rank}, {"seq_launched", launched}});
       }
     return {{"communicators", comms}};
   }
@@ -491,8 +491,7 @@ void add_recorder_communicators(ProcessView* process) {
                                  [&](const CommView& view) { return view.comm_hash == hash; });
     if (in_memory) continue;
     CommView view;
-    view.comm_hash = hash;
-    view.comm_hash_text = hex(hash);
+    view.set_comm_hash(hash);
     view.rank = comm["rank"].get<int>();
     if (comm["nranks"].is_number_integer()) view.nranks = comm["nranks"].get<int>();
     view.from_recorder = true;

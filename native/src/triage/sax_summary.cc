@@ -303,6 +303,7 @@ class Summarizer : public JsonViewSax {
         if (process_->comms.empty()) process_->comms.reserve(4);  // most processes hold a few
         process_->comms.emplace_back();
         process_->comms.back().position = index;
+        comm_hash_text_.clear();
         break;
       case Where::kChannel: comm().channels.emplace_back().id = -1; break;
       case Where::kProxyOps: comm().proxy_ops_known = true; break;
@@ -381,14 +382,13 @@ class Summarizer : public JsonViewSax {
   void finish_comm() {
     CommView& view = comm();
     uint64_t hash = 0;
-    if (view.comm_hash_text.empty() || !parse_u64(view.comm_hash_text, &hash)) {
+    if (comm_hash_text_.empty() || !parse_u64(comm_hash_text_, &hash)) {
       process_->document_errors.push_back("communicator " + std::to_string(view.position) +
                                           " has no readable comm_hash");
       process_->comms.pop_back();
       return;
     }
-    view.comm_hash = hash;
-    view.comm_hash_text = hex(hash);
+    view.set_comm_hash(hash);
     sort_comm_notes(&view);
   }
 
@@ -446,7 +446,7 @@ class Summarizer : public JsonViewSax {
         if (is(k, "text")) process_->nccl_last_error = as_string(v).value_or("");
         break;
       case Where::kComm:
-        if (is(k, "comm_hash")) comm().comm_hash_text = as_string(v).value_or("");
+        if (is(k, "comm_hash")) set_text(&comm_hash_text_, v);
         else if (is(k, "address")) comm().address = as_string(v).value_or("");
         else if (is(k, "rank")) refused_if(v, "rank", comm().rank = index_rule(as_int(v)), kExpectRank);
         else if (is(k, "nranks")) refused_if(v, "nranks", comm().nranks = size_rule(as_int(v)), kExpectRankCount);
@@ -574,6 +574,7 @@ class Summarizer : public JsonViewSax {
 
  private:
   ProcessView* process_;
+  std::string comm_hash_text_;  // the communicator's comm_hash as the text has it (set_comm_hash makes it canonical)
   std::vector<Level> stack_;
   std::string_view key_;   // the current key: in the text being read, or in key_store_
   std::string key_store_;  // a key the reader gave as a string

@@ -461,7 +461,7 @@ json input_entry(const Job& job, size_t p) {
   if (process.build_id_mismatch) entry.boolean(*process.build_id_mismatch);
   else entry.null();
   entry.key("communicators").begin_array();
-  for (const triage::CommView& comm : process.comms) entry.string(comm.comm_hash_text);
+  for (const triage::CommView& comm : process.comms) entry.string(comm.comm_hash_text());
   entry.end_array().key("hostname").string_or_null(process.hostname);
   entry.key("kind").string(process.kind).key("name").string(process.input_name);
   entry.key("nccl_version").string_or_null(process.nccl_version).key("pid").number_or_null(process.pid);
