@@ -6,6 +6,7 @@
 #include "triage/rank_set.h"
 #include "triage/triage.h"
 #include "triage_synthetic.h"
+#include "util/strings.h"
 
 using nlohmann::json;
 using namespace synthetic;
@@ -34,6 +35,23 @@ BOOST_AUTO_TEST_CASE(rank_sets_read_like_people_write_them) {
   BOOST_TEST(parsed == (std::vector<int>{0, 2, 3, 4, 9}));
   BOOST_TEST(!nsc::triage::parse_rank_set("3-1", &parsed));
   BOOST_TEST(!nsc::triage::parse_rank_set("a", &parsed));
+}
+
+// The text report's every line goes through this: target strings may hold terminal escapes.
+BOOST_AUTO_TEST_CASE(text_is_made_safe_for_a_terminal) {
+  using nsc::escape_for_terminal;
+  BOOST_TEST(escape_for_terminal("rank 3 waits in ncclAllReduce") == "rank 3 waits in ncclAllReduce");
+  BOOST_TEST(escape_for_terminal("a\\b") == "a\\\\b");
+  BOOST_TEST(escape_for_terminal("\x1b[31mred") == "\\x1b[31mred");
+  BOOST_TEST(escape_for_terminal("del\x7f") == "del\\x7f");
+  BOOST_TEST(escape_for_terminal("nel\xc2\x85.") == "nel\\xc2\\x85.");  // a C1 control
+  BOOST_TEST(escape_for_terminal("caf\xc3\xa9 \xe2\x82\xac") == "caf\xc3\xa9 \xe2\x82\xac");  // valid UTF-8 kept
+  BOOST_TEST(escape_for_terminal("\xff") == "\\xff");
+  BOOST_TEST(escape_for_terminal("cut \xe2\x82") == "cut \\xe2\\x82");  // a sequence the text ends inside
+  BOOST_TEST(escape_for_terminal(std::string("nul\0end", 7)) == "nul\\x00end");
+  std::string out = "label: ";
+  nsc::append_escaped_for_terminal(&out, "a\tb");
+  BOOST_TEST(out == "label: a\\x09b");
 }
 
 BOOST_AUTO_TEST_CASE(natural_order_of_file_names) {

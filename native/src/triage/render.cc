@@ -217,22 +217,61 @@ static void append_crash_lines(const json& report, std::vector<std::string>* lin
   }
 }
 
+namespace {
+
+// What the text says of the inputs section, gathered in one pass: a process's entry is raw
+// text; only the members read are built, an entry at a time (100,000 entries: no array of them).
+struct InputsDigest {
+  json partial = json::array();  // the partial inputs' {name, status}: the errors' labels
+  std::map<std::string, size_t> inputs_by_note;  // a stack note and how many inputs it covers
+  size_t ok = 0, failed = 0, ignored = 0, duplicates = 0, views_joined = 0, views = 0;
+};
+
+InputsDigest digest_inputs(const json& report) {
+  InputsDigest digest;
+  for (const json& entry : json_member(report, "inputs")) {
+    const json input = json_members(entry, {"kind", "name", "stack_notes", "status"});
+    if (input.contains("stack_notes"))
+      for (const json& note : input["stack_notes"]) ++digest.inputs_by_note[json_text(note)];
+    if (input.value("status", "") == "partial") digest.partial.push_back(input);
+    if (input.value("kind", "") == "kernels") {
+      ++digest.views;
+      digest.views_joined += input["status"] == "ok" ? 1 : 0;
+      continue;
+    }
+    if (input["status"] == "duplicate") ++digest.duplicates;
+    else (input["status"] == "ok" || input["status"] == "partial" ? digest.ok
+          : input["status"] == "ignored"                           ? digest.ignored
+                                                                   : digest.failed)++;
+  }
+  return digest;
+}
+
+// Each line made safe for a terminal, then its newline.
+std::string joined_lines(const std::vector<std::string>& lines) {
+  size_t size = 0;
+  for (const std::string& line : lines) size += line.size() + 1;
+  std::string text;
+  text.reserve(size);
+  for (const std::string& line : lines) {
+    append_escaped_for_terminal(&text, line);
+    text += '\n';
+  }
+  return text;
+}
+
+}  // namespace
+
 std::string render_triage_text(const nlohmann::json& report) {
   std::vector<std::string> lines;
-  // What the text reads of each input; a process's entry is raw text, and only these are built.
-  json inputs = json::array();
-  for (const json& input : json_member(report, "inputs"))
-    inputs.push_back(json_members(input, {"kind", "name", "stack_notes", "status"}));
+  const InputsDigest inputs = digest_inputs(report);
   // The headline alone is the first paragraph: what a person reads and acts on.
   for (const json& line : json_member(json_member(report, "headline"), "lines")) lines.push_back(json_text(line));
   lines.push_back("");
   lines.push_back("Why (verdict " + json_text(report["verdict"], "error") + "): " + json_text(report["summary"]));
-  for (const json& error : report["errors"]) lines.push_back(triage_error_label(inputs, error) + json_text(error["message"]));
-  if (report.value("verdict", "") == "error") {
-    std::string text;
-    for (const std::string& line : lines) text += escape_for_terminal(line) + "\n";
-    return text;
-  }
+  for (const json& error : report["errors"])
+    lines.push_back(triage_error_label(inputs.partial, error) + json_text(error["message"]));
+  if (report.value("verdict", "") == "error") return joined_lines(lines);
   const json& graph = report["graph"];
   append_crash_lines(report, &lines);
   for (const json& finding : report.value("startup", json::array())) {
@@ -318,35 +357,19 @@ std::string render_triage_text(const nlohmann::json& report) {
     for (const json& input : entry["inputs"]) who += (who.empty() ? "" : ", ") + json_text(input);
     lines.push_back("  " + who + ": " + json_text(entry["description"]));
   }
-  std::map<std::string, size_t> inputs_by_note;
-  for (const json& input : inputs)
-    if (input.contains("stack_notes"))
-      for (const json& note : input["stack_notes"]) ++inputs_by_note[json_text(note)];
-  for (const auto& [note, count] : inputs_by_note)
+  for (const auto& [note, count] : inputs.inputs_by_note)
     lines.push_back("  note: frames in " + note + " are not symbolized (" + std::to_string(count) +
                     (count == 1 ? " input)" : " inputs)"));
   lines.push_back("All threads (prefix tree, outermost frame first):");
   render_tree(report["stack_classes"]["tree"], 0, &lines);
   lines.push_back("");
-  size_t ok = 0, failed = 0, ignored = 0, duplicates = 0, views_joined = 0, views = 0;
-  for (const json& input : inputs) {
-    if (input.value("kind", "") == "kernels") {
-      ++views;
-      views_joined += input["status"] == "ok" ? 1 : 0;
-      continue;
-    }
-    if (input["status"] == "duplicate") ++duplicates;
-    else (input["status"] == "ok" || input["status"] == "partial" ? ok : input["status"] == "ignored" ? ignored : failed)++;
-  }
-  lines.push_back("Inputs: " + std::to_string(ok) + " usable, " + std::to_string(failed) + " unusable" +
-                  (ignored ? ", " + std::to_string(ignored) + " ignored (JSON files that are not snapshots)" : "") +
-                  (duplicates ? ", " + std::to_string(duplicates) + " set aside as duplicates" : "") +
-                  (views ? "; kernel views: " + std::to_string(views_joined) + " joined, " +
-                               std::to_string(views - views_joined) + " not joined"
-                         : ""));
-  std::string text;
-  for (const std::string& line : lines) text += escape_for_terminal(line) + "\n";
-  return text;
+  lines.push_back("Inputs: " + std::to_string(inputs.ok) + " usable, " + std::to_string(inputs.failed) + " unusable" +
+                  (inputs.ignored ? ", " + std::to_string(inputs.ignored) + " ignored (JSON files that are not snapshots)" : "") +
+                  (inputs.duplicates ? ", " + std::to_string(inputs.duplicates) + " set aside as duplicates" : "") +
+                  (inputs.views ? "; kernel views: " + std::to_string(inputs.views_joined) + " joined, " +
+                                      std::to_string(inputs.views - inputs.views_joined) + " not joined"
+                                : ""));
+  return joined_lines(lines);
 }
 
 // Long text on lines of about `width` characters, broken at spaces: Graphviz sizes a box to

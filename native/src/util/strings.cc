@@ -42,28 +42,39 @@ static size_t utf8_sequence_length(std::string_view s, size_t i) {
   return length;
 }
 
-std::string escape_for_terminal(std::string_view untrusted) {
-  std::string out;
-  out.reserve(untrusted.size());
+// Printable ASCII but the backslash: written as it is (a report's text is almost all of it).
+static bool plain_for_terminal(unsigned char c) { return c >= 0x20 && c < 0x7f && c != '\\'; }
+
+void append_escaped_for_terminal(std::string* out, std::string_view untrusted) {
   for (size_t i = 0; i < untrusted.size();) {
+    size_t plain = i;
+    while (plain < untrusted.size() && plain_for_terminal(static_cast<unsigned char>(untrusted[plain]))) ++plain;
+    out->append(untrusted.data() + i, plain - i);
+    if ((i = plain) == untrusted.size()) break;
     unsigned char c = static_cast<unsigned char>(untrusted[i]);
     size_t length = utf8_sequence_length(untrusted, i);
     bool control = c < 0x20 || c == 0x7f;
     bool c1_control = length == 2 && c == 0xc2 &&
                       static_cast<unsigned char>(untrusted[i + 1]) < 0xa0;
     if (c == '\\') {
-      out += "\\\\";
+      *out += "\\\\";
       i += 1;
     } else if (length == 0 || control || c1_control) {
       char buffer[8];
       std::snprintf(buffer, sizeof buffer, "\\x%02x", c);
-      out += buffer;
+      *out += buffer;
       i += 1;
     } else {
-      out.append(untrusted.substr(i, length));
+      out->append(untrusted.substr(i, length));
       i += length;
     }
   }
+}
+
+std::string escape_for_terminal(std::string_view untrusted) {
+  std::string out;
+  out.reserve(untrusted.size());
+  append_escaped_for_terminal(&out, untrusted);
   return out;
 }
 
