@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Scale of `ncclscope triage`: generates N ranks' snapshots (2 communicators,
 # 8 channels, 4 threads of 12 frames each, one culprit), times
-# `ncclscope triage DIR --json` and records wall time and peak RSS
-# (/usr/bin/time -v) for 1, 64, 512 and 4096 ranks (or --ranks "4096 100000").
+# `ncclscope triage DIR --json` (with --text: the default text report) and records wall time
+# and peak RSS (/usr/bin/time -v) for 1, 64, 512 and 4096 ranks (or --ranks "4096 100000").
 #
 #   bench/triage_scale.sh [--build DIR] [--runs N] [--ranks "1 64 512 4096"] [--no-docs]
-#                         [--scenario tp-pp-dp] [--data DIR]
+#                         [--scenario tp-pp-dp] [--data DIR] [--text]
 #
 # --data DIR keeps the generated snapshots in DIR/SCENARIO-N (under /tmp, never in git) and
 # reuses them in a later run (100,000 ranks are 2.4 GB, written in ~1 min of CPU); without it
@@ -15,6 +15,8 @@
 # --scenario tp-pp-dp: four communicators per rank (world, TP 8, PP 4, DP ranks/32), rank 1234
 # (or the last) skipped a TP AllReduce and waits in a cycle (bench/gen_snapshots.py); its own
 # table (markers bench:triage-scale-tp-pp-dp).
+# --text: the text report a user reads (verdict from its "Why (verdict ...)" line); its own table
+# (markers bench:triage-scale-SCENARIO-text).
 # With docs on (default), the table between the bench markers in
 # docs/triage.md is replaced by the new figures.
 set -euo pipefail
@@ -25,6 +27,7 @@ RANKS="1 64 512 4096"
 SCENARIO=missing-collective
 WRITE_DOCS=1
 DATA=""
+TEXT=0
 while [ $# -gt 0 ]; do
   case $1 in
     --build) BUILD=$2; shift 2 ;;
@@ -33,7 +36,8 @@ while [ $# -gt 0 ]; do
     --no-docs) WRITE_DOCS=0; shift ;;
     --scenario) SCENARIO=$2; shift 2 ;;
     --data) DATA=$2; shift 2 ;;
-    *) echo "usage: $0 [--build DIR] [--runs N] [--ranks LIST] [--no-docs] [--scenario S] [--data DIR]" >&2; exit 64 ;;
+    --text) TEXT=1; shift ;;
+    *) echo "usage: $0 [--build DIR] [--runs N] [--ranks LIST] [--no-docs] [--scenario S] [--data DIR] [--text]" >&2; exit 64 ;;
   esac
 done
 NSC=$BUILD/bin/ncclscope
@@ -62,8 +66,13 @@ for n in $RANKS; do
   load_before=$(load1)
   best_wall=""; best_rss=""; best_cpu=""; walls=""
   for run in $(seq "$RUNS"); do
-    /usr/bin/time -v "$NSC" triage "$dir" --json >"$WORK/out.json" 2>"$WORK/time.txt" || true
-    verdict=$(python3 -c "import json; r=json.load(open('$WORK/out.json')); print(r['verdict'], r['culprit_ranks'])")
+    if [ "$TEXT" = 1 ]; then
+      /usr/bin/time -v "$NSC" triage "$dir" >"$WORK/out.txt" 2>"$WORK/time.txt" || true
+      verdict=$(sed -n 's/^Why (verdict \([a-z-]*\)).*/\1/p' "$WORK/out.txt" | head -1)
+    else
+      /usr/bin/time -v "$NSC" triage "$dir" --json >"$WORK/out.json" 2>"$WORK/time.txt" || true
+      verdict=$(python3 -c "import json; r=json.load(open('$WORK/out.json')); print(r['verdict'], r['culprit_ranks'])")
+    fi
     wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {split($2, t, ":"); s = 0; for (i = 1; i <= length(t); i++) s = s * 60 + t[i]; print s}' "$WORK/time.txt")
     user=$(awk -F': ' '/User time/ {print $2}' "$WORK/time.txt")
     sys=$(awk -F': ' '/System time/ {print $2}' "$WORK/time.txt")
@@ -85,6 +94,7 @@ done
 
 marker=triage-scale
 [ "$SCENARIO" = missing-collective ] || marker=triage-scale-$SCENARIO
+[ "$TEXT" = 1 ] && marker=$marker-text
 if [ "$WRITE_DOCS" = 1 ]; then
   doc=$SRC/docs/triage.md
   table=$WORK/table.md
